@@ -1,0 +1,42 @@
+"""mkdocs hook: render committed benchmark JSON into the book.
+
+A page line ``<!-- gpulab:bench <chapter> <device> -->`` becomes the results table (and the
+chart, if its PNG is committed) of ``docs/benchmarks/<chapter>-<device>.json``. When that file
+does not exist the page says so plainly: the book never shows numbers that were not measured.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import posixpath
+import re
+from pathlib import Path
+
+MARKER = re.compile(r"^<!-- gpulab:bench (\S+) (\S+) -->$", re.MULTILINE)
+
+
+def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
+    from gpulab.benchmark import format_markdown  # imports no numba
+
+    chapter, dev = match.group(1), match.group(2)
+    stem = f"{chapter}-{dev}"
+    data = docs_dir / "benchmarks" / f"{stem}.json"
+    if not data.exists():
+        return (f'!!! warning "No {dev.upper()} results committed yet"\n'
+                f"    `docs/benchmarks/{stem}.json` does not exist yet: the results of "
+                f"`gpulab bench {chapter}` on that device will appear here once they are measured "
+                "and committed. No numbers are shown until then.\n")
+    result = json.loads(data.read_text())
+    out = [format_markdown(result)]
+    png = data.with_suffix(".png")
+    if png.exists():
+        rel = posixpath.relpath(f"benchmarks/{stem}.png", page_dir or ".")
+        out.append(f"\n![{chapter} throughput on {result['device']['name']}]({rel})\n")
+    return "\n".join(out)
+
+
+def on_page_markdown(markdown, page, config, files):
+    docs_dir = Path(config["docs_dir"])
+    page_dir = posixpath.dirname(page.file.src_uri)
+    return MARKER.sub(lambda m: _render(m, page_dir, docs_dir), markdown)

@@ -1,0 +1,11 @@
+"""gpulab: GPU algorithms built step by step, in numba.cuda and CUDA C.
+
+Importing :mod:`gpulab` first decides whether kernels run on a real GPU or on numba's CUDA
+simulator (see :mod:`gpulab.device`); it must therefore be imported before :mod:`numba`.
+"""
+
+from gpulab import device as device  # noqa: F401  (must run before numba is imported)
+from gpulab.errors import GpulabError, LimitError, ShapeError, DtypeError, BackendUnavailable
+
+__all__ = ["device", "GpulabError", "LimitError", "ShapeError", "DtypeError", "BackendUnavailable"]
+__version__ = "0.1.0"

@@ -1,0 +1,307 @@
+"""The benchmark harness behind ``gpulab bench <chapter>``.
+
+A chapter describes its benchmark with a :class:`BenchSpec`: the problem sizes, how to set up
+inputs on the device, how to launch a variant, how to check it, and the peer library it is
+compared with (cuBLAS through CuPy, CUB through ``cupy.sort`` ...). The harness times every
+variant × size with :func:`gpulab.timing.measure` (CUDA events, warm-up, median of repeats),
+times the peer in the same run, and writes one JSON file per chapter and device.
+
+JSON schema (``"schema": "gpulab-bench/1"``)::
+
+    {
+      "schema": "gpulab-bench/1", "chapter": "matmul", "date": "2026-11-21T22:40:00Z",
+      "device": {"mode": "gpu", "name": "NVIDIA H200", "compute_capability": [9, 0], ...},
+      "versions": {"python": ..., "numpy": ..., "numba": ..., "numba-cuda": ..., "cupy": ...,
+                   "pycuda": ..., "driver": ...},
+      "settings": {"warmup": 2, "repeat": 10, "quick": false},
+      "records": [
+        {"chapter": "matmul", "variant": "shared", "backend": "numba",
+         "size": {"M": 4096, "N": 4096, "K": 4096}, "label": "N=4096",
+         "median_ms": 17.1, "samples_ms": [...], "throughput": 8.03, "unit": "TFLOP/s",
+         "peer": "cuBLAS (CuPy)", "peer_median_ms": 2.7, "ratio_to_peer": 0.157,
+         "ceiling": 67.0, "ceiling_name": "FP32 peak", "ratio_to_ceiling": 0.12,
+         "check": true, "skipped": null}
+      ]
+    }
+
+``ratio_to_peer`` is peer time / variant time (1.0 = as fast as the peer); ``skipped`` holds
+the reason a variant did not run at that size (a memory limit, no pycuda ...), never silently.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import platform
+import sys
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+SCHEMA = "gpulab-bench/1"
+
+
+@dataclass
+class Case:
+    """One problem size of a chapter's benchmark."""
+
+    label: str
+    size: dict
+    work: float  # operations counted for the throughput (flops, keys, subsets)
+    unit: str  # e.g. "TFLOP/s"
+    unit_scale: float  # work per second / unit_scale = throughput in ``unit``
+    ceiling: float | None = None  # hardware bound in ``unit`` (None when there is no meaningful one)
+    ceiling_name: str = ""
+
+    def throughput(self, ms: float) -> float:
+        return self.work / (ms * 1e-3) / self.unit_scale
+
+
+@dataclass
+class BenchSpec:
+    """How to benchmark one chapter. Every callable receives what :attr:`setup` returned."""
+
+    chapter: str
+    cases: Callable[[bool], list[Case]]  # quick -> cases
+    setup: Callable[[Case, np.random.Generator], object]
+    runner: Callable[[object, object], Callable[[], object]]  # (variant, state) -> launch()
+    check: Callable[[object, object], tuple[bool, str]]  # (variant, state) -> (ok, detail)
+    peer_name: str = ""
+    peer: Callable[[object], Callable[[], object] | None] | None = None
+    teardown: Callable[[object], None] | None = None
+    extra: dict = field(default_factory=dict)
+
+
+def versions() -> dict:
+    """Versions of everything that shapes the numbers."""
+    out = {"python": platform.python_version(), "numpy": np.__version__, "gpulab": _version("gpulab")}
+    for dist in ("numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "pycuda"):
+        v = _version(dist)
+        if v:
+            out[dist] = v
+    from gpulab import device
+
+    if not device.on_simulator():
+        try:
+            from numba import cuda
+
+            drv = cuda.cudadrv.driver.driver.get_version()
+            out["cuda_driver_api"] = f"{drv[0]}.{drv[1]}"
+        except Exception:  # pragma: no cover - informational only
+            pass
+        try:
+            import subprocess
+
+            out["driver"] = subprocess.run(
+                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                capture_output=True, text=True, timeout=20).stdout.strip()
+        except Exception:  # pragma: no cover
+            pass
+    return out
+
+
+def _version(dist: str) -> str | None:
+    from importlib import metadata
+
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def _time_cpu(run: Callable[[], object], warmup: int, repeat: int) -> list[float]:
+    for _ in range(warmup):
+        run()
+    samples = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        run()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return samples
+
+
+def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2, repeat: int = 10,
+        seed: int | None = None, progress: Callable[[str], None] | None = print,
+        cases: list[Case] | None = None) -> dict:
+    """Benchmark ``variants`` (registry entries) on every case; return the JSON-ready result."""
+    from gpulab import device
+    from gpulab.errors import GpulabError
+    from gpulab.timing import measure
+
+    rng = np.random.default_rng(seed)
+    cases = cases if cases is not None else spec.cases(quick)
+    records = []
+    total = len(cases) * len(variants)
+    done = 0
+    t_start = time.perf_counter()
+    for case in cases:
+        state = spec.setup(case, rng)
+        peer_ms = None
+        if spec.peer is not None and not device.on_simulator():
+            peer_run = spec.peer(state)
+            if peer_run is not None:
+                peer_ms = measure(peer_run, warmup=warmup, repeat=repeat).median_ms
+        for v in variants:
+            done += 1
+            rec = {"chapter": spec.chapter, "variant": v.name, "backend": v.backend, "size": case.size,
+                   "label": case.label, "median_ms": None, "samples_ms": [], "throughput": None,
+                   "unit": case.unit, "peer": spec.peer_name or None, "peer_median_ms": peer_ms,
+                   "ratio_to_peer": None, "ceiling": case.ceiling, "ceiling_name": case.ceiling_name or None,
+                   "ratio_to_ceiling": None, "check": None, "skipped": None}
+            reason = v.unavailable_reason()
+            try:
+                if reason:
+                    raise GpulabError(reason)
+                ok, detail = spec.check(v, state)
+                rec["check"] = bool(ok)
+                if not ok:
+                    rec["skipped"] = f"wrong result, not timed: {detail}"
+                else:
+                    launch = spec.runner(v, state)
+                    # Teaching-only steps (deliberately slow) and CPU baselines get fewer repeats:
+                    # they can take seconds each at GPU-filling sizes.
+                    reps = max(3, repeat // 3) if (v.teaching_only or v.backend == "cpu") else repeat
+                    if v.backend == "cpu":
+                        samples = _time_cpu(launch, 1, reps)
+                    else:
+                        samples = measure(launch, warmup=min(warmup, 1) if v.teaching_only else warmup, repeat=reps).samples_ms
+                    rec["samples_ms"] = [round(s, 6) for s in samples]
+                    med = float(np.median(samples))
+                    rec["median_ms"] = med
+                    rec["throughput"] = case.throughput(med)
+                    if peer_ms:
+                        rec["ratio_to_peer"] = peer_ms / med
+                    if case.ceiling:
+                        rec["ratio_to_ceiling"] = rec["throughput"] / case.ceiling
+            except GpulabError as exc:
+                rec["skipped"] = str(exc)
+            records.append(rec)
+            if progress:
+                elapsed = time.perf_counter() - t_start
+                what = f"{rec['median_ms']:.4g} ms" if rec["median_ms"] is not None else f"skipped: {rec['skipped']}"
+                progress(f"[{done}/{total} {elapsed:6.1f}s] {spec.chapter} {case.label} {v.key}: {what}")
+        if spec.teardown:
+            spec.teardown(state)
+    return {"schema": SCHEMA, "chapter": spec.chapter,
+            "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+            "device": device.info().as_dict(), "versions": versions(),
+            "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
+            "records": records}
+
+
+def device_slug(result: dict) -> str:
+    name = result["device"]["name"]
+    if result["device"]["mode"] == "sim":
+        return "simulator"
+    return name.lower().replace("nvidia", "").strip().replace(" ", "-") or "gpu"
+
+
+def write(result: dict, out_dir: str | os.PathLike) -> list[Path]:
+    """Write ``<chapter>-<device>.json`` and a PNG chart; return the paths written."""
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    stem = f"{result['chapter']}-{device_slug(result)}"
+    path = out / f"{stem}.json"
+    path.write_text(json.dumps(result, indent=1) + "\n")
+    paths = [path]
+    png = chart(result, out / f"{stem}.png")
+    if png:
+        paths.append(png)
+    return paths
+
+
+def chart(result: dict, path: Path) -> Path | None:
+    """Throughput of every variant against problem size (and the peer, as a dashed line)."""
+    recs = [r for r in result["records"] if r["throughput"] is not None]
+    if not recs:
+        return None
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    labels = list(dict.fromkeys(r["label"] for r in result["records"]))
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    for key in dict.fromkeys((r["variant"], r["backend"]) for r in recs):
+        pts = [(labels.index(r["label"]), r["throughput"]) for r in recs if (r["variant"], r["backend"]) == key]
+        xs, ys = zip(*pts)
+        ax.plot(xs, ys, marker="o", linestyle="-" if key[1] == "numba" else "--" if key[1] == "cuda-c" else ":",
+                label=f"{key[0]} ({key[1]})")
+    peer = {}
+    for r in recs:
+        if r["peer_median_ms"]:
+            peer[labels.index(r["label"])] = r["throughput"] * r["ratio_to_peer"]
+    if peer:
+        xs = sorted(peer)
+        ax.plot(xs, [peer[x] for x in xs], color="black", linewidth=2, label=recs[0]["peer"])
+    ax.set_xticks(range(len(labels)), labels, rotation=20)
+    ax.set_ylabel(recs[0]["unit"])
+    ax.set_yscale("log")
+    ax.set_title(f"{result['chapter']} on {result['device']['name']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7, ncol=2)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+def _fmt(x, spec="{:.3g}"):
+    return "—" if x is None else spec.format(x)
+
+
+def table_rows(result: dict) -> list[list[str]]:
+    rows = []
+    for r in result["records"]:
+        rows.append([r["label"], r["variant"], r["backend"], _fmt(r["median_ms"], "{:.4g}"),
+                     _fmt(r["throughput"]) + (f" {r['unit']}" if r["throughput"] is not None else ""),
+                     _fmt(r["ratio_to_peer"] and 100 * r["ratio_to_peer"], "{:.1f}%"),
+                     _fmt(r["ratio_to_ceiling"] and 100 * r["ratio_to_ceiling"], "{:.1f}%"),
+                     {True: "✓", False: "✗", None: "—"}[r["check"]] if not r["skipped"] or r["check"] is False else "skipped"])
+    return rows
+
+
+HEADER = ["size", "variant", "backend", "median ms", "throughput", "% of peer", "% of ceiling", "check"]
+
+
+def format_text(result: dict) -> str:
+    rows = [HEADER] + table_rows(result)
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(HEADER))]
+    lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    skipped = [f"  {r['variant']}[{r['backend']}] at {r['label']}: {r['skipped']}" for r in result["records"] if r["skipped"]]
+    if skipped:
+        lines += ["skipped:"] + skipped
+    peer = next((r["peer"] for r in result["records"] if r["peer"]), None)
+    if peer:
+        lines.append(f"peer: {peer}, measured in the same run")
+    return "\n".join(lines)
+
+
+def format_markdown(result: dict) -> str:
+    """The results table the book shows (rendered from committed JSON by the docs hook)."""
+    peer = next((r["peer"] for r in result["records"] if r["peer"]), "peer")
+    header = list(HEADER)
+    header[5] = f"% of {peer}"
+    ceiling = next((r["ceiling_name"] for r in result["records"] if r["ceiling_name"]), None)
+    if ceiling:
+        header[6] = f"% of {ceiling}"
+    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for row in table_rows(result):
+        out.append("| " + " | ".join(row) + " |")
+    dev = result["device"]
+    v = result["versions"]
+    out.append("")
+    out.append(f"*{dev['name']} (sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}, "
+               f"{dev['sm_count']} SMs), driver {v.get('driver', '?')}, numba-cuda {v.get('numba-cuda', '?')}, "
+               f"measured {result['date']}; median of {result['settings']['repeat']} runs after "
+               f"{result['settings']['warmup']} warm-up runs, CUDA events.*")
+    return "\n".join(out)
+
+
+def main_print(result: dict, file=sys.stdout) -> None:
+    print(format_text(result), file=file)

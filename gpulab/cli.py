@@ -1,0 +1,118 @@
+"""The ``gpulab`` command: ``info``, ``tour``, ``bench``, ``grade``, ``compile-check``."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+import gpulab  # noqa: F401  (device selection before anything imports numba)
+
+
+def cmd_info(args) -> int:
+    from gpulab import device
+
+    info = device.info()
+    if args.json:
+        print(json.dumps(info.as_dict(), indent=1))
+        return 0
+    rows = [("mode", "GPU" if info.mode == "gpu" else "simulator (numba CUDA simulator on the CPU)"),
+            ("device", info.name), ("compute capability", "%d.%d" % info.compute_capability),
+            ("SMs", info.sm_count), ("max threads per block", info.max_threads_per_block),
+            ("shared memory per block", f"{info.shared_memory_per_block} bytes "
+                                        f"({info.shared_memory_per_block_optin} with opt-in)"),
+            ("constant memory", f"{info.constant_memory} bytes"), ("warp size", info.warp_size),
+            ("CUDA C backend (pycuda)", info.pycuda)]
+    for k, v in rows:
+        print(f"{k:26s} {v}")
+    if info.mode == "sim":
+        print("\n(simulator limits mirror an H200 so that size errors match the GPU; set GPULAB_DEVICE=gpu|sim to override)")
+    return 0
+
+
+def cmd_tour(args) -> int:
+    from gpulab.tour import tour
+
+    return 1 if tour(args.chapters or None) else 0
+
+
+def cmd_bench(args) -> int:
+    from gpulab import benchmark
+    from gpulab.chapters import module, registry
+
+    spec = module(args.chapter, "bench").SPEC
+    reg = registry(args.chapter)
+    variants = [v for v in reg if (not args.variants or v.name in args.variants)
+                and (not args.backend or v.backend == args.backend)]
+    if not variants:
+        print(f"no variant of {args.chapter} matches {args.variants or ''} {args.backend or ''}", file=sys.stderr)
+        return 2
+    cases = None
+    if args.sizes:
+        cases = [c for c in spec.cases(args.quick) if c.label in args.sizes]
+        if not cases:
+            print(f"no size labelled {args.sizes}; known: {[c.label for c in spec.cases(args.quick)]}", file=sys.stderr)
+            return 2
+    result = benchmark.run(spec, variants, quick=args.quick, warmup=args.warmup, repeat=args.repeat,
+                           seed=args.seed, cases=cases, progress=None if args.no_progress else print)
+    paths = benchmark.write(result, args.out)
+    print()
+    benchmark.main_print(result)
+    print("\nwrote " + ", ".join(str(p) for p in paths))
+    failed = [r for r in result["records"] if r["check"] is False]
+    return 1 if failed else 0
+
+
+def cmd_grade(args) -> int:
+    from gpulab.grading import grade
+
+    return grade(args.exercise_set, path=args.path, solutions=args.solutions)
+
+
+def cmd_compile_check(args) -> int:
+    from gpulab.compilecheck import main as cc_main
+
+    return cc_main(args.chapters or None, args.json)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gpulab", description="GPU algorithms, built step by step.")
+    sub = p.add_subparsers(dest="cmd", required=True)
+
+    s = sub.add_parser("info", help="the device kernels run on, and its limits")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_info)
+
+    s = sub.add_parser("tour", help="run and check every variant of every finished chapter")
+    s.add_argument("chapters", nargs="*", help="only these chapters")
+    s.set_defaults(fn=cmd_tour)
+
+    s = sub.add_parser("bench", help="benchmark a chapter's variants; writes JSON and a PNG chart")
+    s.add_argument("chapter")
+    s.add_argument("--variants", nargs="*", help="only these variant names")
+    s.add_argument("--backend", choices=["numba", "cuda-c", "cpu"])
+    s.add_argument("--sizes", nargs="*", help="only these size labels (e.g. N=8192)")
+    s.add_argument("--quick", action="store_true", help="fewer, smaller sizes")
+    s.add_argument("--warmup", type=int, default=2)
+    s.add_argument("--repeat", type=int, default=10)
+    s.add_argument("--seed", type=int, default=None)
+    s.add_argument("--out", default="bench-results", help="directory for JSON and PNG (default: bench-results)")
+    s.add_argument("--no-progress", action="store_true")
+    s.set_defaults(fn=cmd_bench)
+
+    s = sub.add_parser("grade", help="grade an exercise set (e.g. matmul); exit status 1 if any exercise fails")
+    s.add_argument("exercise_set")
+    s.add_argument("--path", default="exercises", help="the exercises directory (default: ./exercises)")
+    s.add_argument("--solutions", action="store_true", help="grade the reference solutions instead of the student files")
+    s.set_defaults(fn=cmd_grade)
+
+    s = sub.add_parser("compile-check", help="compile every numba kernel to PTX and every .cu with NVRTC for sm_90")
+    s.add_argument("chapters", nargs="*")
+    s.add_argument("--json", action="store_true")
+    s.set_defaults(fn=cmd_compile_check)
+    return p
+
+
+def main(argv=None) -> int:
+    args = build_parser().parse_args(argv)
+    return args.fn(args)

@@ -1,0 +1,138 @@
+"""Compile every kernel for a real GPU without one: numba → PTX → cubin, and CUDA C → cubin.
+
+The simulator checks what kernels compute but not whether the real compiler accepts them
+(types, intrinsics, shared-array shapes), so CI also compiles every numba kernel of every
+chapter for sm_90 and links it with nvJitLink (registers, spills, stack frame per kernel),
+and compiles every CUDA C configuration the registries use with NVRTC.
+
+Numba's real compiler cannot be used in a process that runs the simulator, so
+:func:`run_in_subprocess` starts a fresh interpreter with ``GPULAB_DEVICE=gpu``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from contextlib import contextmanager
+
+from gpulab import device
+from gpulab.chapters import CHAPTERS, module
+
+ARCH = (9, 0)
+
+
+@contextmanager
+def _pretend_device(cc=ARCH):
+    """Kernels calling device functions ask the driver for the current device's compute
+    capability while compiling; without a driver, answer with the target's."""
+    import numba.cuda.dispatcher as disp
+
+    class _Dev:
+        compute_capability = cc
+
+    saved = getattr(disp, "get_current_device", None)
+    disp.get_current_device = lambda: _Dev()
+    try:
+        yield
+    finally:
+        if saved is not None:
+            disp.get_current_device = saved
+
+
+def link_report(ptx: str, arch: str = "sm_90") -> dict:
+    """Registers / spills / stack of each kernel in ``ptx``, from nvJitLink's verbose log."""
+    from cuda.bindings import nvjitlink
+
+    from gpulab.cudac import parse_ptxas
+
+    handle = nvjitlink.create(2, [f"-arch={arch}", "-verbose"])
+    try:
+        data = ptx.encode()
+        nvjitlink.add_data(handle, nvjitlink.InputType.PTX, data, len(data), "kernel.ptx")
+        nvjitlink.complete(handle)
+        size = nvjitlink.get_info_log_size(handle)
+        buf = bytearray(size)
+        nvjitlink.get_info_log(handle, buf)
+        return parse_ptxas(buf.decode(errors="replace"))
+    finally:
+        nvjitlink.destroy(handle)
+
+
+_LOCAL = re.compile(r"\b(ld|st)\.local\b")
+
+
+def numba_ptx(chapters=None) -> list[dict]:
+    """Compile each chapter's ``kernels_numba.ptx_targets()`` for sm_90 (needs a non-simulator process)."""
+    if device.on_simulator():
+        raise RuntimeError("numba_ptx needs the real numba compiler: run it with GPULAB_DEVICE=gpu")
+    from numba import cuda
+
+    out = []
+    for ch in chapters or CHAPTERS:
+        for name, kern, sig in module(ch, "kernels_numba").ptx_targets():
+            rec = {"chapter": ch, "kernel": name, "kind": "numba", "ok": False, "error": None,
+                   "local_memory_ops": None, "resources": {}}
+            try:
+                with _pretend_device():
+                    ptx, _ = cuda.compile_ptx(kern.py_func, sig, cc=ARCH)
+                rec["local_memory_ops"] = len(_LOCAL.findall(ptx))
+                try:
+                    res = link_report(ptx)
+                    rec["resources"] = next(iter(res.values())) if len(res) == 1 else res
+                except Exception as exc:  # resource report is informative; the compile is the check
+                    rec["resources"] = {"note": f"nvJitLink report unavailable: {exc}"}
+                rec["ok"] = True
+            except Exception as exc:
+                rec["error"] = f"{type(exc).__name__}: {exc}"
+            out.append(rec)
+    return out
+
+
+def nvrtc(chapters=None) -> list[dict]:
+    """Compile each chapter's CUDA C configurations (``variants.cuda_builds()``) for sm_90."""
+    from gpulab.cudac import nvrtc_compile, source_text
+
+    out = []
+    for ch in chapters or CHAPTERS:
+        pkg = CHAPTERS[ch]
+        for filename, defines in module(ch, "variants").cuda_builds():
+            rep = nvrtc_compile(source_text(pkg, filename), filename, defines)
+            out.append({"chapter": ch, "kernel": f"{filename} {defines}", "kind": "nvrtc", "ok": rep.ok,
+                        "error": None if rep.ok else rep.log, "resources": rep.resources})
+    return out
+
+
+def run_in_subprocess(chapters=None) -> list[dict]:
+    """Run :func:`numba_ptx` in a fresh interpreter that uses numba's real compiler."""
+    env = dict(os.environ, GPULAB_DEVICE="gpu")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    code = ("import json, sys, gpulab.compilecheck as c; "
+            f"print('@@' + json.dumps(c.numba_ptx({chapters!r})))")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("@@")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"PTX compile subprocess failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(line[2:])
+
+
+def main(chapters=None, as_json=False) -> int:
+    records = (numba_ptx(chapters) if not device.on_simulator() else run_in_subprocess(chapters)) + nvrtc(chapters)
+    if as_json:
+        print(json.dumps(records, indent=1))
+    else:
+        for r in records:
+            res = r["resources"]
+            if isinstance(res, dict) and "registers" in res:
+                extra = f"{res['registers']} regs, {res['spill_bytes']} B spills, {res['stack']} B stack"
+            elif isinstance(res, dict) and res and all(isinstance(x, dict) for x in res.values()):
+                extra = "; ".join(f"{k}: {x['registers']} regs, {x['spill_bytes']} B spills" for k, x in res.items())
+            else:
+                extra = ""
+            local = f", {r['local_memory_ops']} local-memory ops" if r.get("local_memory_ops") is not None else ""
+            print(f"{'ok ' if r['ok'] else 'FAIL'} {r['kind']:6s} {r['chapter']:8s} {r['kernel']}  {extra}{local}")
+            if not r["ok"]:
+                print("     " + str(r["error"])[:2000])
+    return 0 if all(r["ok"] for r in records) else 1

@@ -1,0 +1,191 @@
+"""The CUDA C backend: ``.cu`` sources in each chapter package, run through pycuda.
+
+* On a machine with an NVIDIA GPU, a driver, ``nvcc`` and pycuda (``pip install
+  'gpulab[pycuda]'``), :func:`load` compiles a chapter's source with pycuda's ``SourceModule``
+  and variants launch its kernels on arrays that numba allocated (both share the device's
+  primary context, so pointers pass straight through).
+* Anywhere else those variants are skipped with the reason :func:`unavailable_reason` gives.
+* :func:`nvrtc_compile` compiles the same sources for sm_90 with NVRTC and needs no GPU: CI
+  uses it so every CUDA C kernel is compiled on every change.
+
+Compile-time parameters (tile sizes ...) live in the chapter's variant registry and reach the
+source as ``-D`` macros, so Python's launch arithmetic and the kernel agree by construction.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+from gpulab import device
+from gpulab.errors import BackendUnavailable
+
+
+@lru_cache(maxsize=1)
+def unavailable_reason() -> str | None:
+    """Why CUDA C variants cannot run here, or ``None`` when they can."""
+    if device.on_simulator():
+        return "CUDA C variants need a real GPU; this process runs numba's CUDA simulator"
+    try:
+        import pycuda.driver  # noqa: F401
+    except ImportError as exc:
+        return f"pycuda is not installed ({exc}); install it with pip install 'gpulab[pycuda]' on a machine with a CUDA driver"
+    except Exception as exc:  # a pycuda that is installed but cannot load libcuda
+        return f"pycuda failed to load: {exc}"
+    if shutil.which("nvcc") is None and not os.environ.get("CUDA_HOME"):
+        return "pycuda compiles kernels with nvcc, which is not on PATH (set CUDA_HOME or add nvcc to PATH)"
+    return None
+
+
+def pycuda_status() -> str:
+    """``"available"`` or the reason it is not (for ``gpulab info``)."""
+    return unavailable_reason() or "available"
+
+
+def source_text(package: str, filename: str) -> str:
+    """The text of ``filename`` shipped inside ``package`` (e.g. ``gpulab.matmul``)."""
+    return resources.files(package).joinpath(filename).read_text()
+
+
+def define_flags(defines: dict | None) -> list[str]:
+    return [f"-D{k}={v}" for k, v in sorted((defines or {}).items())]
+
+
+@lru_cache(maxsize=None)
+def _load(package: str, filename: str, defines_items: tuple) -> object:
+    reason = unavailable_reason()
+    if reason:
+        raise BackendUnavailable(reason)
+    import pycuda.autoprimaryctx  # noqa: F401  (share numba's primary context)
+    from pycuda.compiler import SourceModule
+
+    from numba import cuda
+
+    cuda.current_context()  # make sure numba's context (the primary one) exists first
+    cc = device.info().compute_capability
+    return SourceModule(
+        source_text(package, filename),
+        options=define_flags(dict(defines_items)) + ["-std=c++17", "-O3"],
+        arch=f"sm_{cc[0]}{cc[1]}",
+        no_extern_c=True,
+    )
+
+
+def load(package: str, filename: str, defines: dict | None = None):
+    """Compile (once per set of defines) and return the pycuda module of a chapter's source."""
+    return _load(package, filename, tuple(sorted((defines or {}).items())))
+
+
+def kernel(package: str, filename: str, name: str, defines: dict | None = None):
+    """A kernel of a chapter's CUDA C source, as a pycuda function."""
+    return load(package, filename, defines).get_function(name)
+
+
+def ptr(array) -> int:
+    """Device address of a numba/CuPy device array (anything with ``__cuda_array_interface__``)."""
+    return int(array.__cuda_array_interface__["data"][0])
+
+
+def launch(fn, grid, block, *args, shared_bytes: int = 0) -> None:
+    """Launch a pycuda function on the default stream.
+
+    Device arrays are passed as pointers; Python ints as ``int32``; numpy scalars keep their
+    type. Dynamic shared memory above 48 KiB is opted into first, as CUDA requires.
+    """
+    import numpy as np
+
+    packed = []
+    for a in args:
+        if hasattr(a, "__cuda_array_interface__"):
+            packed.append(np.uintp(ptr(a)))
+        elif isinstance(a, (bool, int)) and not isinstance(a, np.generic):
+            packed.append(np.int32(a))
+        else:
+            packed.append(a)
+    if shared_bytes > 48 * 1024:
+        import pycuda.driver as drv
+
+        fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
+    grid = tuple(grid) + (1,) * (3 - len(grid))
+    block = tuple(block) + (1,) * (3 - len(block))
+    fn(*packed, grid=grid, block=block, shared=shared_bytes)
+
+
+# --------------------------------------------------------------------------- NVRTC (no GPU)
+
+
+@dataclass
+class CompileReport:
+    """What NVRTC + ptxas said about one source compiled for one architecture."""
+
+    source: str
+    arch: str
+    ok: bool
+    log: str
+    resources: dict  # kernel name -> {"registers": int, "spill_bytes": int, "stack": int, "shared": int}
+
+
+_PTXAS_FUNC = re.compile(r"Compiling entry function '(\w+)'")
+_PTXAS_USED = re.compile(r"Used (\d+) registers")
+_PTXAS_SPILL = re.compile(r"(\d+) bytes spill stores, (\d+) bytes spill loads")
+_PTXAS_STACK = re.compile(r"(\d+) bytes stack frame")
+_PTXAS_SMEM = re.compile(r"(\d+) bytes smem")
+
+
+def parse_ptxas(log: str) -> dict:
+    """Registers, spills, stack frame and static shared memory per kernel from ``ptxas -v`` output."""
+    out: dict = {}
+    current = None
+    for line in log.splitlines():
+        m = _PTXAS_FUNC.search(line)
+        if m:
+            current = m.group(1)
+            out[current] = {"registers": 0, "spill_bytes": 0, "stack": 0, "shared": 0}
+            continue
+        if current is None:
+            continue
+        if m := _PTXAS_STACK.search(line):
+            out[current]["stack"] = int(m.group(1))
+        if m := _PTXAS_SPILL.search(line):
+            out[current]["spill_bytes"] = int(m.group(1)) + int(m.group(2))
+        if m := _PTXAS_USED.search(line):
+            out[current]["registers"] = int(m.group(1))
+        if m := _PTXAS_SMEM.search(line):
+            out[current]["shared"] = int(m.group(1))
+    return out
+
+
+def _include_dirs() -> list[str]:
+    try:
+        import nvidia.cu13 as cu13  # from numba-cuda's cu13 extra
+    except ImportError:
+        return []
+    base = list(cu13.__path__)[0]
+    return [p for p in (os.path.join(base, "include"), os.path.join(base, "include", "cccl")) if os.path.isdir(p)]
+
+
+def nvrtc_compile(source: str, name: str = "kernel.cu", defines: dict | None = None, arch: str = "sm_90") -> CompileReport:
+    """Compile CUDA C source to a cubin for ``arch`` with NVRTC and report ptxas' resource usage."""
+    from cuda.bindings import nvrtc
+
+    def check(result):
+        err = result[0]
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise RuntimeError(f"NVRTC error {err}")
+        return result[1:] if len(result) > 2 else (result[1] if len(result) == 2 else None)
+
+    prog = check(nvrtc.nvrtcCreateProgram(source.encode(), name.encode(), 0, [], []))
+    opts = [f"--gpu-architecture={arch}", "-std=c++17", "--ptxas-options=-v", "-lineinfo"]
+    opts += define_flags(defines) + [f"-I{d}" for d in _include_dirs()]
+    (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+    log_size = check(nvrtc.nvrtcGetProgramLogSize(prog))
+    log = b" " * log_size
+    nvrtc.nvrtcGetProgramLog(prog, log)
+    text = log.decode(errors="replace").rstrip("\x00 \n")
+    ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
+    nvrtc.nvrtcDestroyProgram(prog)
+    return CompileReport(source=name, arch=arch, ok=ok, log=text, resources=parse_ptxas(text) if ok else {})

@@ -1,0 +1,147 @@
+"""Choose where kernels run: a real CUDA GPU, or numba's CUDA simulator.
+
+numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the
+choice has to be made before that import. ``import gpulab`` makes it (this module touches
+nothing but the CUDA driver library through :mod:`ctypes`).
+
+The choice, in order of precedence:
+
+1. ``GPULAB_DEVICE=gpu`` forces the real GPU (numba compiles for the driver; used by the
+   PTX compile checks, which need the real compiler but no GPU);
+   ``GPULAB_DEVICE=sim`` forces the simulator.
+2. ``NUMBA_ENABLE_CUDASIM=1`` set by the user means the simulator.
+3. Otherwise (``GPULAB_DEVICE=auto`` or unset): the GPU if the CUDA driver loads and
+   reports at least one device, else the simulator.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import sys
+from dataclasses import dataclass, asdict
+from functools import lru_cache
+
+ENV_VAR = "GPULAB_DEVICE"
+_MODES = ("auto", "gpu", "sim")
+
+
+def _driver_device_count() -> int:
+    """Number of CUDA devices the driver reports; 0 when there is no usable driver."""
+    names = ["libcuda.so.1", "libcuda.so", ctypes.util.find_library("cuda") or ""]
+    for name in filter(None, names):
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        try:
+            if lib.cuInit(0) != 0:
+                return 0
+            count = ctypes.c_int(0)
+            if lib.cuDeviceGetCount(ctypes.byref(count)) != 0:
+                return 0
+            return count.value
+        except AttributeError:
+            return 0
+    return 0
+
+
+def _choose_mode() -> str:
+    requested = os.environ.get(ENV_VAR, "auto").strip().lower() or "auto"
+    if requested not in _MODES:
+        raise ValueError(f"{ENV_VAR}={requested!r}: expected one of {', '.join(_MODES)}")
+    if requested == "auto":
+        if os.environ.get("NUMBA_ENABLE_CUDASIM", "0") not in ("", "0"):
+            return "sim"
+        return "gpu" if _driver_device_count() > 0 else "sim"
+    return requested
+
+
+def _apply(mode: str) -> None:
+    want_sim = mode == "sim"
+    if "numba.cuda" in sys.modules:
+        from numba import config  # already imported, so this costs nothing
+
+        if bool(config.ENABLE_CUDASIM) != want_sim:
+            raise RuntimeError(
+                f"gpulab chose the {'simulator' if want_sim else 'GPU'} but numba.cuda was "
+                "imported earlier with the other setting. Import gpulab before numba, or set "
+                f"{ENV_VAR}=sim|gpu / NUMBA_ENABLE_CUDASIM before starting Python."
+            )
+    if want_sim:
+        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    else:
+        os.environ.pop("NUMBA_ENABLE_CUDASIM", None)
+    if "numba.core.config" in sys.modules:
+        # numba itself was imported (e.g. by a tool naming one of its classes) but not yet
+        # numba.cuda, which is what reads the switch: set numba's copy of it too.
+        sys.modules["numba.core.config"].ENABLE_CUDASIM = int(want_sim)
+
+
+MODE: str = _choose_mode()
+"""``"gpu"`` or ``"sim"``: fixed for the life of the process."""
+_apply(MODE)
+
+
+def on_simulator() -> bool:
+    """True when kernels run on numba's CUDA simulator (on the CPU)."""
+    return MODE == "sim"
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """What the book's exercises need to know about the device they run on."""
+
+    mode: str
+    name: str
+    compute_capability: tuple[int, int]
+    sm_count: int
+    max_threads_per_block: int
+    shared_memory_per_block: int
+    shared_memory_per_block_optin: int
+    constant_memory: int
+    warp_size: int
+    pycuda: str
+
+    def as_dict(self) -> dict:
+        return asdict(self)
+
+
+# Hardware limits of the simulator: those of the H200 the book measures on, so that a
+# size that fails on the GPU for lack of shared or constant memory fails the same way here.
+_SIM_LIMITS = dict(
+    compute_capability=(9, 0),
+    sm_count=1,
+    max_threads_per_block=1024,
+    shared_memory_per_block=48 * 1024,
+    shared_memory_per_block_optin=227 * 1024,
+    constant_memory=64 * 1024,
+    warp_size=32,
+)
+
+
+@lru_cache(maxsize=1)
+def info() -> DeviceInfo:
+    """Describe the device kernels run on (queried once)."""
+    from gpulab import cudac
+
+    pycuda = cudac.pycuda_status()
+    if on_simulator():
+        return DeviceInfo(mode="sim", name="numba CUDA simulator (CPU)", pycuda=pycuda, **_SIM_LIMITS)
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    attr = dev.get_device_identity  # noqa: F841  (touch: raises early if no context)
+    return DeviceInfo(
+        mode="gpu",
+        name=dev.name.decode() if isinstance(dev.name, bytes) else str(dev.name),
+        compute_capability=tuple(dev.compute_capability),
+        sm_count=dev.MULTIPROCESSOR_COUNT,
+        max_threads_per_block=dev.MAX_THREADS_PER_BLOCK,
+        shared_memory_per_block=dev.MAX_SHARED_MEMORY_PER_BLOCK,
+        shared_memory_per_block_optin=dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+        constant_memory=dev.TOTAL_CONSTANT_MEMORY,
+        warp_size=dev.WARP_SIZE,
+        pycuda=pycuda,
+    )

@@ -1,0 +1,104 @@
+"""The variant registry: every chapter lists its variants here, once.
+
+Tests, ``gpulab tour``, the benchmarks, the PTX/NVRTC compile checks and the book all iterate
+a chapter's :class:`Registry`, so adding a variant is adding one :class:`Variant` entry.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterator
+
+from gpulab.errors import BackendUnavailable, GpulabError
+
+BACKENDS = ("numba", "cuda-c", "cpu")
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One way of computing a chapter's function.
+
+    Attributes:
+        name: short identifier used on the command line and in ``variant=...``.
+        backend: ``"numba"``, ``"cuda-c"`` (pycuda) or ``"cpu"``.
+        memory: memory spaces the kernel uses, e.g. ``("global", "shared")``.
+        lesson: one line on what this step teaches.
+        run: host function computing the result (same signature for every variant of a chapter).
+        kernels: names of the kernels it launches (for the compile checks and the book).
+        params: compile-time parameters (tile sizes ...), passed to the kernel builders.
+        needs_warp_intrinsics: True if the simulator cannot run it (no shfl/ballot there).
+        teaching_only: a deliberately slow step the benchmarks still measure, not a contender.
+    """
+
+    name: str
+    backend: str
+    memory: tuple[str, ...]
+    lesson: str
+    run: Callable
+    kernels: tuple[str, ...] = ()
+    params: dict = field(default_factory=dict)
+    needs_warp_intrinsics: bool = False
+    teaching_only: bool = False
+
+    @property
+    def key(self) -> str:
+        return f"{self.name}[{self.backend}]"
+
+    def unavailable_reason(self) -> str | None:
+        """Why this variant cannot run on this machine, or ``None`` if it can."""
+        from gpulab import cudac, device
+
+        if self.backend == "cuda-c":
+            return cudac.unavailable_reason()
+        if self.needs_warp_intrinsics and device.on_simulator():
+            return "uses warp intrinsics (shfl/ballot), which numba's simulator does not implement"
+        return None
+
+
+class Registry:
+    """The ordered variants of one chapter."""
+
+    def __init__(self, chapter: str, variants: list[Variant] | None = None):
+        self.chapter = chapter
+        self._variants: dict[tuple[str, str], Variant] = {}
+        for v in variants or []:
+            self.add(v)
+
+    def add(self, variant: Variant) -> Variant:
+        if variant.backend not in BACKENDS:
+            raise ValueError(f"unknown backend {variant.backend!r}; expected one of {BACKENDS}")
+        key = (variant.name, variant.backend)
+        if key in self._variants:
+            raise ValueError(f"{self.chapter}: variant {variant.key} registered twice")
+        self._variants[key] = variant
+        return variant
+
+    def __iter__(self) -> Iterator[Variant]:
+        return iter(self._variants.values())
+
+    def __len__(self) -> int:
+        return len(self._variants)
+
+    def names(self, backend: str | None = None) -> list[str]:
+        return [v.name for v in self if backend is None or v.backend == backend]
+
+    def get(self, name: str, backend: str = "numba") -> Variant:
+        try:
+            return self._variants[(name, backend)]
+        except KeyError:
+            known = ", ".join(v.key for v in self)
+            raise GpulabError(f"{self.chapter}: no variant {name!r} for backend {backend!r}; known: {known}") from None
+
+    def select(self, backend: str | None = None, runnable: bool = False) -> list[Variant]:
+        out = [v for v in self if backend is None or v.backend == backend]
+        if runnable:
+            out = [v for v in out if v.unavailable_reason() is None]
+        return out
+
+    def resolve(self, name: str, backend: str) -> Variant:
+        """The variant to run, or a :class:`BackendUnavailable` that says why it cannot run here."""
+        v = self.get(name, backend)
+        reason = v.unavailable_reason()
+        if reason:
+            raise BackendUnavailable(f"{self.chapter} variant {v.key} cannot run here: {reason}")
+        return v

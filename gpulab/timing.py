@@ -1,0 +1,62 @@
+"""Timing GPU work honestly: CUDA events after warm-up, the median of repeats.
+
+On the simulator CUDA events return -1, so the wall clock is used there (and the numbers only
+tell the CPU cost of simulating, never GPU speed).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from gpulab import device
+
+
+@dataclass
+class Timing:
+    """Samples of one measured region, in milliseconds."""
+
+    samples_ms: list[float] = field(default_factory=list)
+    clock: str = "cuda-event"
+
+    @property
+    def median_ms(self) -> float:
+        return statistics.median(self.samples_ms)
+
+    @property
+    def spread(self) -> float:
+        """(max - min) / median: how much the repeats disagree."""
+        m = self.median_ms
+        return (max(self.samples_ms) - min(self.samples_ms)) / m if m > 0 else 0.0
+
+
+def measure(run: Callable[[], object], *, warmup: int = 2, repeat: int = 10) -> Timing:
+    """Time ``run`` (which enqueues GPU work on the default stream) ``repeat`` times.
+
+    ``warmup`` calls come first so that compilation, module loading and first-touch costs
+    stay out of the numbers.
+    """
+    from numba import cuda
+
+    for _ in range(warmup):
+        run()
+    cuda.synchronize()
+    if device.on_simulator():
+        samples = []
+        for _ in range(repeat):
+            t0 = time.perf_counter()
+            run()
+            cuda.synchronize()
+            samples.append((time.perf_counter() - t0) * 1e3)
+        return Timing(samples, clock="wall (simulator)")
+    start, stop = cuda.event(), cuda.event()
+    samples = []
+    for _ in range(repeat):
+        start.record()
+        run()
+        stop.record()
+        stop.synchronize()
+        samples.append(cuda.event_elapsed_time(start, stop))
+    return Timing(samples, clock="cuda-event")

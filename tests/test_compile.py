@@ -1,0 +1,55 @@
+"""Every kernel compiles for a real sm_90 GPU, with no GPU: numba → PTX, CUDA C → NVRTC.
+
+The simulator cannot catch type errors or unsupported intrinsics; the real compilers can.
+Register-tiled kernels must also keep their tiles in registers (no local-memory traffic,
+no spills): that is the whole point of the variant.
+"""
+
+import pytest
+
+from gpulab import compilecheck
+from gpulab.chapters import CHAPTERS
+
+TILED = ("register", "prefetch", "vec4", "warptile")
+
+
+@pytest.fixture(scope="session")
+def ptx_records():
+    return compilecheck.run_in_subprocess(list(CHAPTERS))
+
+
+@pytest.fixture(scope="session")
+def nvrtc_records():
+    return compilecheck.nvrtc(list(CHAPTERS))
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_numba_kernels_compile_to_ptx(chapter, ptx_records):
+    recs = [r for r in ptx_records if r["chapter"] == chapter]
+    assert recs, f"{chapter}: ptx_targets() listed no kernels"
+    failed = [f"{r['kernel']}: {r['error'][:600]}" for r in recs if not r["ok"]]
+    assert not failed, "\n".join(failed)
+
+
+@pytest.mark.parametrize("chapter", list(CHAPTERS))
+def test_cuda_c_compiles_with_nvrtc(chapter, nvrtc_records):
+    recs = [r for r in nvrtc_records if r["chapter"] == chapter]
+    assert recs, f"{chapter}: cuda_builds() listed no CUDA C configuration"
+    failed = [f"{r['kernel']}:\n{r['error'][:2000]}" for r in recs if not r["ok"]]
+    assert not failed, "\n".join(failed)
+
+
+def test_register_tiles_stay_in_registers(ptx_records, nvrtc_records):
+    numba_tiled = [r for r in ptx_records if r["chapter"] == "matmul" and r["kernel"].startswith(("matmul_register", "matmul_prefetch"))]
+    assert numba_tiled
+    for r in numba_tiled:
+        assert r["local_memory_ops"] == 0, f"{r['kernel']}: the tile went to local memory"
+        res = r["resources"]
+        if "spill_bytes" in res:
+            assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{r['kernel']}: {res}"
+    for r in nvrtc_records:
+        if r["chapter"] != "matmul":
+            continue
+        for name, res in r["resources"].items():
+            if any(t in name for t in TILED):
+                assert res["spill_bytes"] == 0, f"{name} {r['kernel']}: spills {res}"

@@ -1,0 +1,166 @@
+"""The shared machinery: device selection, launch arithmetic, registry, timing, benchmarks, CLI."""
+
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from gpulab import benchmark, device
+from gpulab.checking import poisoned, relative_error
+from gpulab.errors import GpulabError, LimitError
+from gpulab.launch import ceil_div, check_block, grid_1d, grid_2d
+from gpulab.registry import Registry, Variant
+from tests.conftest import ON_SIMULATOR
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _python(code, **env):
+    e = {k: v for k, v in os.environ.items() if k not in ("GPULAB_DEVICE", "NUMBA_ENABLE_CUDASIM")}
+    e.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=e, cwd=ROOT)
+
+
+def test_override_to_simulator_is_honoured():
+    p = _python("import gpulab, os; print(gpulab.device.MODE, os.environ.get('NUMBA_ENABLE_CUDASIM'))", GPULAB_DEVICE="sim")
+    assert p.stdout.split() == ["sim", "1"], p.stderr
+
+
+def test_override_to_gpu_is_honoured():
+    p = _python("import gpulab, os; print(gpulab.device.MODE, os.environ.get('NUMBA_ENABLE_CUDASIM'))", GPULAB_DEVICE="gpu")
+    assert p.stdout.split() == ["gpu", "None"], p.stderr
+
+
+def test_numba_switch_alone_selects_simulator():
+    p = _python("import gpulab; print(gpulab.device.MODE)", NUMBA_ENABLE_CUDASIM="1")
+    assert p.stdout.strip() == "sim", p.stderr
+
+
+def test_bad_override_names_the_choices():
+    p = _python("import gpulab", GPULAB_DEVICE="tpu")
+    assert p.returncode != 0 and "expected one of auto, gpu, sim" in p.stderr
+
+
+def test_importing_numba_first_with_the_other_setting_is_an_error():
+    p = _python("import numba.cuda; import gpulab", GPULAB_DEVICE="sim")
+    assert p.returncode != 0 and "Import gpulab before numba" in p.stderr
+
+
+def test_auto_detection_matches_the_driver():
+    assert device.MODE in ("gpu", "sim")
+    if device._driver_device_count() == 0 and "GPULAB_DEVICE" not in os.environ:
+        assert device.MODE == "sim"
+
+
+def test_info_cli_prints_every_field():
+    p = subprocess.run([sys.executable, "-m", "gpulab", "info"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stderr
+    for field in ("mode", "device", "compute capability", "SMs", "shared memory per block", "constant memory", "pycuda"):
+        assert field in p.stdout
+
+
+@pytest.mark.parametrize("a,b,expected", [(1, 1, 1), (0, 4, 0), (7, 8, 1), (8, 8, 1), (9, 8, 2), (1023, 256, 4)])
+def test_ceil_div(a, b, expected):
+    assert ceil_div(a, b) == expected
+
+
+def test_grids_cover_everything_and_never_have_zero_blocks():
+    assert grid_1d(0, 128) == (1,)
+    assert grid_1d(129, 128) == (2,)
+    assert grid_2d(rows=17, cols=33, block=(16, 8)) == (3, 3)
+
+
+def test_block_limit():
+    check_block(1024)
+    with pytest.raises(LimitError, match="1025 threads exceeds the limit of 1024"):
+        check_block(1025)
+
+
+def test_registry_rejects_duplicates_and_names_known_variants():
+    reg = Registry("demo", [Variant("a", "numba", ("global",), "lesson", run=lambda: None)])
+    with pytest.raises(ValueError, match="registered twice"):
+        reg.add(Variant("a", "numba", ("global",), "lesson", run=lambda: None))
+    with pytest.raises(ValueError, match="unknown backend"):
+        reg.add(Variant("b", "opencl", ("global",), "lesson", run=lambda: None))
+    with pytest.raises(GpulabError, match=r"known: a\[numba\]"):
+        reg.get("zzz")
+
+
+def test_poison_and_relative_error():
+    assert np.isnan(poisoned((2, 2), np.float32)).all()
+    assert (poisoned(3, np.uint32) == 0xDEADBEEF).all()
+    assert relative_error(np.array([1.0, np.nan]), np.array([1.0, 2.0])) == float("inf")
+    assert relative_error(np.array([1.0, 2.0]), np.array([1.0, 2.0])) == 0.0
+    with pytest.raises(ValueError, match="shape mismatch"):
+        relative_error(np.ones(2), np.ones(3))
+
+
+def test_timing_returns_positive_samples():
+    from numba import cuda
+
+    from gpulab.timing import measure
+
+    d = cuda.to_device(np.zeros(4, np.float32))
+    t = measure(lambda: d.copy_to_device(np.ones(4, np.float32)), warmup=1, repeat=3)
+    assert len(t.samples_ms) == 3 and t.median_ms > 0
+    assert t.clock == ("wall (simulator)" if ON_SIMULATOR else "cuda-event")
+
+
+def test_benchmark_harness_writes_documented_json(tmp_path):
+    from gpulab.matmul.bench import SPEC
+    from gpulab.matmul.variants import REGISTRY
+
+    variants = [REGISTRY.get("coalesced", "numba"), REGISTRY.get("shared", "cuda-c")]
+    case = SPEC.cases(True)[:1]
+    result = benchmark.run(SPEC, variants, quick=True, warmup=1, repeat=2, cases=case, progress=None)
+    paths = benchmark.write(result, tmp_path)
+    data = json.loads(paths[0].read_text())
+    assert data["schema"] == benchmark.SCHEMA and data["chapter"] == "matmul"
+    assert {"device", "versions", "date", "settings", "records"} <= set(data)
+    rec = {(r["variant"], r["backend"]): r for r in data["records"]}
+    ok = rec[("coalesced", "numba")]
+    assert ok["check"] is True and ok["median_ms"] > 0 and ok["unit"] == "TFLOP/s" and len(ok["samples_ms"]) == 2
+    for key in ("variant", "backend", "size", "median_ms", "throughput", "peer", "peer_median_ms", "ratio_to_peer"):
+        assert key in ok
+    if ON_SIMULATOR:
+        assert "real GPU" in rec[("shared", "cuda-c")]["skipped"]
+    md = benchmark.format_markdown(data)
+    assert "| size | variant | backend |" in md and "coalesced" in md
+
+
+def test_docs_hook_renders_committed_json_and_admits_missing(tmp_path):
+    sys.path.insert(0, os.path.join(ROOT, "docs", "hooks"))
+    try:
+        import bench_tables
+    finally:
+        sys.path.pop(0)
+    (tmp_path / "benchmarks").mkdir()
+
+    class Page:
+        class file:
+            src_uri = "chapters/x.md"
+
+    missing = bench_tables.on_page_markdown("<!-- gpulab:bench nothing h200 -->", Page, {"docs_dir": str(tmp_path)}, None)
+    assert "No H200 results committed yet" in missing
+    data = {"schema": benchmark.SCHEMA, "chapter": "demo", "date": "2026-01-01T00:00:00Z",
+            "device": {"name": "Dev", "mode": "gpu", "compute_capability": [9, 0], "sm_count": 1},
+            "versions": {}, "settings": {"repeat": 3, "warmup": 1},
+            "records": [{"label": "n=1", "variant": "v", "backend": "numba", "median_ms": 2.0, "throughput": 1.5,
+                         "unit": "X/s", "peer": "P", "peer_median_ms": 1.0, "ratio_to_peer": 0.5, "ceiling": None,
+                         "ceiling_name": None, "ratio_to_ceiling": None, "check": True, "skipped": None}]}
+    (tmp_path / "benchmarks" / "demo-h200.json").write_text(json.dumps(data))
+    out = bench_tables.on_page_markdown("<!-- gpulab:bench demo h200 -->", Page, {"docs_dir": str(tmp_path)}, None)
+    assert "| n=1 | v | numba | 2 | 1.5 X/s | 50.0% |" in out
+
+
+def test_tour_runs_and_checks_every_variant():
+    p = subprocess.run([sys.executable, "-m", "gpulab", "tour", "matmul"], capture_output=True, text=True, cwd=ROOT)
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    assert "failed" in p.stdout and " 0 failed" in p.stdout
+    from gpulab.matmul.variants import REGISTRY
+
+    for v in REGISTRY.select(runnable=True):
+        assert f"{v.name}" in p.stdout
