@@ -22,9 +22,11 @@ def grid_2d(rows: int, cols: int, block: tuple[int, int]) -> tuple[int, int]:
     return (max(1, ceil_div(cols, bx)), max(1, ceil_div(rows, by)))
 
 
+# --8<-- [start:check_block]
 def check_block(threads: int, limit: int = 1024) -> None:
     """Raise a clear error for a block that asks for more threads than the hardware allows."""
     from gpulab.errors import LimitError
 
     if threads > limit:
         raise LimitError(f"a block of {threads} threads exceeds the limit of {limit} threads per block")
+# --8<-- [end:check_block]

@@ -145,6 +145,7 @@ def _numba_tiled(factory_name):
 
 numba_register = _numba_tiled("register_kernel")
 numba_prefetch = _numba_tiled("prefetch_kernel")
+numba_wide = _numba_tiled("wide_kernel")
 
 
 # ----------------------------------------------------------------------------- CUDA C

@@ -32,6 +32,11 @@ for name, memory, lesson, numba_prepare, cuda_prepare, numba_params, cuda_params
     REGISTRY.add(Variant(name, "numba", memory, lesson, numba_prepare, params=numba_params, teaching_only=teaching))
     REGISTRY.add(Variant(name, "cuda-c", memory, lesson, cuda_prepare, params=cuda_params, teaching_only=teaching))
 
+# Beyond the ladder. numba has no float2/float4, but a float64 shared array holds float pairs.
+REGISTRY.add(Variant("wide", "numba", ("global", "shared", "registers"),
+                     "prefetch with 64-bit shared loads of float pairs (bit-cast through float64): half the load instructions",
+                     host.numba_wide, params=TILE_128))
+
 # Beyond the ladder, in CUDA C where the language gives direct control over vector types.
 REGISTRY.add(Variant("vec4", "cuda-c", ("global", "shared", "registers"),
                      "16-byte float4 loads from global and shared memory: a quarter of the load instructions",
