@@ -14,6 +14,33 @@ import re
 from pathlib import Path
 
 MARKER = re.compile(r"^<!-- gpulab:bench (\S+) (\S+) -->$", re.MULTILINE)
+# ``<!-- gpulab:rows <file-stem> -->``: a tuning sweep's JSON ({"rows": [{...}, ...], ...}) as a table.
+ROWS = re.compile(r"^<!-- gpulab:rows (\S+) -->$", re.MULTILINE)
+
+
+def _cell(v):
+    if isinstance(v, float):
+        return f"{v:.3g}"
+    if isinstance(v, dict):
+        return str(v.get("registers", "")) if "registers" in v else ""
+    return str(v)
+
+
+def _render_rows(match: re.Match, docs_dir: Path) -> str:
+    path = docs_dir / "benchmarks" / f"{match.group(1)}.json"
+    if not path.exists():
+        return f'!!! warning "Not measured yet"\n    `docs/benchmarks/{path.name}` is not committed yet.\n'
+    data = json.loads(path.read_text())
+    rows = data["rows"]
+    cols = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, (list,))))
+    head = ["registers" if c == "resources" else c for c in cols]
+    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(cols)]
+    for r in rows:
+        out.append("| " + " | ".join(_cell(r.get(c, "")) for c in cols) + " |")
+    meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))}
+    if meta:
+        out.append("\n*" + ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items()) + f" (from `docs/benchmarks/{path.name}`)*")
+    return "\n".join(out)
 
 
 def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
@@ -39,4 +66,5 @@ def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
 def on_page_markdown(markdown, page, config, files):
     docs_dir = Path(config["docs_dir"])
     page_dir = posixpath.dirname(page.file.src_uri)
-    return MARKER.sub(lambda m: _render(m, page_dir, docs_dir), markdown)
+    markdown = MARKER.sub(lambda m: _render(m, page_dir, docs_dir), markdown)
+    return ROWS.sub(lambda m: _render_rows(m, docs_dir), markdown)

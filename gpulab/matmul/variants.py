@@ -47,6 +47,7 @@ REGISTRY.add(Variant("warptile", "cuda-c", ("global", "shared", "registers"),
                      params=dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, NUM_THREADS=128)))
 
 CONSTANT_VARIANTS = ("constant", "constant_scattered")
+LADDER_STEPS = tuple(step[0] for step in _LADDER)  # each in numba and in CUDA C
 
 
 def cuda_builds() -> list[tuple[str, dict]]:
