@@ -118,6 +118,10 @@ def run_in_subprocess(chapters=None) -> list[dict]:
     return json.loads(line[2:])
 
 
+def _fmt_res(x: dict) -> str:
+    return f"{x['registers']} regs, {x['spill_bytes']} B spills, {x['stack']} B stack, {x['shared']} B static shared"
+
+
 def main(chapters=None, as_json=False) -> int:
     records = (numba_ptx(chapters) if not device.on_simulator() else run_in_subprocess(chapters)) + nvrtc(chapters)
     if as_json:
@@ -125,14 +129,12 @@ def main(chapters=None, as_json=False) -> int:
     else:
         for r in records:
             res = r["resources"]
-            if isinstance(res, dict) and "registers" in res:
-                extra = f"{res['registers']} regs, {res['spill_bytes']} B spills, {res['stack']} B stack"
-            elif isinstance(res, dict) and res and all(isinstance(x, dict) for x in res.values()):
-                extra = "; ".join(f"{k}: {x['registers']} regs, {x['spill_bytes']} B spills" for k, x in res.items())
-            else:
-                extra = ""
             local = f", {r['local_memory_ops']} local-memory ops" if r.get("local_memory_ops") is not None else ""
-            print(f"{'ok ' if r['ok'] else 'FAIL'} {r['kind']:6s} {r['chapter']:8s} {r['kernel']}  {extra}{local}")
+            print(f"{'ok ' if r['ok'] else 'FAIL'} {r['kind']:6s} {r['chapter']:8s} {r['kernel']}"
+                  + (f"  {_fmt_res(res)}{local}" if "registers" in res else ""))
+            if "registers" not in res and res and all(isinstance(x, dict) for x in res.values()):
+                for name, x in res.items():
+                    print(f"       {name:28s} {_fmt_res(x)}")
             if not r["ok"]:
                 print("     " + str(r["error"])[:2000])
     return 0 if all(r["ok"] for r in records) else 1

@@ -221,7 +221,7 @@ def cuda_warptile(dA, dB, dC, B_host, params):
     M, K = dA.shape
     N = dB.shape[1]
     fn = _cuda_kernel("matmul_warptile", params)
-    threads = params["NUM_THREADS"]
+    threads = params["WT_THREADS"]
     check_block(threads)
-    grid = (ceil_div(N, params["BN"]), ceil_div(M, params["BM"]))
+    grid = (ceil_div(N, params["WT_BN"]), ceil_div(M, params["WT_BM"]))
     return lambda: cudac.launch(fn, grid, (threads,), dA, dB, dC, M, N, K)

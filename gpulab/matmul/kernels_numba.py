@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import config, cuda, float32, float64
+from numba import config, cuda, float32, float64, uint64
 from numba.cuda import libdevice
 
 SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1], int32, int32, int32)"
@@ -122,6 +122,22 @@ def constant_kernel(B: np.ndarray, lanes_on_rows: bool = True):
     return _constant_kernel(B.tobytes(), B.shape[0], B.shape[1], lanes_on_rows)
 
 
+def _unsigned_tile_constants(BM, BN, BK, TM, TN, PAD):
+    """The tile shape as uint64 closure constants, and the per-thread load counts.
+
+    numba indexes like NumPy: a negative index counts from the end, so every signed index
+    it cannot prove non-negative costs a compare and a select before each load. With every
+    index unsigned (thread indices, tile offsets, loop counters, sizes) that code vanishes;
+    mixing signed and unsigned would turn the arithmetic into float64, so nothing is left signed.
+    """
+    U = np.uint64
+    CS, RS = BN // TN, BM // TM  # threads along x (columns) and y (rows)
+    THREADS = CS * RS
+    assert BM % TM == 0 and BN % TN == 0 and (BM * BK) % THREADS == 0 and (BK * BN) % THREADS == 0
+    return dict(U=U, CS=U(CS), RS=U(RS), THREADS=U(THREADS), A_LOADS=U(BM * BK // THREADS),
+                B_LOADS=U(BK * BN // THREADS), uBM=U(BM), uBN=U(BN), uBK=U(BK), uTM=U(TM), uTN=U(TN))
+
+
 @lru_cache(maxsize=None)
 def register_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     """Register tiling: a block computes a BM×BN tile of C, each thread a TM×TN sub-tile.
@@ -132,13 +148,10 @@ def register_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     columns ``tx + j*CS``: strided rather than contiguous, so neighbouring lanes read
     neighbouring shared-memory words (no bank conflicts) and write neighbouring C elements.
     """
-    CS = BN // TN  # threads along x (columns)
-    RS = BM // TM  # threads along y (rows)
-    THREADS = CS * RS
-    A_LOADS = (BM * BK) // THREADS  # elements of the A tile each thread loads
-    B_LOADS = (BK * BN) // THREADS
-    BMP = BM + PAD  # a closure constant: numba needs shared-array shapes known at compile time
-    assert BM % TM == 0 and BN % TN == 0 and (BM * BK) % THREADS == 0 and (BK * BN) % THREADS == 0
+    c = _unsigned_tile_constants(BM, BN, BK, TM, TN, PAD)
+    CS, RS, THREADS, A_LOADS, B_LOADS = c["CS"], c["RS"], c["THREADS"], c["A_LOADS"], c["B_LOADS"]
+    uBM, uBN, uBK, uTM, uTN = c["uBM"], c["uBN"], c["uBK"], c["uTM"], c["uTN"]
+    BMP = BM + PAD  # shared-array shapes must be compile-time constants
 
     # --8<-- [start:register]
     @cuda.jit
@@ -150,38 +163,39 @@ def register_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
         acc = cuda.local.array((TM, TN), float32)
         a_frag = cuda.local.array(TM, float32)
         b_frag = cuda.local.array(TN, float32)
-        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        tx, ty = uint64(cuda.threadIdx.x), uint64(cuda.threadIdx.y)  # unsigned: see above
         tid = ty * CS + tx
-        m0 = cuda.blockIdx.y * BM
-        n0 = cuda.blockIdx.x * BN
-        for i in range(TM):
-            for j in range(TN):
+        m0 = uint64(cuda.blockIdx.y) * uBM
+        n0 = uint64(cuda.blockIdx.x) * uBN
+        Mu, Nu, Ku = uint64(M), uint64(N), uint64(K)
+        for i in range(uTM):
+            for j in range(uTN):
                 acc[i, j] = float32(0.0)
-        for k0 in range(0, K, BK):
+        for k0 in range(uint64(0), Ku, uBK):
             for l in range(A_LOADS):  # consecutive threads: consecutive k of one row of A
                 e = tid + l * THREADS
-                r, kk = e // BK, e % BK
-                As[kk, r] = A[m0 + r, k0 + kk] if m0 + r < M and k0 + kk < K else float32(0.0)
+                r, kk = e // uBK, e % uBK
+                As[kk, r] = A[m0 + r, k0 + kk] if m0 + r < Mu and k0 + kk < Ku else float32(0.0)
             for l in range(B_LOADS):  # consecutive threads: consecutive columns of B
                 e = tid + l * THREADS
-                kk, c = e // BN, e % BN
-                Bs[kk, c] = B[k0 + kk, n0 + c] if k0 + kk < K and n0 + c < N else float32(0.0)
+                kk, c = e // uBN, e % uBN
+                Bs[kk, c] = B[k0 + kk, n0 + c] if k0 + kk < Ku and n0 + c < Nu else float32(0.0)
             cuda.syncthreads()
-            for k in range(BK):
-                for i in range(TM):
+            for k in range(uBK):
+                for i in range(uTM):
                     a_frag[i] = As[k, ty + i * RS]
-                for j in range(TN):
+                for j in range(uTN):
                     b_frag[j] = Bs[k, tx + j * CS]
-                for i in range(TM):  # TM*TN FMAs for TM+TN shared loads
-                    for j in range(TN):
+                for i in range(uTM):  # TM*TN FMAs for TM+TN shared loads
+                    for j in range(uTN):
                         acc[i, j] += a_frag[i] * b_frag[j]
             cuda.syncthreads()
-        for i in range(TM):
+        for i in range(uTM):
             row = m0 + ty + i * RS
-            if row < M:
-                for j in range(TN):
+            if row < Mu:
+                for j in range(uTN):
                     col = n0 + tx + j * CS
-                    if col < N:
+                    if col < Nu:
                         C[row, col] = acc[i, j]
     # --8<-- [end:register]
 
@@ -197,12 +211,12 @@ def prefetch_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     into stage ``1 - s`` afterwards: global latency hides behind the FMAs, and one barrier
     per tile suffices instead of two.
     """
-    CS = BN // TN
-    RS = BM // TM
-    THREADS = CS * RS
-    A_LOADS = (BM * BK) // THREADS
-    B_LOADS = (BK * BN) // THREADS
+    c = _unsigned_tile_constants(BM, BN, BK, TM, TN, PAD)
+    CS, RS, THREADS, A_LOADS, B_LOADS = c["CS"], c["RS"], c["THREADS"], c["A_LOADS"], c["B_LOADS"]
+    uBM, uBN, uBK, uTM, uTN = c["uBM"], c["uBN"], c["uBK"], c["uTM"], c["uTN"]
     BMP = BM + PAD
+    NA, NB = int(A_LOADS), int(B_LOADS)
+    ONE = np.uint64(1)
 
     # --8<-- [start:prefetch]
     @cuda.jit
@@ -212,60 +226,61 @@ def prefetch_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
         acc = cuda.local.array((TM, TN), float32)
         a_frag = cuda.local.array(TM, float32)
         b_frag = cuda.local.array(TN, float32)
-        a_next = cuda.local.array(A_LOADS, float32)  # the next tile, in flight in registers
-        b_next = cuda.local.array(B_LOADS, float32)
-        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        a_next = cuda.local.array(NA, float32)  # the next tile, in flight in registers
+        b_next = cuda.local.array(NB, float32)
+        tx, ty = uint64(cuda.threadIdx.x), uint64(cuda.threadIdx.y)
         tid = ty * CS + tx
-        m0 = cuda.blockIdx.y * BM
-        n0 = cuda.blockIdx.x * BN
-        for i in range(TM):
-            for j in range(TN):
+        m0 = uint64(cuda.blockIdx.y) * uBM
+        n0 = uint64(cuda.blockIdx.x) * uBN
+        Mu, Nu, Ku = uint64(M), uint64(N), uint64(K)
+        for i in range(uTM):
+            for j in range(uTN):
                 acc[i, j] = float32(0.0)
         # Stage 0 gets the first tile.
         for l in range(A_LOADS):
             e = tid + l * THREADS
-            r, kk = e // BK, e % BK
-            As[0, kk, r] = A[m0 + r, kk] if m0 + r < M and kk < K else float32(0.0)
+            r, kk = e // uBK, e % uBK
+            As[0, kk, r] = A[m0 + r, kk] if m0 + r < Mu and kk < Ku else float32(0.0)
         for l in range(B_LOADS):
             e = tid + l * THREADS
-            kk, c = e // BN, e % BN
-            Bs[0, kk, c] = B[kk, n0 + c] if kk < K and n0 + c < N else float32(0.0)
+            kk, c = e // uBN, e % uBN
+            Bs[0, kk, c] = B[kk, n0 + c] if kk < Ku and n0 + c < Nu else float32(0.0)
         cuda.syncthreads()
-        stage = 0
-        for k0 in range(0, K, BK):
-            k1 = k0 + BK
-            if k1 < K:  # issue the next tile's global loads before computing on this one
+        stage = uint64(0)
+        for k0 in range(uint64(0), Ku, uBK):
+            k1 = k0 + uBK
+            if k1 < Ku:  # issue the next tile's global loads before computing on this one
                 for l in range(A_LOADS):
                     e = tid + l * THREADS
-                    r, kk = e // BK, e % BK
-                    a_next[l] = A[m0 + r, k1 + kk] if m0 + r < M and k1 + kk < K else float32(0.0)
+                    r, kk = e // uBK, e % uBK
+                    a_next[l] = A[m0 + r, k1 + kk] if m0 + r < Mu and k1 + kk < Ku else float32(0.0)
                 for l in range(B_LOADS):
                     e = tid + l * THREADS
-                    kk, c = e // BN, e % BN
-                    b_next[l] = B[k1 + kk, n0 + c] if k1 + kk < K and n0 + c < N else float32(0.0)
-            for k in range(BK):
-                for i in range(TM):
+                    kk, c = e // uBN, e % uBN
+                    b_next[l] = B[k1 + kk, n0 + c] if k1 + kk < Ku and n0 + c < Nu else float32(0.0)
+            for k in range(uBK):
+                for i in range(uTM):
                     a_frag[i] = As[stage, k, ty + i * RS]
-                for j in range(TN):
+                for j in range(uTN):
                     b_frag[j] = Bs[stage, k, tx + j * CS]
-                for i in range(TM):
-                    for j in range(TN):
+                for i in range(uTM):
+                    for j in range(uTN):
                         acc[i, j] += a_frag[i] * b_frag[j]
-            if k1 < K:  # the other stage was last read before the previous barrier: safe to fill
+            if k1 < Ku:  # the other stage was last read before the previous barrier: safe to fill
                 for l in range(A_LOADS):
                     e = tid + l * THREADS
-                    As[1 - stage, e % BK, e // BK] = a_next[l]
+                    As[ONE - stage, e % uBK, e // uBK] = a_next[l]
                 for l in range(B_LOADS):
                     e = tid + l * THREADS
-                    Bs[1 - stage, e // BN, e % BN] = b_next[l]
+                    Bs[ONE - stage, e // uBN, e % uBN] = b_next[l]
             cuda.syncthreads()
-            stage = 1 - stage
-        for i in range(TM):
+            stage = ONE - stage
+        for i in range(uTM):
             row = m0 + ty + i * RS
-            if row < M:
-                for j in range(TN):
+            if row < Mu:
+                for j in range(uTN):
                     col = n0 + tx + j * CS
-                    if col < N:
+                    if col < Nu:
                         C[row, col] = acc[i, j]
     # --8<-- [end:prefetch]
 
@@ -308,19 +323,20 @@ def wide_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     """``prefetch`` with 64-bit shared-memory loads: half the load instructions.
 
     numba has no ``float2``, but a float64 shared array is 8 bytes a word: storing two float32
-    per word (bit-cast, which costs no instruction) makes every fragment load an
+    per word (bit-casts, which cost no instruction) makes every fragment load an
     ``ld.shared.f64`` carrying two useful values. A thread owns pairs of rows and of columns,
     ``2*(ty + i*RS) + {0, 1}`` and ``2*(tx + j*CS) + {0, 1}``, strided as before.
     """
-    CS = BN // TN  # threads along x
-    RS = BM // TM  # threads along y
+    U = np.uint64
+    CS, RS = BN // TN, BM // TM
     THREADS = CS * RS
-    TM2, TN2 = TM // 2, TN // 2  # pairs per thread
-    A_PAIRS = (BM * BK) // (2 * THREADS)  # pairs of the A tile each thread loads
-    B_PAIRS = (BK * BN) // (2 * THREADS)
-    BMP2 = (BM + PAD) // 2
-    BN2 = BN // 2
-    assert TM % 2 == 0 and TN % 2 == 0 and PAD % 2 == 0 and (BM * BK) % (2 * THREADS) == 0 and (BK * BN) % (2 * THREADS) == 0
+    assert TM % 2 == 0 and TN % 2 == 0 and PAD % 2 == 0
+    assert (BM * BK) % (2 * THREADS) == 0 and (BK * BN) % (2 * THREADS) == 0
+    NA, NB = BM * BK // (2 * THREADS), BK * BN // (2 * THREADS)  # pairs each thread loads
+    BMP2, BN2 = (BM + PAD) // 2, BN // 2
+    uCS, uRS, uTHREADS, uNA, uNB = U(CS), U(RS), U(THREADS), U(NA), U(NB)
+    uBM, uBN, uBK, uBN2, uTM, uTN, uTM2, uTN2 = U(BM), U(BN), U(BK), U(BN2), U(TM), U(TN), U(TM // 2), U(TN // 2)
+    ZERO, ONE, TWO = U(0), U(1), U(2)
 
     # --8<-- [start:wide]
     @cuda.jit
@@ -330,64 +346,69 @@ def wide_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
         acc = cuda.local.array((TM, TN), float32)
         a_frag = cuda.local.array(TM, float32)
         b_frag = cuda.local.array(TN, float32)
-        a_next = cuda.local.array(A_PAIRS, float64)
-        b_next = cuda.local.array(B_PAIRS, float64)
-        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-        tid = ty * CS + tx
-        m0 = cuda.blockIdx.y * BM
-        n0 = cuda.blockIdx.x * BN
-        for i in range(TM):
-            for j in range(TN):
+        a_next = cuda.local.array(NA, float64)
+        b_next = cuda.local.array(NB, float64)
+        tx, ty = uint64(cuda.threadIdx.x), uint64(cuda.threadIdx.y)
+        tid = ty * uCS + tx
+        m0 = uint64(cuda.blockIdx.y) * uBM
+        n0 = uint64(cuda.blockIdx.x) * uBN
+        Mu, Nu, Ku = uint64(M), uint64(N), uint64(K)
+        for i in range(uTM):
+            for j in range(uTN):
                 acc[i, j] = float32(0.0)
-        k1 = 0
-        stage = 0
-        for k0 in range(-BK, K, BK):  # k0 = -BK only loads the first tile
-            k1 = k0 + BK
-            if k1 < K:  # the next tile's pairs, loaded into registers before the FMAs
-                for l in range(A_PAIRS):
-                    e = tid + l * THREADS
-                    p, kk = e // BK, e % BK
-                    r = m0 + 2 * p
-                    lo = A[r, k1 + kk] if r < M and k1 + kk < K else float32(0.0)
-                    hi = A[r + 1, k1 + kk] if r + 1 < M and k1 + kk < K else float32(0.0)
+        stage = ZERO
+        first = True
+        k0 = ZERO
+        while first or k0 < Ku:  # the first pass only loads tile 0; each later pass computes tile k0
+            k1 = ZERO if first else k0 + uBK
+            if k1 < Ku:  # the next tile's pairs, loaded into registers before the FMAs
+                for l in range(uNA):
+                    e = tid + l * uTHREADS
+                    p, kk = e // uBK, e % uBK
+                    r = m0 + TWO * p
+                    lo = A[r, k1 + kk] if r < Mu and k1 + kk < Ku else float32(0.0)
+                    hi = A[r + ONE, k1 + kk] if r + ONE < Mu and k1 + kk < Ku else float32(0.0)
                     a_next[l] = pack_pair(lo, hi)
-                for l in range(B_PAIRS):
-                    e = tid + l * THREADS
-                    kk, q = e // BN2, e % BN2
-                    c = n0 + 2 * q
-                    lo = B[k1 + kk, c] if k1 + kk < K and c < N else float32(0.0)
-                    hi = B[k1 + kk, c + 1] if k1 + kk < K and c + 1 < N else float32(0.0)
+                for l in range(uNB):
+                    e = tid + l * uTHREADS
+                    kk, q = e // uBN2, e % uBN2
+                    c = n0 + TWO * q
+                    lo = B[k1 + kk, c] if k1 + kk < Ku and c < Nu else float32(0.0)
+                    hi = B[k1 + kk, c + ONE] if k1 + kk < Ku and c + ONE < Nu else float32(0.0)
                     b_next[l] = pack_pair(lo, hi)
-            if k0 >= 0:
-                for k in range(BK):
-                    for i in range(TM2):
-                        pair = As[stage, k, ty + i * RS]
+            if not first:
+                for k in range(uBK):
+                    for i in range(uTM2):
+                        pair = As[stage, k, ty + i * uRS]
                         a_frag[2 * i] = low_of(pair)
                         a_frag[2 * i + 1] = high_of(pair)
-                    for j in range(TN2):
-                        pair = Bs[stage, k, tx + j * CS]
+                    for j in range(uTN2):
+                        pair = Bs[stage, k, tx + j * uCS]
                         b_frag[2 * j] = low_of(pair)
                         b_frag[2 * j + 1] = high_of(pair)
-                    for i in range(TM):
-                        for j in range(TN):
+                    for i in range(uTM):
+                        for j in range(uTN):
                             acc[i, j] += a_frag[i] * b_frag[j]
-            if k1 < K:
-                nxt = 1 - stage if k0 >= 0 else stage
-                for l in range(A_PAIRS):
-                    e = tid + l * THREADS
-                    As[nxt, e % BK, e // BK] = a_next[l]
-                for l in range(B_PAIRS):
-                    e = tid + l * THREADS
-                    Bs[nxt, e // BN2, e % BN2] = b_next[l]
-                if k0 >= 0:
-                    stage = nxt
+            if k1 < Ku:
+                nxt = stage if first else ONE - stage
+                for l in range(uNA):
+                    e = tid + l * uTHREADS
+                    As[nxt, e % uBK, e // uBK] = a_next[l]
+                for l in range(uNB):
+                    e = tid + l * uTHREADS
+                    Bs[nxt, e // uBN2, e % uBN2] = b_next[l]
+                stage = nxt
             cuda.syncthreads()
-        for i in range(TM):
-            row = m0 + 2 * (ty + (i // 2) * RS) + i % 2
-            if row < M:
-                for j in range(TN):
-                    col = n0 + 2 * (tx + (j // 2) * CS) + j % 2
-                    if col < N:
+            if first:
+                first = False
+            else:
+                k0 = k1
+        for i in range(uTM):
+            row = m0 + TWO * (ty + (i // TWO) * uRS) + i % TWO
+            if row < Mu:
+                for j in range(uTN):
+                    col = n0 + TWO * (tx + (j // TWO) * uCS) + j % TWO
+                    if col < Nu:
                         C[row, col] = acc[i, j]
     # --8<-- [end:wide]
 

@@ -40,11 +40,13 @@ REGISTRY.add(Variant("wide", "numba", ("global", "shared", "registers"),
 # Beyond the ladder, in CUDA C where the language gives direct control over vector types.
 REGISTRY.add(Variant("vec4", "cuda-c", ("global", "shared", "registers"),
                      "16-byte float4 loads from global and shared memory: a quarter of the load instructions",
-                     host.cuda_vec4, params=dict(BM=128, BN=128, BK=8, TM=8, TN=8)))
+                     host.cuda_vec4, params=TILE_128))
 REGISTRY.add(Variant("warptile", "cuda-c", ("global", "shared", "registers"),
                      "warp tiling + float4 + double buffering: each warp owns a sub-tile, so shared reads are warp-local and registers reused",
                      host.cuda_warptile,
-                     params=dict(BM=128, BN=128, BK=16, WM=64, WN=64, WNITER=4, TM=8, TN=4, NUM_THREADS=128)))
+                     # WT_-prefixed so that one set of -D flags never reshapes two kernels of the file.
+                     params=dict(WT_BM=128, WT_BN=128, WT_BK=8, WT_WM=64, WT_WN=64, WT_WNITER=2, WT_TM=4, WT_TN=4,
+                                 WT_THREADS=128, WT_MINBLOCKS=1, WT_APAD=4)))
 
 CONSTANT_VARIANTS = ("constant", "constant_scattered")
 LADDER_STEPS = tuple(step[0] for step in _LADDER)  # each in numba and in CUDA C

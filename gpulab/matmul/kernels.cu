@@ -1,0 +1,643 @@
+// Chapter 1 kernels in CUDA C: C = A @ B for row-major float32 A (M×K), B (K×N), C (M×N).
+//
+// The same ladder as kernels_numba.py (same names, same thread→element mappings), then two
+// steps numba cannot express well: float4 vector loads (vec4) and warp tiling (warptile).
+// Every kernel handles any M, N, K ≥ 1: threads outside C do nothing, tile loads past the edge
+// of A or B load zeros (which add nothing to the dot products), nothing is read out of bounds.
+//
+// Compile-time sizes are macros with defaults below; the host passes -DNAME=value, so Python's
+// launch arithmetic and the kernels agree by construction. One compilation of this file gets one
+// set of defines, so the warptile kernel has its own WT_-prefixed macros: changing the register
+// kernel's BM does not reshape (or break) the warptile kernel.
+
+#ifndef TILE
+#define TILE 16  // matmul_shared: TILE×TILE threads, TILE×TILE tiles of A and B
+#endif
+
+// matmul_register, matmul_prefetch and matmul_vec4: a block computes a BM×BN tile of C with
+// (BM/TM)*(BN/TN) threads, each a TM×TN sub-tile; BK columns of A / rows of B per stage.
+#ifndef BM
+#define BM 128
+#endif
+#ifndef BN
+#define BN 128
+#endif
+#ifndef BK
+#define BK 8
+#endif
+#ifndef TM
+#define TM 8
+#endif
+#ifndef TN
+#define TN 8
+#endif
+#ifndef PAD
+#define PAD 4  // floats added to each row of the transposed A tile (keeps rows 16-byte aligned)
+#endif
+
+#define CEIL_DIV(a, b) (((a) + (b) - 1) / (b))
+
+__device__ __forceinline__ bool aligned16(const void* p) {
+    return (reinterpret_cast<unsigned long long>(p) & 15ull) == 0;
+}
+
+// --8<-- [start:naive]
+extern "C" __global__ void matmul_naive(const float* __restrict__ A, const float* __restrict__ B,
+                                        float* __restrict__ C, int M, int N, int K) {
+    // x (the fastest-varying thread index, the one that differs between lanes of a warp) runs
+    // over ROWS: neighbouring lanes read A[row][k] a whole row apart, and write C a whole row
+    // apart. Correct, but every warp-wide load touches 32 different cache lines.
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    int col = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+        C[(size_t)row * N + col] = acc;
+    }
+}
+// --8<-- [end:naive]
+
+// --8<-- [start:coalesced]
+extern "C" __global__ void matmul_coalesced(const float* __restrict__ A, const float* __restrict__ B,
+                                            float* __restrict__ C, int M, int N, int K) {
+    // Swap the mapping: x runs over COLUMNS. Now the 32 lanes of a warp read 32 consecutive
+    // floats of B (one 128-byte line) and all read the same A[row][k] (one broadcast).
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc += A[(size_t)row * K + k] * B[(size_t)k * N + col];
+        C[(size_t)row * N + col] = acc;
+    }
+}
+// --8<-- [end:coalesced]
+
+// --8<-- [start:shared]
+extern "C" __global__ void matmul_shared(const float* __restrict__ A, const float* __restrict__ B,
+                                         float* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[TILE][TILE];
+    __shared__ float Bs[TILE][TILE];
+    int tx = threadIdx.x, ty = threadIdx.y;
+    int col = blockIdx.x * TILE + tx;
+    int row = blockIdx.y * TILE + ty;
+    float acc = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += TILE) {
+        // Each thread loads one element of each tile (zero past the edges) ...
+        As[ty][tx] = (row < M && k0 + tx < K) ? A[(size_t)row * K + k0 + tx] : 0.0f;
+        Bs[ty][tx] = (k0 + ty < K && col < N) ? B[(size_t)(k0 + ty) * N + col] : 0.0f;
+        __syncthreads();  // ... the whole tile is in shared memory before anyone reads it,
+#pragma unroll
+        for (int k = 0; k < TILE; ++k)
+            acc += As[ty][k] * Bs[k][tx];  // each global value is now read TILE times from shared
+        __syncthreads();  // ... and nobody overwrites it while others still read it.
+    }
+    if (row < M && col < N)
+        C[(size_t)row * N + col] = acc;
+}
+// --8<-- [end:shared]
+
+// --8<-- [start:constant]
+// 64 KiB, all of constant memory: B (K×N, K*N <= 16384) is copied here by the host.
+__constant__ float B_const[16384];
+
+extern "C" __global__ void matmul_constant(const float* __restrict__ A, float* __restrict__ C,
+                                           int M, int N, int K) {
+    // x runs over rows: all 32 lanes of a warp share one column, so at every k they read the
+    // SAME constant address, which the constant cache broadcasts in one go.
+    int row = blockIdx.x * blockDim.x + threadIdx.x;
+    int col = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc += A[(size_t)row * K + k] * B_const[k * N + col];
+        C[(size_t)row * N + col] = acc;
+    }
+}
+// --8<-- [end:constant]
+
+// --8<-- [start:constant_scattered]
+extern "C" __global__ void matmul_constant_scattered(const float* __restrict__ A, float* __restrict__ C,
+                                                     int M, int N, int K) {
+    // x runs over columns: the lanes of a warp read 32 DIFFERENT constant addresses at every k,
+    // and the constant cache serves one address per cycle: 32 serialized reads.
+    int col = blockIdx.x * blockDim.x + threadIdx.x;
+    int row = blockIdx.y * blockDim.y + threadIdx.y;
+    if (row < M && col < N) {
+        float acc = 0.0f;
+        for (int k = 0; k < K; ++k)
+            acc += A[(size_t)row * K + k] * B_const[k * N + col];
+        C[(size_t)row * N + col] = acc;
+    }
+}
+// --8<-- [end:constant_scattered]
+
+// --8<-- [start:register]
+// Register tiling: block (BN/TN, BM/TM) computes a BM×BN tile of C, each thread a TM×TN
+// sub-tile held in registers (arrays indexed only by unrolled loop counters). Thread (tx, ty)
+// owns rows ty + i*RS and columns tx + j*CS: strided, so neighbouring lanes read neighbouring
+// shared-memory words (no bank conflicts) and write neighbouring C elements.
+#define RG_CS (BN / TN)         // threads along x (columns)
+#define RG_RS (BM / TM)         // threads along y (rows)
+#define RG_THREADS (RG_CS * RG_RS)
+#define RG_A_LOADS ((BM * BK) / RG_THREADS)  // elements of the A tile each thread loads
+#define RG_B_LOADS ((BK * BN) / RG_THREADS)
+static_assert(BM % TM == 0 && BN % TN == 0, "BM, BN must be multiples of TM, TN");
+static_assert((BM * BK) % RG_THREADS == 0 && (BK * BN) % RG_THREADS == 0,
+              "each thread loads the same number of tile elements");
+
+extern "C" __global__ void matmul_register(const float* __restrict__ A, const float* __restrict__ B,
+                                           float* __restrict__ C, int M, int N, int K) {
+    // A tile stored transposed (k-major) and padded: the inner loop reads As[k][:] along rows,
+    // and the transposing stores of BK consecutive k land in different banks.
+    __shared__ float As[BK][BM + PAD];
+    __shared__ float Bs[BK][BN];
+    float acc[TM][TN];
+    float a_frag[TM], b_frag[TN];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * RG_CS + tx;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+#pragma unroll
+        for (int l = 0; l < RG_A_LOADS; ++l) {  // consecutive threads: consecutive k of one row of A
+            int e = tid + l * RG_THREADS;
+            int r = e / BK, kk = e % BK;
+            As[kk][r] = (m0 + r < M && k0 + kk < K) ? A[(size_t)(m0 + r) * K + k0 + kk] : 0.0f;
+        }
+#pragma unroll
+        for (int l = 0; l < RG_B_LOADS; ++l) {  // consecutive threads: consecutive columns of B
+            int e = tid + l * RG_THREADS;
+            int kk = e / BN, c = e % BN;
+            Bs[kk][c] = (k0 + kk < K && n0 + c < N) ? B[(size_t)(k0 + kk) * N + n0 + c] : 0.0f;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                a_frag[i] = As[k][ty + i * RG_RS];
+#pragma unroll
+            for (int j = 0; j < TN; ++j)
+                b_frag[j] = Bs[k][tx + j * RG_CS];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)  // TM*TN FMAs for TM+TN shared loads
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a_frag[i] * b_frag[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        int row = m0 + ty + i * RG_RS;
+        if (row < M) {
+#pragma unroll
+            for (int j = 0; j < TN; ++j) {
+                int col = n0 + tx + j * RG_CS;
+                if (col < N)
+                    C[(size_t)row * N + col] = acc[i][j];
+            }
+        }
+    }
+}
+// --8<-- [end:register]
+
+// --8<-- [start:prefetch]
+// Register tiling plus double buffering: two shared-memory stages and register prefetch. While
+// the block multiplies stage s, each thread already holds the next tile's values (loaded from
+// global memory into registers at the top of the iteration) and stores them into stage 1 - s
+// afterwards: global latency hides behind the FMAs, and one barrier per tile suffices.
+extern "C" __global__ void matmul_prefetch(const float* __restrict__ A, const float* __restrict__ B,
+                                           float* __restrict__ C, int M, int N, int K) {
+    __shared__ float As[2][BK][BM + PAD];
+    __shared__ float Bs[2][BK][BN];
+    float acc[TM][TN];
+    float a_frag[TM], b_frag[TN];
+    float a_next[RG_A_LOADS], b_next[RG_B_LOADS];  // the next tile, in flight in registers
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * RG_CS + tx;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = 0.0f;
+    // Stage 0 gets the first tile.
+#pragma unroll
+    for (int l = 0; l < RG_A_LOADS; ++l) {
+        int e = tid + l * RG_THREADS;
+        int r = e / BK, kk = e % BK;
+        As[0][kk][r] = (m0 + r < M && kk < K) ? A[(size_t)(m0 + r) * K + kk] : 0.0f;
+    }
+#pragma unroll
+    for (int l = 0; l < RG_B_LOADS; ++l) {
+        int e = tid + l * RG_THREADS;
+        int kk = e / BN, c = e % BN;
+        Bs[0][kk][c] = (kk < K && n0 + c < N) ? B[(size_t)kk * N + n0 + c] : 0.0f;
+    }
+    __syncthreads();
+    int stage = 0;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+        const int k1 = k0 + BK;
+        if (k1 < K) {  // issue the next tile's global loads before computing on this one
+#pragma unroll
+            for (int l = 0; l < RG_A_LOADS; ++l) {
+                int e = tid + l * RG_THREADS;
+                int r = e / BK, kk = e % BK;
+                a_next[l] = (m0 + r < M && k1 + kk < K) ? A[(size_t)(m0 + r) * K + k1 + kk] : 0.0f;
+            }
+#pragma unroll
+            for (int l = 0; l < RG_B_LOADS; ++l) {
+                int e = tid + l * RG_THREADS;
+                int kk = e / BN, c = e % BN;
+                b_next[l] = (k1 + kk < K && n0 + c < N) ? B[(size_t)(k1 + kk) * N + n0 + c] : 0.0f;
+            }
+        }
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+                a_frag[i] = As[stage][k][ty + i * RG_RS];
+#pragma unroll
+            for (int j = 0; j < TN; ++j)
+                b_frag[j] = Bs[stage][k][tx + j * RG_CS];
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a_frag[i] * b_frag[j];
+        }
+        if (k1 < K) {  // the other stage was last read before the previous barrier: safe to fill
+#pragma unroll
+            for (int l = 0; l < RG_A_LOADS; ++l) {
+                int e = tid + l * RG_THREADS;
+                As[1 - stage][e % BK][e / BK] = a_next[l];
+            }
+#pragma unroll
+            for (int l = 0; l < RG_B_LOADS; ++l) {
+                int e = tid + l * RG_THREADS;
+                Bs[1 - stage][e / BN][e % BN] = b_next[l];
+            }
+        }
+        __syncthreads();
+        stage = 1 - stage;
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        int row = m0 + ty + i * RG_RS;
+        if (row < M) {
+#pragma unroll
+            for (int j = 0; j < TN; ++j) {
+                int col = n0 + tx + j * RG_CS;
+                if (col < N)
+                    C[(size_t)row * N + col] = acc[i][j];
+            }
+        }
+    }
+}
+// --8<-- [end:prefetch]
+
+// --8<-- [start:vec4]
+// Register tiling with 16-byte accesses. Block (BN/TN, BM/TM); thread (tx, ty) owns the
+// CONTIGUOUS rows ty*TM .. ty*TM+TM-1 and columns tx*TN .. tx*TN+TN-1, so its fragments are
+// float4 reads from shared memory: TM/4 + TN/4 load instructions per k instead of TM + TN.
+// Global loads are float4 too when every row of A and B starts 16-byte aligned (K % 4 == 0 and
+// N % 4 == 0); otherwise the same loop loads four guarded scalars. The branch is uniform.
+#define V4_THREADS (RG_THREADS)
+#define V4_A_VECS (BM * BK / 4)                 // float4s in the A tile
+#define V4_B_VECS (BK * BN / 4)
+#define V4_A_LOADS CEIL_DIV(V4_A_VECS, V4_THREADS)  // float4s of the A tile per thread (at most)
+#define V4_B_LOADS CEIL_DIV(V4_B_VECS, V4_THREADS)
+#define V4_NG (TN / 4)                          // float4 groups of columns per thread
+static_assert(TM % 4 == 0 && TN % 4 == 0 && BK % 4 == 0, "vec4 reads float4 fragments");
+static_assert((BM + PAD) % 4 == 0, "vec4: rows of the A tile must stay 16-byte aligned");
+
+// Four consecutive floats of one row, zero past the edges (vec: 16-byte aligned and lim % 4 == 0).
+__device__ __forceinline__ float4 load4_guarded(const float* __restrict__ row_ptr, bool row_ok,
+                                                int c, int lim, bool vec) {
+    float4 v = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (row_ok) {
+        if (vec) {
+            if (c < lim) v = *reinterpret_cast<const float4*>(row_ptr + c);
+        } else {
+            if (c + 0 < lim) v.x = row_ptr[c + 0];
+            if (c + 1 < lim) v.y = row_ptr[c + 1];
+            if (c + 2 < lim) v.z = row_ptr[c + 2];
+            if (c + 3 < lim) v.w = row_ptr[c + 3];
+        }
+    }
+    return v;
+}
+
+extern "C" __global__ void matmul_vec4(const float* __restrict__ A, const float* __restrict__ B,
+                                       float* __restrict__ C, int M, int N, int K) {
+    // A transposed and padded as before. B's columns are permuted in shared memory: the g-th
+    // float4 of thread tx's TN columns is stored at g*(4*CS) + 4*tx, so at each read the lanes
+    // of a warp take consecutive float4s (conflict-free) instead of float4s TN floats apart.
+    __shared__ __align__(16) float As[BK][BM + PAD];
+    __shared__ __align__(16) float Bs[BK][BN];
+    float acc[TM][TN];
+    float a_frag[TM], b_frag[TN];
+    const int tx = threadIdx.x, ty = threadIdx.y;
+    const int tid = ty * RG_CS + tx;
+    const int m0 = blockIdx.y * BM;
+    const int n0 = blockIdx.x * BN;
+    const bool vec = (K % 4 == 0) && (N % 4 == 0) && aligned16(A) && aligned16(B) && aligned16(C);
+#pragma unroll
+    for (int i = 0; i < TM; ++i)
+#pragma unroll
+        for (int j = 0; j < TN; ++j)
+            acc[i][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += BK) {
+#pragma unroll
+        for (int l = 0; l < V4_A_LOADS; ++l) {  // consecutive threads: consecutive float4s of a row of A
+            int e = tid + l * V4_THREADS;
+            if (V4_A_VECS % V4_THREADS != 0 && e >= V4_A_VECS) break;  // small tiles: fewer float4s than threads
+            int r = e / (BK / 4), kq = (e % (BK / 4)) * 4;
+            float4 v = load4_guarded(A + (size_t)(m0 + r) * K, m0 + r < M, k0 + kq, K, vec);
+            As[kq + 0][r] = v.x;  // transposing scalar stores; with PAD = 4 and BK = 8 the
+            As[kq + 1][r] = v.y;  // 32 lanes hit 32 different banks
+            As[kq + 2][r] = v.z;
+            As[kq + 3][r] = v.w;
+        }
+#pragma unroll
+        for (int l = 0; l < V4_B_LOADS; ++l) {  // consecutive threads: consecutive float4s of a row of B
+            int e = tid + l * V4_THREADS;
+            if (V4_B_VECS % V4_THREADS != 0 && e >= V4_B_VECS) break;
+            int kk = e / (BN / 4), c = (e % (BN / 4)) * 4;
+            float4 v = load4_guarded(B + (size_t)(k0 + kk) * N, k0 + kk < K, n0 + c, N, vec);
+            int owner = c / TN, g = (c % TN) / 4;
+            *reinterpret_cast<float4*>(&Bs[kk][g * 4 * RG_CS + owner * 4]) = v;
+        }
+        __syncthreads();
+#pragma unroll
+        for (int k = 0; k < BK; ++k) {
+#pragma unroll
+            for (int i = 0; i < TM; i += 4) {
+                float4 v = *reinterpret_cast<const float4*>(&As[k][ty * TM + i]);
+                a_frag[i] = v.x; a_frag[i + 1] = v.y; a_frag[i + 2] = v.z; a_frag[i + 3] = v.w;
+            }
+#pragma unroll
+            for (int g = 0; g < V4_NG; ++g) {
+                float4 v = *reinterpret_cast<const float4*>(&Bs[k][g * 4 * RG_CS + tx * 4]);
+                b_frag[4 * g] = v.x; b_frag[4 * g + 1] = v.y; b_frag[4 * g + 2] = v.z; b_frag[4 * g + 3] = v.w;
+            }
+#pragma unroll
+            for (int i = 0; i < TM; ++i)
+#pragma unroll
+                for (int j = 0; j < TN; ++j)
+                    acc[i][j] += a_frag[i] * b_frag[j];
+        }
+        __syncthreads();
+    }
+#pragma unroll
+    for (int i = 0; i < TM; ++i) {
+        int row = m0 + ty * TM + i;
+        if (row >= M) break;
+        float* c_row = C + (size_t)row * N;
+#pragma unroll
+        for (int j = 0; j < TN; j += 4) {
+            int col = n0 + tx * TN + j;
+            if (vec && col < N) {  // N % 4 == 0: the whole float4 is inside
+                *reinterpret_cast<float4*>(c_row + col) =
+                    make_float4(acc[i][j], acc[i][j + 1], acc[i][j + 2], acc[i][j + 3]);
+            } else {
+#pragma unroll
+                for (int q = 0; q < 4; ++q)
+                    if (col + q < N) c_row[col + q] = acc[i][j + q];
+            }
+        }
+    }
+}
+// --8<-- [end:vec4]
+
+// --8<-- [start:warptile]
+// Warp tiling. A block of WT_THREADS threads (a 1-D block) computes a WT_BM×WT_BN tile of C;
+// its warps tile that as (WT_BM/WT_WM)×(WT_BN/WT_WN) warp tiles of WT_WM×WT_WN; a warp covers
+// its tile in WMITER×WT_WNITER steps of a (WT_WM/WMITER)×(WT_WN/WT_WNITER) sub-tile, in which
+// each lane owns a contiguous WT_TM×WT_TN block. So each thread holds
+// (WMITER*WT_TM)×(WT_WNITER*WT_TN) accumulators, and WMITER is derived:
+//   WMITER = WT_WM*WT_WN / (32 * WT_TM*WT_TN * WT_WNITER).
+// Why: the shared-memory reads of a warp stay inside its own warp tile, and within one sub-tile
+// the lanes read neighbouring float4s (one 128-byte wavefront per load, no bank conflicts);
+// every fragment value read from shared memory feeds WNITER*TN (or WMITER*TM) FMAs.
+// Pipeline: two shared stages; the next tile's float4 global loads are issued into registers
+// before the FMAs on the current stage and stored into the other stage after them: one barrier
+// per WT_BK-deep tile. A is stored transposed (k-major, rows padded by WT_APAD floats) so the
+// A fragments are float4 reads too.
+// Static shared memory: 2*WT_BK*((WT_BM+WT_APAD) + WT_BN)*4 bytes (16,640 at the defaults).
+// Defaults, tuned on an H200 (scripts/tune_matmul_cuda.md): 4 warps of 64×64, 8×8 outputs per
+// lane as 2×2 blocks of 4×4, BK = 8: ~222 registers, so two 128-thread blocks fit per SM.
+// Fast path (uniform): M % WT_BM == 0, N % WT_BN == 0, K % WT_BK == 0 and 16-byte aligned
+// pointers: no bounds checks at all. Otherwise the same kernel with guarded loads (float4 where
+// K % 4 == 0 resp. N % 4 == 0, scalar otherwise) and guarded stores.
+#ifndef WT_BM
+#define WT_BM 128       // rows of C per block
+#endif
+#ifndef WT_BN
+#define WT_BN 128       // columns of C per block
+#endif
+#ifndef WT_BK
+#define WT_BK 8         // depth of one shared-memory tile (multiple of 4)
+#endif
+#ifndef WT_WM
+#define WT_WM 64        // rows of C per warp
+#endif
+#ifndef WT_WN
+#define WT_WN 64        // columns of C per warp
+#endif
+#ifndef WT_WNITER
+#define WT_WNITER 2     // sub-tiles of a warp tile along N
+#endif
+#ifndef WT_TM
+#define WT_TM 4         // contiguous rows per lane in a sub-tile (multiple of 4)
+#endif
+#ifndef WT_TN
+#define WT_TN 4         // contiguous columns per lane in a sub-tile (multiple of 4)
+#endif
+#ifndef WT_THREADS
+#define WT_THREADS 128  // = 32 * (WT_BM/WT_WM) * (WT_BN/WT_WN)
+#endif
+#ifndef WT_MINBLOCKS
+#define WT_MINBLOCKS 1  // __launch_bounds__ minimum resident blocks per SM (2 caps registers at 128)
+#endif
+#ifndef WT_APAD
+#define WT_APAD 4       // floats of padding per row of the transposed A tile (multiple of 4)
+#endif
+
+#define WT_WMITER ((WT_WM * WT_WN) / (32 * WT_TM * WT_TN * WT_WNITER))
+#define WT_SUBM (WT_WM / WT_WMITER)      // rows of a warp sub-tile
+#define WT_SUBN (WT_WN / WT_WNITER)      // columns of a warp sub-tile
+#define WT_LCOLS (WT_SUBN / WT_TN)       // lanes along N in a sub-tile
+#define WT_A_LOADS ((WT_BM * WT_BK / 4) / WT_THREADS)  // float4s of A per thread per tile
+#define WT_B_LOADS ((WT_BK * WT_BN / 4) / WT_THREADS)
+#define WT_AS (WT_BM + WT_APAD)          // row stride of the transposed A tile
+static_assert(WT_THREADS == 32 * (WT_BM / WT_WM) * (WT_BN / WT_WN), "one warp per warp tile");
+static_assert(WT_BM % WT_WM == 0 && WT_BN % WT_WN == 0, "warp tiles divide the block tile");
+static_assert(WT_WMITER >= 1 && WT_WM % WT_WMITER == 0 && WT_WN % WT_WNITER == 0, "sub-tiles divide the warp tile");
+static_assert(WT_WMITER * WT_WNITER * WT_TM * WT_TN * 32 == WT_WM * WT_WN, "lanes cover the warp tile");
+static_assert((WT_SUBM / WT_TM) * (WT_SUBN / WT_TN) == 32, "32 lanes per sub-tile");
+static_assert(WT_TM % 4 == 0 && WT_TN % 4 == 0 && WT_BK % 4 == 0 && WT_APAD % 4 == 0, "float4 granularity");
+static_assert((WT_BM * WT_BK / 4) % WT_THREADS == 0 && (WT_BK * WT_BN / 4) % WT_THREADS == 0,
+              "each thread loads the same number of float4s");
+
+typedef float WtAStage[WT_BK][WT_AS];
+typedef float WtBStage[WT_BK][WT_BN];
+
+// Global -> registers: this thread's float4s of the tile at depth k0 (zeros past the edges when GUARD).
+template <bool GUARD>
+__device__ __forceinline__ void wt_load(const float* __restrict__ A, const float* __restrict__ B,
+                                        int M, int N, int K, int m0, int n0, int k0, int tid,
+                                        bool vecA, bool vecB, float4 (&ra)[WT_A_LOADS], float4 (&rb)[WT_B_LOADS]) {
+#pragma unroll
+    for (int l = 0; l < WT_A_LOADS; ++l) {  // consecutive threads: consecutive float4s along a row of A
+        int e = tid + l * WT_THREADS;
+        int r = e / (WT_BK / 4), kq = (e % (WT_BK / 4)) * 4;
+        // 32-bit offsets on the fast path (every row in range, M*K < 2^31): 64-bit address
+        // arithmetic costs the registers that decide between 1 and 2 blocks per SM.
+        const float* p = GUARD ? A + (size_t)(m0 + r) * K : A + (m0 + r) * K;
+        ra[l] = GUARD ? load4_guarded(p, m0 + r < M, k0 + kq, K, vecA)
+                      : *reinterpret_cast<const float4*>(p + k0 + kq);
+    }
+#pragma unroll
+    for (int l = 0; l < WT_B_LOADS; ++l) {  // consecutive threads: consecutive float4s along a row of B
+        int e = tid + l * WT_THREADS;
+        int kk = e / (WT_BN / 4), c = (e % (WT_BN / 4)) * 4;
+        const float* p = GUARD ? B + (size_t)(k0 + kk) * N : B + (k0 + kk) * N;
+        rb[l] = GUARD ? load4_guarded(p, k0 + kk < K, n0 + c, N, vecB)
+                      : *reinterpret_cast<const float4*>(p + n0 + c);
+    }
+}
+
+// Registers -> one shared stage (A transposed with scalar stores, B with float4 stores).
+__device__ __forceinline__ void wt_store(WtAStage& As, WtBStage& Bs, int tid,
+                                         const float4 (&ra)[WT_A_LOADS], const float4 (&rb)[WT_B_LOADS]) {
+#pragma unroll
+    for (int l = 0; l < WT_A_LOADS; ++l) {
+        int e = tid + l * WT_THREADS;
+        int r = e / (WT_BK / 4), kq = (e % (WT_BK / 4)) * 4;
+        As[kq + 0][r] = ra[l].x;
+        As[kq + 1][r] = ra[l].y;
+        As[kq + 2][r] = ra[l].z;
+        As[kq + 3][r] = ra[l].w;
+    }
+#pragma unroll
+    for (int l = 0; l < WT_B_LOADS; ++l) {
+        int e = tid + l * WT_THREADS;
+        int kk = e / (WT_BN / 4), c = (e % (WT_BN / 4)) * 4;
+        *reinterpret_cast<float4*>(&Bs[kk][c]) = rb[l];
+    }
+}
+
+template <bool GUARD>
+__device__ __forceinline__ void wt_body(const float* __restrict__ A, const float* __restrict__ B,
+                                        float* __restrict__ C, int M, int N, int K,
+                                        WtAStage* As, WtBStage* Bs) {
+    const int tid = threadIdx.x;
+    const int warp = tid / 32, lane = tid % 32;
+    const int wm0 = (warp / (WT_BN / WT_WN)) * WT_WM;  // this warp's tile inside the block tile
+    const int wn0 = (warp % (WT_BN / WT_WN)) * WT_WN;
+    const int lr = (lane / WT_LCOLS) * WT_TM;           // this lane's block inside a sub-tile
+    const int lc = (lane % WT_LCOLS) * WT_TN;
+    const int m0 = blockIdx.y * WT_BM;
+    const int n0 = blockIdx.x * WT_BN;
+    const bool vecA = (K % 4 == 0) && aligned16(A);
+    const bool vecB = (N % 4 == 0) && aligned16(B);
+
+    float acc[WT_WMITER * WT_TM][WT_WNITER * WT_TN];
+#pragma unroll
+    for (int i = 0; i < WT_WMITER * WT_TM; ++i)
+#pragma unroll
+        for (int j = 0; j < WT_WNITER * WT_TN; ++j)
+            acc[i][j] = 0.0f;
+
+    float4 ra[WT_A_LOADS], rb[WT_B_LOADS];
+    wt_load<GUARD>(A, B, M, N, K, m0, n0, 0, tid, vecA, vecB, ra, rb);
+    wt_store(As[0], Bs[0], tid, ra, rb);
+    __syncthreads();
+
+    const int tiles = CEIL_DIV(K, WT_BK);
+    int stage = 0;
+    for (int t = 0; t < tiles; ++t) {
+        const bool more = t + 1 < tiles;
+        if (more)  // the next tile's loads are in flight while we compute on this one
+            wt_load<GUARD>(A, B, M, N, K, m0, n0, (t + 1) * WT_BK, tid, vecA, vecB, ra, rb);
+        const WtAStage& as = As[stage];
+        const WtBStage& bs = Bs[stage];
+#pragma unroll
+        for (int k = 0; k < WT_BK; ++k) {
+            float a_frag[WT_WMITER * WT_TM], b_frag[WT_WNITER * WT_TN];
+#pragma unroll
+            for (int mi = 0; mi < WT_WMITER; ++mi)
+#pragma unroll
+                for (int i = 0; i < WT_TM; i += 4) {
+                    float4 v = *reinterpret_cast<const float4*>(&as[k][wm0 + mi * WT_SUBM + lr + i]);
+                    float* f = &a_frag[mi * WT_TM + i];
+                    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
+                }
+#pragma unroll
+            for (int ni = 0; ni < WT_WNITER; ++ni)
+#pragma unroll
+                for (int j = 0; j < WT_TN; j += 4) {
+                    float4 v = *reinterpret_cast<const float4*>(&bs[k][wn0 + ni * WT_SUBN + lc + j]);
+                    float* f = &b_frag[ni * WT_TN + j];
+                    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
+                }
+#pragma unroll
+            for (int i = 0; i < WT_WMITER * WT_TM; ++i)
+#pragma unroll
+                for (int j = 0; j < WT_WNITER * WT_TN; ++j)
+                    acc[i][j] += a_frag[i] * b_frag[j];
+        }
+        if (more)  // the other stage was last read before the previous barrier: safe to fill
+            wt_store(As[stage ^ 1], Bs[stage ^ 1], tid, ra, rb);
+        __syncthreads();
+        stage ^= 1;
+    }
+
+    // Epilogue: float4 stores of each lane's contiguous TN columns.
+#pragma unroll
+    for (int mi = 0; mi < WT_WMITER; ++mi)
+#pragma unroll
+        for (int i = 0; i < WT_TM; ++i) {
+            const int row = m0 + wm0 + mi * WT_SUBM + lr + i;
+            if (GUARD && row >= M) continue;
+            float* c_row = C + (size_t)row * N;
+#pragma unroll
+            for (int ni = 0; ni < WT_WNITER; ++ni)
+#pragma unroll
+                for (int j = 0; j < WT_TN; j += 4) {
+                    const int col = n0 + wn0 + ni * WT_SUBN + lc + j;
+                    const float* a = &acc[mi * WT_TM + i][ni * WT_TN + j];
+                    if (!GUARD || (vecB && aligned16(C) && col < N)) {
+                        *reinterpret_cast<float4*>(c_row + col) = make_float4(a[0], a[1], a[2], a[3]);
+                    } else {
+#pragma unroll
+                        for (int q = 0; q < 4; ++q)
+                            if (col + q < N) c_row[col + q] = a[q];
+                    }
+                }
+        }
+}
+
+extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MINBLOCKS)
+matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                int M, int N, int K) {
+    __shared__ __align__(16) float As[2][WT_BK][WT_AS];
+    __shared__ __align__(16) float Bs[2][WT_BK][WT_BN];
+    const bool fast = (M % WT_BM == 0) && (N % WT_BN == 0) && (K % WT_BK == 0) &&
+                      aligned16(A) && aligned16(B) && aligned16(C);
+    if (fast)
+        wt_body<false>(A, B, C, M, N, K, As, Bs);
+    else
+        wt_body<true>(A, B, C, M, N, K, As, Bs);
+}
+// --8<-- [end:warptile]
