@@ -78,7 +78,9 @@ class BenchSpec:
 
 def versions() -> dict:
     """Versions of everything that shapes the numbers."""
-    out = {"python": platform.python_version(), "numpy": np.__version__, "gpulab": _version("gpulab")}
+    import gpulab
+
+    out = {"python": platform.python_version(), "numpy": np.__version__, "gpulab": gpulab.__version__}
     for dist in ("numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "pycuda"):
         v = _version(dist)
         if v:
@@ -225,16 +227,20 @@ def chart(result: dict, path: Path) -> Path | None:
     import matplotlib.pyplot as plt
 
     labels = list(dict.fromkeys(r["label"] for r in result["records"]))
-    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
+    names = list(dict.fromkeys(r["variant"] for r in recs))
+    colors = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
     for key in dict.fromkeys((r["variant"], r["backend"]) for r in recs):
         pts = [(labels.index(r["label"]), r["throughput"]) for r in recs if (r["variant"], r["backend"]) == key]
         xs, ys = zip(*pts)
-        ax.plot(xs, ys, marker="o", linestyle="-" if key[1] == "numba" else "--" if key[1] == "cuda-c" else ":",
+        # one colour per variant; the backend is the line style (numba solid, CUDA C dashed)
+        ax.plot(xs, ys, marker="o" if key[1] == "numba" else "s", color=colors(names.index(key[0]) % colors.N),
+                linestyle="-" if key[1] == "numba" else "--" if key[1] == "cuda-c" else ":",
                 label=f"{key[0]} ({key[1]})")
     peer = {}
     for r in recs:
         if r["peer_median_ms"]:
-            peer[labels.index(r["label"])] = r["throughput"] * r["ratio_to_peer"]
+            peer[labels.index(r["label"])] = r["throughput"] / r["ratio_to_peer"]  # = work / peer time
     if peer:
         xs = sorted(peer)
         ax.plot(xs, [peer[x] for x in xs], color="black", linewidth=2, label=recs[0]["peer"])
@@ -243,7 +249,7 @@ def chart(result: dict, path: Path) -> Path | None:
     ax.set_yscale("log")
     ax.set_title(f"{result['chapter']} on {result['device']['name']}")
     ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, ncol=2)
+    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
     fig.tight_layout()
     fig.savefig(path)
     plt.close(fig)

@@ -8,6 +8,9 @@ from gpulab.registry import Registry, Variant
 # One register-tile shape for numba and CUDA C alike: a 128×128 tile of C per block of 256
 # threads, each thread an 8×8 sub-tile; BK = 8 columns of A / rows of B per shared stage.
 TILE_128 = dict(BM=128, BN=128, BK=8, TM=8, TN=8, PAD=4)
+# numba's prefetch kernel measured fastest with 16×8 per thread (128 threads) in the H200 sweep
+# (docs/benchmarks/matmul-numba-tuning-h200.json); CUDA C's with 8×8.
+TILE_128_16X8 = dict(BM=128, BN=128, BK=8, TM=16, TN=8, PAD=4)
 
 _LADDER = [
     ("naive", ("global",), "one thread per output; lanes walk down a column of C, so warp loads are uncoalesced",
@@ -23,7 +26,7 @@ _LADDER = [
     ("register", ("global", "shared", "registers"), "each thread computes an 8x8 block held in registers: 64 FMAs per 16 shared loads",
      host.numba_register, host.cuda_register, TILE_128, TILE_128),
     ("prefetch", ("global", "shared", "registers"), "double-buffered shared tiles with the next tile prefetched into registers: one barrier per tile, loads hidden behind FMAs",
-     host.numba_prefetch, host.cuda_prefetch, TILE_128, TILE_128),
+     host.numba_prefetch, host.cuda_prefetch, TILE_128_16X8, TILE_128),
 ]
 
 REGISTRY = Registry("matmul")
