@@ -13,9 +13,9 @@ import posixpath
 import re
 from pathlib import Path
 
-MARKER = re.compile(r"^<!-- gpulab:bench (\S+) (\S+) -->$", re.MULTILINE)
+MARKER = re.compile(r"^([ \t]*)<!-- gpulab:bench (\S+) (\S+) -->$", re.MULTILINE)
 # ``<!-- gpulab:rows <file-stem> -->``: a tuning sweep's JSON ({"rows": [{...}, ...], ...}) as a table.
-ROWS = re.compile(r"^<!-- gpulab:rows (\S+) -->$", re.MULTILINE)
+ROWS = re.compile(r"^([ \t]*)<!-- gpulab:rows (\S+) -->$", re.MULTILINE)
 
 
 def _cell(v):
@@ -27,7 +27,7 @@ def _cell(v):
 
 
 def _render_rows(match: re.Match, docs_dir: Path) -> str:
-    path = docs_dir / "benchmarks" / f"{match.group(1)}.json"
+    path = docs_dir / "benchmarks" / f"{match.group(2)}.json"
     if not path.exists():
         return f'!!! warning "Not measured yet"\n    `docs/benchmarks/{path.name}` is not committed yet.\n'
     data = json.loads(path.read_text())
@@ -46,7 +46,7 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
 def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
     from gpulab.benchmark import format_markdown  # imports no numba
 
-    chapter, dev = match.group(1), match.group(2)
+    chapter, dev = match.group(2), match.group(3)
     stem = f"{chapter}-{dev}"
     data = docs_dir / "benchmarks" / f"{stem}.json"
     if not data.exists():
@@ -66,5 +66,11 @@ def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
 def on_page_markdown(markdown, page, config, files):
     docs_dir = Path(config["docs_dir"])
     page_dir = posixpath.dirname(page.file.src_uri)
-    markdown = MARKER.sub(lambda m: _render(m, page_dir, docs_dir), markdown)
-    return ROWS.sub(lambda m: _render_rows(m, docs_dir), markdown)
+    markdown = MARKER.sub(lambda m: _indent(m, _render(m, page_dir, docs_dir)), markdown)
+    return ROWS.sub(lambda m: _indent(m, _render_rows(m, docs_dir)), markdown)
+
+
+def _indent(match: re.Match, text: str) -> str:
+    """Keep the marker's indentation, so a marker inside an admonition or tab renders there."""
+    pad = match.group(1)
+    return "\n".join(pad + line if line else line for line in text.splitlines())
