@@ -1,0 +1,300 @@
+"""Chapter 2 kernels in numba.cuda: the least-correlated k-subset of n strategies.
+
+Every kernel reads ``Q``, the packed strictly-lower triangle of the squared correlations
+(``Q[i(i-1)/2 + j] = C[i, j]**2`` for i > j), and ``T``, the binomial table
+(``T[r, a] = C(a, r)``, uint64) used to unrank. Ranks are uint64 throughout.
+
+The seed variants (``global``, ``shared``, ``constant_local``) unrank every subset from
+scratch and compare distances ``sqrt(2 * sum)``; the incremental ones walk chunks of
+consecutive ranks with :func:`gpulab.subset.reference.scan_chunk` and compare sums.
+"""
+
+from __future__ import annotations
+
+import math
+from functools import lru_cache
+
+import numpy as np
+from numba import cuda, float64, int32, int64, uint64
+
+from gpulab.subset.reference import scan_chunk
+
+MAX_K = 16  # size of the thread-local selection arrays (a compile-time size)
+RANK_NONE = np.uint64(0xFFFFFFFFFFFFFFFF)  # the rank of "no subset seen" (loses every tie)
+
+
+# --8<-- [start:unrank_dev]
+@cuda.jit(device=True)
+def unrank_into(T, n, k, m, out, o):
+    """Write the m-th k-subset (lexicographic) into out[o], ..., out[o + k - 1]."""
+    x = 0
+    for i in range(k):
+        r = k - 1 - i
+        while m >= T[r, n - 1 - x]:  # skip the C(n-1-x, r) subsets that start with x
+            m -= T[r, n - 1 - x]
+            x += 1
+        out[o + i] = x
+        x += 1
+# --8<-- [end:unrank_dev]
+
+
+@cuda.jit(device=True)
+def better(v, r, bv, br):
+    """(v, r) beats (bv, br): a smaller value, or the same value at a lower rank."""
+    return v < bv or (v == bv and r < br)
+
+
+# --8<-- [start:block_argmin]
+@cuda.jit(device=True)
+def block_argmin(fs, us, o, best, best_rank):
+    """Tree reduction of (value, rank) pairs over the block (blockDim.x a power of two).
+
+    ``fs`` (float64) and ``us`` (uint64) are views of the same dynamic shared memory;
+    values go to fs[o : o+B], ranks to us[o+B : o+2B]. Thread 0 gets the block's best.
+    """
+    tid = cuda.threadIdx.x
+    B = cuda.blockDim.x
+    fs[o + tid] = best
+    us[o + B + tid] = best_rank
+    cuda.syncthreads()
+    step = B // 2
+    while step > 0:
+        if tid < step:
+            v, r = fs[o + tid + step], us[o + B + tid + step]
+            if better(v, r, fs[o + tid], us[o + B + tid]):
+                fs[o + tid] = v
+                us[o + B + tid] = r
+        cuda.syncthreads()
+        step //= 2
+    return fs[o], us[o + B]
+# --8<-- [end:block_argmin]
+
+
+# --8<-- [start:global]
+@cuda.jit
+def subset_global(Q, T, n, k, base, count, sel, sub, dist):
+    """One subset per thread and step of a grid-stride loop; temporaries in global memory.
+
+    ``sel`` (grid × k int32) holds each thread's selection, ``sub`` (grid × k(k-1)/2
+    float64) the gathered submatrix; ``dist[t]`` is the distance of rank base + t. The
+    argmin happens on the host.
+    """
+    tid = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    npk = k * (k - 1) // 2
+    for t in range(tid, count, stride):
+        unrank_into(T, n, k, base + uint64(t), sel, tid * k)
+        p = 0
+        for b in range(1, k):  # gather the submatrix (canonical pair order)
+            cb = sel[tid * k + b]
+            rb = cb * (cb - 1) // 2
+            for a in range(b):
+                sub[tid * npk + p] = Q[rb + sel[tid * k + a]]
+                p += 1
+        s = 0.0
+        for p in range(npk):
+            s += sub[tid * npk + p]
+        dist[t] = math.sqrt(2.0 * s)
+# --8<-- [end:global]
+
+
+# --8<-- [start:shared]
+@cuda.jit
+def subset_shared(Q, T, n, k, npairs, base, count, out_val, out_rank):
+    """Q and every thread's selection in dynamic shared memory; a block argmin per block.
+
+    Dynamic shared layout (one allocation, three typed views of it):
+    ``[Q: npairs f64][values: B f64][ranks: B u64][selections: B*k i32]``.
+    """
+    fs = cuda.shared.array(0, float64)
+    us = cuda.shared.array(0, uint64)
+    isel = cuda.shared.array(0, int32)
+    tid = cuda.threadIdx.x
+    B = cuda.blockDim.x
+    for i in range(tid, npairs, B):  # stage Q once per block
+        fs[i] = Q[i]
+    cuda.syncthreads()
+    so = 2 * (npairs + 2 * B) + tid * k  # this thread's selection, in int32 units
+    best = np.inf
+    best_rank = RANK_NONE
+    for t in range(cuda.grid(1), count, cuda.gridsize(1)):
+        m = base + uint64(t)
+        unrank_into(T, n, k, m, isel, so)
+        s = 0.0
+        for b in range(1, k):
+            cb = isel[so + b]
+            rb = cb * (cb - 1) // 2
+            for a in range(b):
+                s += fs[rb + isel[so + a]]
+        d = math.sqrt(2.0 * s)
+        if d < best:  # ranks rise along the loop: strict < keeps the lowest
+            best = d
+            best_rank = m
+    v, r = block_argmin(fs, us, npairs, best, best_rank)
+    if tid == 0:
+        out_val[cuda.blockIdx.x] = v
+        out_rank[cuda.blockIdx.x] = r
+# --8<-- [end:shared]
+
+
+@lru_cache(maxsize=8)
+def _constant_local_kernel(q_bytes: bytes, npairs: int):
+    Q_host = np.frombuffer(q_bytes, dtype=np.float64).copy() if npairs else np.zeros(1, np.float64)
+
+    # --8<-- [start:constant_local]
+    @cuda.jit
+    def subset_constant_local(T, n, k, base, count, out_val, out_rank):
+        Qc = cuda.const.array_like(Q_host)  # baked into the module's constant bank
+        fs = cuda.shared.array(0, float64)
+        us = cuda.shared.array(0, uint64)
+        sel = cuda.local.array(MAX_K, int32)  # thread-local: registers or the local-memory stack
+        best = np.inf
+        best_rank = RANK_NONE
+        for t in range(cuda.grid(1), count, cuda.gridsize(1)):
+            m = base + uint64(t)
+            unrank_into(T, n, k, m, sel, 0)
+            s = 0.0
+            for b in range(1, k):
+                rb = sel[b] * (sel[b] - 1) // 2
+                for a in range(b):
+                    # the 32 lanes hold 32 different subsets: 32 different constant addresses
+                    s += Qc[rb + sel[a]]
+            d = math.sqrt(2.0 * s)
+            if d < best:
+                best = d
+                best_rank = m
+        v, r = block_argmin(fs, us, 0, best, best_rank)
+        if cuda.threadIdx.x == 0:
+            out_val[cuda.blockIdx.x] = v
+            out_rank[cuda.blockIdx.x] = r
+    # --8<-- [end:constant_local]
+
+    return subset_constant_local
+
+
+def constant_local_kernel(Q: np.ndarray):
+    """The constant-memory kernel with ``Q`` baked in (numba captures const arrays at compile time)."""
+    Q = np.ascontiguousarray(Q, dtype=np.float64)
+    return _constant_local_kernel(Q.tobytes(), Q.size)
+
+
+scan_dev = cuda.jit(device=True)(scan_chunk)
+
+
+@lru_cache(maxsize=None)
+def incremental_kernel(K: int, warp: bool):
+    """Chunks of consecutive ranks per thread, incremental sums, the whole range in one launch.
+
+    ``K`` is a compile-time constant so the loops over positions unroll and ``c``/``P`` can
+    live in registers. ``warp``: argmin with warp shuffles first (needs a real GPU).
+    """
+    KA = max(K, 1)
+
+    # --8<-- [start:incremental]
+    @cuda.jit
+    def subset_incremental(Q, T, n, npairs, total, chunk, nchunks, out_val, out_rank):
+        fs = cuda.shared.array(0, float64)
+        us = cuda.shared.array(0, uint64)
+        tid = cuda.threadIdx.x
+        B = cuda.blockDim.x
+        for i in range(tid, npairs, B):
+            fs[i] = Q[i]
+        cuda.syncthreads()
+        c = cuda.local.array(KA, int32)
+        P = cuda.local.array(KA, float64)
+        best = np.inf
+        best_rank = RANK_NONE
+        # grid-stride over chunks: the whole partition loop runs on the GPU
+        for t in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
+            start = uint64(t) * chunk
+            count = min(chunk, total - start)
+            s, r = scan_dev(fs, T, n, K, start, count, c, P)
+            if s < best:
+                best = s
+                best_rank = r
+        if warp:
+            v, r = warp_block_argmin(fs, us, npairs, best, best_rank)
+        else:
+            v, r = block_argmin(fs, us, npairs, best, best_rank)
+        if tid == 0:
+            out_val[cuda.blockIdx.x] = v
+            out_rank[cuda.blockIdx.x] = r
+    # --8<-- [end:incremental]
+
+    return subset_incremental
+
+
+# --8<-- [start:warp_argmin]
+@cuda.jit(device=True)
+def warp_argmin(v, r):
+    """(value, rank) minimum over the 32 lanes of a warp with shuffles: no shared memory, no barrier."""
+    off = 16
+    while off > 0:
+        v2 = cuda.shfl_down_sync(0xFFFFFFFF, v, off)
+        r2 = uint64(cuda.shfl_down_sync(0xFFFFFFFF, int64(r), off))  # numba shuffles int64, not uint64
+        if better(v2, r2, v, r):
+            v = v2
+            r = r2
+        off //= 2
+    return v, r
+
+
+@cuda.jit(device=True)
+def warp_block_argmin(fs, us, o, best, best_rank):
+    """Warp argmin, one (value, rank) per warp in shared memory, then warp 0 reduces those."""
+    tid = cuda.threadIdx.x
+    lane = tid % 32
+    w = tid // 32
+    nw = (cuda.blockDim.x + 31) // 32
+    v, r = warp_argmin(best, best_rank)
+    if lane == 0:
+        fs[o + w] = v
+        us[o + 32 + w] = r
+    cuda.syncthreads()
+    if w == 0:
+        if lane < nw:
+            v, r = fs[o + lane], us[o + 32 + lane]
+        else:
+            v, r = np.inf, RANK_NONE
+        v, r = warp_argmin(v, r)
+    return v, r
+# --8<-- [end:warp_argmin]
+
+
+# --8<-- [start:final]
+@cuda.jit
+def final_argmin(vals, ranks, nblocks, out_val, out_rank):
+    """One block reduces the per-block results: the last step of the one-sync search."""
+    fs = cuda.shared.array(0, float64)
+    us = cuda.shared.array(0, uint64)
+    best = np.inf
+    best_rank = RANK_NONE
+    for i in range(cuda.threadIdx.x, nblocks, cuda.blockDim.x):
+        if better(vals[i], ranks[i], best, best_rank):
+            best = vals[i]
+            best_rank = ranks[i]
+    v, r = block_argmin(fs, us, 0, best, best_rank)
+    if cuda.threadIdx.x == 0:
+        out_val[0] = v
+        out_rank[0] = r
+# --8<-- [end:final]
+
+
+SIG_GLOBAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, int64, int32[::1], float64[::1], float64[::1])"
+SIG_SHARED = "void(float64[::1], uint64[:, ::1], int32, int32, int32, uint64, int64, float64[::1], uint64[::1])"
+SIG_CONSTANT = "void(uint64[:, ::1], int32, int32, uint64, int64, float64[::1], uint64[::1])"
+SIG_INCREMENTAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, uint64, int64, float64[::1], uint64[::1])"
+SIG_FINAL = "void(float64[::1], uint64[::1], int32, float64[::1], uint64[::1])"
+
+PTX_KS = (1, 2, 5, 6, 16)
+
+
+def ptx_targets():
+    """Every numba kernel with the signatures the host code launches (for the PTX check)."""
+    out = [("subset_global", subset_global, SIG_GLOBAL), ("subset_shared", subset_shared, SIG_SHARED),
+           ("subset_constant_local", constant_local_kernel(np.linspace(0, 1, 8128)), SIG_CONSTANT),
+           ("final_argmin", final_argmin, SIG_FINAL)]
+    for K in PTX_KS:
+        for warp in (False, True):
+            out.append((f"subset_incremental[K={K}{',warp' if warp else ''}]", incremental_kernel(K, warp), SIG_INCREMENTAL))
+    return out
