@@ -12,6 +12,7 @@ import importlib
 
 CHAPTERS: dict[str, str] = {
     "matmul": "gpulab.matmul",
+    "subset": "gpulab.subset",
 }
 
 
