@@ -265,13 +265,20 @@ def table_rows(result: dict) -> list[list[str]]:
     for r in result["records"]:
         rows.append([r["label"], r["variant"], r["backend"], _fmt(r["median_ms"], "{:.4g}"),
                      _fmt(r["throughput"]) + (f" {r['unit']}" if r["throughput"] is not None else ""),
-                     _fmt(r["ratio_to_peer"] and 100 * r["ratio_to_peer"], "{:.1f}%"),
+                     _ratio(r["ratio_to_peer"]),
                      _fmt(r["ratio_to_ceiling"] and 100 * r["ratio_to_ceiling"], "{:.1f}%"),
                      {True: "✓", False: "✗", None: "—"}[r["check"]] if not r["skipped"] or r["check"] is False else "skipped"])
     return rows
 
 
-HEADER = ["size", "variant", "backend", "median ms", "throughput", "% of peer", "% of ceiling", "check"]
+def _ratio(x) -> str:
+    """Speed relative to the peer: a percentage below 2x (cuBLAS, CUB), a factor above (a CPU baseline)."""
+    if not x:
+        return "—"
+    return f"{100 * x:.1f}%" if x < 2 else f"{x:.3g}×"
+
+
+HEADER = ["size", "variant", "backend", "median ms", "throughput", "speed vs peer", "% of ceiling", "check"]
 
 
 def format_text(result: dict) -> str:
@@ -292,7 +299,7 @@ def format_markdown(result: dict) -> str:
     """The results table the book shows (rendered from committed JSON by the docs hook)."""
     peer = next((r["peer"] for r in result["records"] if r["peer"]), "peer")
     header = list(HEADER)
-    header[5] = f"% of {peer}"
+    header[5] = f"speed vs {peer}"
     ceiling = next((r["ceiling_name"] for r in result["records"] if r["ceiling_name"]), None)
     if ceiling:
         header[6] = f"% of {ceiling}"
