@@ -1,0 +1,333 @@
+// Chapter 4 kernels in CUDA C: scan, split, and LSD radix sort of uint32 keys.
+// The same kernels as kernels_numba.py, launched by the same host code (gpulab/radix/host.py).
+// Compile-time sizes come in as -D macros from the variant registry.
+
+#ifndef SCAN_BLOCK
+#define SCAN_BLOCK 512   // threads of a block scan (Blelloch: 2*SCAN_BLOCK values per block)
+#endif
+#ifndef BLOCK
+#define BLOCK 256        // threads of a sorting block
+#endif
+#ifndef BITS
+#define BITS 4           // digit width
+#endif
+#ifndef ITEMS
+#define ITEMS 16         // keys per thread (register-resident variants)
+#endif
+
+#ifndef BALLOT
+#define BALLOT 0         // 1: find a lane's digit peers with BITS ballots instead of match_any
+#endif
+
+#define RADIX (1 << BITS)
+#define DIGIT_MASK (RADIX - 1)
+#define TILE (BLOCK * ITEMS)
+#define NWARPS (BLOCK / 32)
+
+typedef unsigned int u32;
+
+extern "C" __global__ void iota(u32 *vals, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) vals[i] = i;
+}
+
+extern "C" __global__ void zero_i32(int *a, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) a[i] = 0;
+}
+
+// --8<-- [start:max]
+extern "C" __global__ void max_reduce(const u32 *keys, int n, u32 *out) {
+    __shared__ u32 s[SCAN_BLOCK];
+    int tid = threadIdx.x;
+    u32 m = 0;
+    for (int i = blockIdx.x * SCAN_BLOCK + tid; i < n; i += gridDim.x * SCAN_BLOCK)
+        m = max(m, keys[i]);
+    s[tid] = m;
+    __syncthreads();
+    for (int half = SCAN_BLOCK / 2; half > 0; half /= 2) {
+        if (tid < half) s[tid] = max(s[tid], s[tid + half]);
+        __syncthreads();
+    }
+    if (tid == 0) atomicMax(out, s[0]);
+}
+// --8<-- [end:max]
+
+// ---------------------------------------------------------------------------- scan
+
+// --8<-- [start:scan_hs]
+extern "C" __global__ void scan_hs(const int *in, int *out, int *sums, int n, int inclusive) {
+    __shared__ int s[2][SCAN_BLOCK];
+    int tid = threadIdx.x;
+    int i = blockIdx.x * SCAN_BLOCK + tid;
+    int x = i < n ? in[i] : 0;
+    s[0][tid] = x;
+    int src = 0;
+    for (int offset = 1; offset < SCAN_BLOCK; offset *= 2) {
+        __syncthreads();
+        int v = s[src][tid];
+        if (tid >= offset) v += s[src][tid - offset];
+        s[1 - src][tid] = v;
+        src = 1 - src;
+    }
+    __syncthreads();
+    int incl = s[src][tid];
+    if (i < n) out[i] = inclusive ? incl : incl - x;
+    if (tid == SCAN_BLOCK - 1) sums[blockIdx.x] = incl;
+}
+// --8<-- [end:scan_hs]
+
+// --8<-- [start:scan_blelloch]
+extern "C" __global__ void scan_blelloch(const int *in, int *out, int *sums, int n, int inclusive) {
+    __shared__ int s[2 * SCAN_BLOCK];
+    int tid = threadIdx.x;
+    int a = blockIdx.x * 2 * SCAN_BLOCK + tid, b = a + SCAN_BLOCK;
+    int xa = a < n ? in[a] : 0, xb = b < n ? in[b] : 0;
+    s[tid] = xa;
+    s[tid + SCAN_BLOCK] = xb;
+    int offset = 1;
+    for (int d = SCAN_BLOCK; d > 0; d /= 2) {          // up-sweep
+        __syncthreads();
+        if (tid < d) s[offset * (2 * tid + 2) - 1] += s[offset * (2 * tid + 1) - 1];
+        offset *= 2;
+    }
+    if (tid == 0) {
+        sums[blockIdx.x] = s[2 * SCAN_BLOCK - 1];
+        s[2 * SCAN_BLOCK - 1] = 0;
+    }
+    for (int d = 1; d < 2 * SCAN_BLOCK; d *= 2) {      // down-sweep
+        offset /= 2;
+        __syncthreads();
+        if (tid < d) {
+            int ai = offset * (2 * tid + 1) - 1, bi = offset * (2 * tid + 2) - 1;
+            int t = s[ai];
+            s[ai] = s[bi];
+            s[bi] += t;
+        }
+    }
+    __syncthreads();
+    if (a < n) out[a] = inclusive ? s[tid] + xa : s[tid];
+    if (b < n) out[b] = inclusive ? s[tid + SCAN_BLOCK] + xb : s[tid + SCAN_BLOCK];
+}
+// --8<-- [end:scan_blelloch]
+
+// --8<-- [start:add_offsets]
+extern "C" __global__ void add_offsets(int *out, const int *sums, int n, int per_block) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] += sums[i / per_block];
+}
+// --8<-- [end:add_offsets]
+
+// ---------------------------------------------------------------------------- split (one bit)
+
+// --8<-- [start:split]
+extern "C" __global__ void split_flags(const u32 *keys, int n, int shift, int *flags) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) flags[i] = 1 - (int)((keys[i] >> shift) & 1u);
+}
+
+extern "C" __global__ void split_scatter(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
+                                         const int *pos, const int *flags, int n, int shift, int has_vals) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) {
+        int total_falses = pos[n - 1] + flags[n - 1];
+        int dest = flags[i] ? pos[i] : total_falses + i - pos[i];
+        keys_out[dest] = keys_in[i];
+        if (has_vals) vals_out[dest] = vals_in[i];
+    }
+}
+// --8<-- [end:split]
+
+// ---------------------------------------------------------------------------- per-block sort in shared memory
+
+__device__ void block_inclusive_scan(int *s, int tid) {
+    for (int offset = 1; offset < BLOCK; offset *= 2) {
+        int v = tid >= offset ? s[tid - offset] : 0;
+        __syncthreads();
+        s[tid] += v;
+        __syncthreads();
+    }
+}
+
+// --8<-- [start:tile_sort]
+extern "C" __global__ void tile_sort(const u32 *keys_in, const u32 *vals_in, u32 *tkeys, u32 *tvals,
+                                     int *counts, int *starts, int n, int shift, int nblocks, int has_vals) {
+    __shared__ u32 sk[BLOCK], sv[BLOCK];
+    __shared__ int sf[BLOCK], first[RADIX], cnt[RADIX];
+    int tid = threadIdx.x, blk = blockIdx.x;
+    int i = blk * BLOCK + tid;
+    int m = min(BLOCK, n - blk * BLOCK);
+    u32 key = i < n ? keys_in[i] : 0xFFFFFFFFu;
+    u32 val = (i < n && has_vals) ? vals_in[i] : 0u;
+    for (int bit = 0; bit < BITS; ++bit) {
+        int b = (key >> (shift + bit)) & 1u;
+        sf[tid] = 1 - b;
+        __syncthreads();
+        block_inclusive_scan(sf, tid);
+        int before = sf[tid] - (1 - b);
+        int total_falses = sf[BLOCK - 1];
+        int dest = b == 0 ? before : total_falses + tid - before;
+        sk[dest] = key;
+        sv[dest] = val;
+        __syncthreads();
+        key = sk[tid];
+        val = sv[tid];
+    }
+    for (int dd = tid; dd < RADIX; dd += BLOCK) { first[dd] = 0; cnt[dd] = 0; }
+    __syncthreads();
+    int d = (key >> shift) & DIGIT_MASK;
+    if (tid < m) {
+        tkeys[i] = key;
+        if (has_vals) tvals[i] = val;
+        if (tid == 0 || (int)((sk[tid - 1] >> shift) & DIGIT_MASK) != d) first[d] = tid;
+    }
+    __syncthreads();
+    if (tid < m && (tid == m - 1 || (int)((sk[tid + 1] >> shift) & DIGIT_MASK) != d)) cnt[d] = tid - first[d] + 1;
+    __syncthreads();
+    for (int dd = tid; dd < RADIX; dd += BLOCK) {
+        counts[dd * nblocks + blk] = cnt[dd];
+        starts[blk * RADIX + dd] = first[dd];
+    }
+}
+// --8<-- [end:tile_sort]
+
+// --8<-- [start:tile_scatter]
+extern "C" __global__ void tile_scatter(const u32 *tkeys, const u32 *tvals, u32 *keys_out, u32 *vals_out,
+                                        const int *offsets, const int *starts, int n, int shift, int nblocks,
+                                        int has_vals) {
+    int blk = blockIdx.x, tid = threadIdx.x;
+    int i = blk * BLOCK + tid;
+    if (i < n) {
+        u32 key = tkeys[i];
+        int d = (key >> shift) & DIGIT_MASK;
+        int dest = offsets[d * nblocks + blk] + tid - starts[blk * RADIX + d];
+        keys_out[dest] = key;
+        if (has_vals) vals_out[dest] = tvals[i];
+    }
+}
+// --8<-- [end:tile_scatter]
+
+// ---------------------------------------------------------------------------- reduce-then-scan, keys in registers
+
+// --8<-- [start:upsweep]
+extern "C" __global__ void __launch_bounds__(BLOCK) upsweep(const u32 *keys, int *counts, int n, int shift, int nblocks) {
+    __shared__ int hist[RADIX];
+    int tid = threadIdx.x, blk = blockIdx.x;
+    for (int d = tid; d < RADIX; d += BLOCK) hist[d] = 0;
+    __syncthreads();
+    long base = (long)blk * TILE;
+    if (base + TILE <= n) {
+        // A full tile: issue every load before the first atomic, so ITEMS loads are in flight.
+        u32 k[ITEMS];
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) k[it] = keys[base + it * BLOCK + tid];
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) atomicAdd(&hist[(k[it] >> shift) & DIGIT_MASK], 1);
+    } else {
+        for (int it = 0; it < ITEMS; ++it) {
+            long i = base + it * BLOCK + tid;
+            if (i < n) atomicAdd(&hist[(keys[i] >> shift) & DIGIT_MASK], 1);
+        }
+    }
+    __syncthreads();
+    for (int d = tid; d < RADIX; d += BLOCK) counts[d * nblocks + blk] = hist[d];
+}
+// --8<-- [end:upsweep]
+
+// --8<-- [start:downsweep]
+extern "C" __global__ void __launch_bounds__(BLOCK) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+                                                              u32 *vals_out, const int *offsets, int n, int shift,
+                                                              int nblocks, int has_vals) {
+    __shared__ u32 skeys[TILE];
+    __shared__ u32 svals[TILE];
+    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
+    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
+    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
+    u32 ks[ITEMS];                         // this thread's keys, in registers
+    int rk[ITEMS];                         // ... and their ranks within the warp's digit
+    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x;
+    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
+    __syncthreads();
+    u32 lt = (1u << lane) - 1u;
+    long wbase = (long)blk * TILE + (long)w * 32 * ITEMS;  // each warp owns 32*ITEMS consecutive keys
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+        long i = wbase + it * 32 + lane;
+        bool valid = i < n;
+        u32 k = valid ? keys_in[i] : 0u;
+        int d = valid ? (int)((k >> shift) & DIGIT_MASK) : RADIX;  // RADIX: the "no key" group
+#if BALLOT
+        u32 peers = __ballot_sync(0xFFFFFFFFu, valid);                 // same validity ...
+        if (!valid) peers = ~peers;
+#pragma unroll
+        for (int b = 0; b < BITS; ++b) {                                // ... and the same bits
+            u32 bal = __ballot_sync(0xFFFFFFFFu, (d >> b) & 1);
+            peers &= ((d >> b) & 1) ? bal : ~bal;
+        }
+#else
+        u32 peers = __match_any_sync(0xFFFFFFFFu, d);                  // lanes holding the same digit
+#endif
+        int below = __popc(peers & lt);
+        int cnt = 0;
+        // The lowest lane of each group reserves the group's places; the others get the base
+        // by a shuffle from it (shfl_sync also orders the warp: no syncwarp needed).
+        if (valid && below == 0) cnt = atomicAdd(&whist[w * RADIX + d], __popc(peers));
+        cnt = __shfl_sync(0xFFFFFFFFu, cnt, __ffs(peers) - 1);
+        ks[it] = k;
+        rk[it] = cnt + below;
+    }
+    __syncthreads();
+    int total = 0;
+    if (tid < RADIX) {
+        for (int ww = 0; ww < NWARPS; ++ww) {
+            int c = whist[ww * RADIX + tid];
+            whist[ww * RADIX + tid] = total;
+            total += c;
+        }
+    }
+    dstart[tid] = total;
+    __syncthreads();
+    block_inclusive_scan(dstart, tid);
+    if (tid < RADIX) dbase[tid] = offsets[tid * nblocks + blk] - (dstart[tid] - total);
+    __syncthreads();
+    if (tid < RADIX) dstart[tid] -= total;
+    __syncthreads();
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+        long i = wbase + it * 32 + lane;
+        if (i < n) {
+            u32 k = ks[it];
+            int d = (k >> shift) & DIGIT_MASK;
+            int pos = dstart[d] + whist[w * RADIX + d] + rk[it];
+            skeys[pos] = k;
+            if (has_vals) svals[pos] = vals_in[i];
+        }
+    }
+    __syncthreads();
+    int m = (int)min((long)TILE, (long)n - (long)blk * TILE);
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+        int j = it * BLOCK + tid;
+        if (j < m) {
+            u32 k = skeys[j];
+            int dest = dbase[(k >> shift) & DIGIT_MASK] + j;
+            keys_out[dest] = k;
+            if (has_vals) vals_out[dest] = svals[j];
+        }
+    }
+}
+// --8<-- [end:downsweep]
+
+// ---------------------------------------------------------------------------- distinct
+
+// --8<-- [start:distinct]
+extern "C" __global__ void head_flags(const u32 *keys, int n, int *flags) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) flags[i] = (i == 0 || keys[i] != keys[i - 1]) ? 1 : 0;
+}
+
+extern "C" __global__ void compact(const u32 *keys, const int *flags, const int *pos, u32 *out, int n) {
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n && flags[i]) out[pos[i]] = keys[i];
+}
+// --8<-- [end:distinct]

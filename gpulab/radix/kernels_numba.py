@@ -1,0 +1,492 @@
+"""Chapter 4 kernels in numba.cuda: scan, split, and LSD radix sort of uint32 keys.
+
+Keys are always ``uint32`` here: signed and float keys are mapped to uint32 by an
+order-preserving bit transform on the host (see :mod:`gpulab.radix.host`). Values (for
+``argsort`` / ``sort_pairs``) are ``uint32`` payloads moved with their keys; kernels take a
+run-time ``has_vals`` flag so one kernel serves keys-only and key-value sorts.
+
+Every count, offset and flag array is ``int32``: numba promotes ``uint32 op int64`` to
+float64, so keeping the bookkeeping signed keeps every index an integer.
+
+Compile-time sizes (block sizes, digit width, keys per thread) are closure constants of small
+cached factories, as in chapter 1.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import cuda, int32, uint32
+
+U32 = "uint32[::1]"
+I32 = "int32[::1]"
+
+
+# ----------------------------------------------------------------------------- small helpers
+
+@cuda.jit
+def iota(vals, n):
+    """vals[i] = i: the initial payload of an argsort."""
+    i = cuda.grid(1)
+    if i < n:
+        vals[i] = i
+
+
+@lru_cache(maxsize=None)
+def max_kernel(BLOCK: int):
+    """out[0] = max(keys): a shared-memory tree per block, one atomic per block."""
+
+    # --8<-- [start:max]
+    @cuda.jit
+    def max_reduce(keys, n, out):
+        s = cuda.shared.array(BLOCK, uint32)
+        tid = cuda.threadIdx.x
+        m = uint32(0)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:  # grid-stride loop: a fixed grid covers any n
+            k = keys[i]
+            if k > m:
+                m = k
+            i += stride
+        s[tid] = m
+        cuda.syncthreads()
+        half = BLOCK // 2
+        while half > 0:
+            if tid < half and s[tid + half] > s[tid]:
+                s[tid] = s[tid + half]
+            cuda.syncthreads()
+            half //= 2
+        if tid == 0:
+            cuda.atomic.max(out, 0, s[0])
+    # --8<-- [end:max]
+
+    return max_reduce
+
+
+# ----------------------------------------------------------------------------- scan
+
+
+@lru_cache(maxsize=None)
+def scan_hs_kernel(BLOCK: int):
+    """Hillis–Steele scan of BLOCK elements per block (log2 steps, O(n log n) additions)."""
+
+    # --8<-- [start:scan_hs]
+    @cuda.jit
+    def scan_hs(inp, out, sums, n, inclusive):
+        # Two buffers: step d reads buffer `src` and writes the other, so no thread
+        # overwrites a value another thread still has to read in the same step.
+        s = cuda.shared.array((2, BLOCK), int32)
+        tid = cuda.threadIdx.x
+        i = cuda.blockIdx.x * BLOCK + tid
+        x = inp[i] if i < n else int32(0)
+        s[0, tid] = x
+        src = 0
+        offset = 1
+        while offset < BLOCK:
+            cuda.syncthreads()
+            v = s[src, tid]
+            if tid >= offset:
+                v += s[src, tid - offset]
+            s[1 - src, tid] = v
+            src = 1 - src
+            offset *= 2
+        cuda.syncthreads()
+        incl = s[src, tid]
+        if i < n:
+            out[i] = incl if inclusive else incl - x
+        if tid == BLOCK - 1:
+            sums[cuda.blockIdx.x] = incl  # the block's total, for the multi-block scan
+    # --8<-- [end:scan_hs]
+
+    return scan_hs
+
+
+@lru_cache(maxsize=None)
+def scan_blelloch_kernel(BLOCK: int):
+    """Blelloch (work-efficient) scan: 2·BLOCK elements per block, O(n) additions."""
+
+    S2 = 2 * BLOCK  # shared-array shapes must be compile-time constants
+
+    # --8<-- [start:scan_blelloch]
+    @cuda.jit
+    def scan_blelloch(inp, out, sums, n, inclusive):
+        s = cuda.shared.array(S2, int32)
+        tid = cuda.threadIdx.x
+        a = cuda.blockIdx.x * 2 * BLOCK + tid
+        b = a + BLOCK
+        xa = inp[a] if a < n else int32(0)
+        xb = inp[b] if b < n else int32(0)
+        s[tid] = xa
+        s[tid + BLOCK] = xb
+        # Up-sweep (reduce): build partial sums in place up a balanced tree.
+        offset = 1
+        d = BLOCK
+        while d > 0:
+            cuda.syncthreads()
+            if tid < d:
+                ai = offset * (2 * tid + 1) - 1
+                bi = offset * (2 * tid + 2) - 1
+                s[bi] += s[ai]
+            offset *= 2
+            d //= 2
+        if tid == 0:
+            sums[cuda.blockIdx.x] = s[2 * BLOCK - 1]
+            s[2 * BLOCK - 1] = 0
+        # Down-sweep: push prefixes back down; each node passes its value left and
+        # value + left sum right.
+        d = 1
+        while d < 2 * BLOCK:
+            offset //= 2
+            cuda.syncthreads()
+            if tid < d:
+                ai = offset * (2 * tid + 1) - 1
+                bi = offset * (2 * tid + 2) - 1
+                t = s[ai]
+                s[ai] = s[bi]
+                s[bi] += t
+            d *= 2
+        cuda.syncthreads()
+        if a < n:
+            out[a] = s[tid] + xa if inclusive else s[tid]
+        if b < n:
+            out[b] = s[tid + BLOCK] + xb if inclusive else s[tid + BLOCK]
+    # --8<-- [end:scan_blelloch]
+
+    return scan_blelloch
+
+
+# --8<-- [start:add_offsets]
+@cuda.jit
+def add_offsets(out, sums, n, per_block):
+    """Third step of the multi-block scan: add the scanned block totals back."""
+    i = cuda.grid(1)
+    if i < n:
+        out[i] += sums[i // per_block]
+# --8<-- [end:add_offsets]
+
+
+# ----------------------------------------------------------------------------- split (one bit)
+
+
+# --8<-- [start:split]
+@cuda.jit
+def split_flags(keys, n, shift, flags):
+    """flags[i] = 1 where bit `shift` of keys[i] is 0 (the keys that go first)."""
+    i = cuda.grid(1)
+    if i < n:
+        flags[i] = 1 - int32((keys[i] >> shift) & 1)
+
+
+@cuda.jit
+def split_scatter(keys_in, vals_in, keys_out, vals_out, pos, flags, n, shift, has_vals):
+    """Stable partition: zeros to pos[i], ones to totalFalses + i - pos[i]."""
+    i = cuda.grid(1)
+    if i < n:
+        total_falses = pos[n - 1] + flags[n - 1]
+        if flags[i] == 1:
+            dest = pos[i]
+        else:
+            dest = total_falses + i - pos[i]
+        keys_out[dest] = keys_in[i]
+        if has_vals:
+            vals_out[dest] = vals_in[i]
+# --8<-- [end:split]
+
+
+# ----------------------------------------------------------------------------- per-block sort in shared memory
+
+
+@cuda.jit(device=True)
+def block_inclusive_scan(s, tid, BLOCK):
+    """In-place Hillis–Steele inclusive scan of s[0:BLOCK], one element per thread."""
+    offset = 1
+    while offset < BLOCK:
+        v = s[tid - offset] if tid >= offset else int32(0)
+        cuda.syncthreads()
+        s[tid] += v
+        cuda.syncthreads()
+        offset *= 2
+
+
+@lru_cache(maxsize=None)
+def tile_sort_kernel(BLOCK: int, BITS: int):
+    """Sort each BLOCK-key tile by one BITS-bit digit with BITS one-bit splits in shared memory,
+    and write the tile's digit counts (digit-major, for the global scan) and digit starts."""
+    R = 1 << BITS
+    MASK = R - 1
+
+    # --8<-- [start:tile_sort]
+    @cuda.jit
+    def tile_sort(keys_in, vals_in, tkeys, tvals, counts, starts, n, shift, nblocks, has_vals):
+        sk = cuda.shared.array(BLOCK, uint32)
+        sv = cuda.shared.array(BLOCK, uint32)
+        sf = cuda.shared.array(BLOCK, int32)
+        first = cuda.shared.array(R, int32)
+        cnt = cuda.shared.array(R, int32)
+        tid = cuda.threadIdx.x
+        blk = cuda.blockIdx.x
+        i = blk * BLOCK + tid
+        m = min(BLOCK, n - blk * BLOCK)  # valid keys in this tile
+        # Past the end: a key whose digit bits are all 1 sorts after every real key.
+        key = keys_in[i] if i < n else uint32(0xFFFFFFFF)
+        val = vals_in[i] if (i < n and has_vals) else uint32(0)
+        for bit in range(BITS):  # BITS stable one-bit splits = a stable sort by the digit
+            b = int32((key >> (shift + bit)) & 1)
+            sf[tid] = 1 - b
+            cuda.syncthreads()
+            block_inclusive_scan(sf, tid, BLOCK)
+            before = sf[tid] - (1 - b)  # exclusive scan: zeros before me
+            total_falses = sf[BLOCK - 1]
+            dest = before if b == 0 else total_falses + tid - before
+            sk[dest] = key
+            sv[dest] = val
+            cuda.syncthreads()
+            key = sk[tid]
+            val = sv[tid]
+        for dd in range(tid, R, BLOCK):
+            first[dd] = 0
+            cnt[dd] = 0
+        cuda.syncthreads()
+        d = int32((key >> shift) & MASK)
+        if tid < m:
+            tkeys[i] = key
+            if has_vals:
+                tvals[i] = val
+            if tid == 0 or int32((sk[tid - 1] >> shift) & MASK) != d:
+                first[d] = tid  # a run of equal digits starts here
+        cuda.syncthreads()
+        if tid < m and (tid == m - 1 or int32((sk[tid + 1] >> shift) & MASK) != d):
+            cnt[d] = tid - first[d] + 1  # ... and ends here
+        cuda.syncthreads()
+        for dd in range(tid, R, BLOCK):
+            counts[dd * nblocks + blk] = cnt[dd]  # digit-major: the global scan's order
+            starts[blk * R + dd] = first[dd]
+    # --8<-- [end:tile_sort]
+
+    return tile_sort
+
+
+@lru_cache(maxsize=None)
+def tile_scatter_kernel(BLOCK: int, BITS: int):
+    """Move each key of a locally sorted tile to its global place:
+    offsets[digit, block] (scanned counts) + its rank among the tile's keys of that digit."""
+    R = 1 << BITS
+    MASK = R - 1
+
+    # --8<-- [start:tile_scatter]
+    @cuda.jit
+    def tile_scatter(tkeys, tvals, keys_out, vals_out, offsets, starts, n, shift, nblocks, has_vals):
+        blk = cuda.blockIdx.x
+        tid = cuda.threadIdx.x
+        i = blk * BLOCK + tid
+        if i < n:
+            key = tkeys[i]
+            d = int32((key >> shift) & MASK)
+            dest = offsets[d * nblocks + blk] + tid - starts[blk * R + d]
+            keys_out[dest] = key
+            if has_vals:
+                vals_out[dest] = tvals[i]
+    # --8<-- [end:tile_scatter]
+
+    return tile_scatter
+
+
+@cuda.jit
+def zero_i32(a, n):
+    i = cuda.grid(1)
+    if i < n:
+        a[i] = 0
+
+
+# ----------------------------------------------------------------------------- reduce-then-scan with keys in registers
+
+
+@lru_cache(maxsize=None)
+def upsweep_kernel(BLOCK: int, ITEMS: int, BITS: int):
+    """Digit histogram of each BLOCK·ITEMS-key tile (shared-memory atomics), digit-major."""
+    R = 1 << BITS
+    MASK = R - 1
+    TILE = BLOCK * ITEMS
+
+    # --8<-- [start:upsweep]
+    @cuda.jit
+    def upsweep(keys, counts, n, shift, nblocks):
+        hist = cuda.shared.array(R, int32)
+        tid = cuda.threadIdx.x
+        blk = cuda.blockIdx.x
+        for d in range(tid, R, BLOCK):
+            hist[d] = 0
+        cuda.syncthreads()
+        base = blk * TILE
+        for it in range(ITEMS):
+            i = base + it * BLOCK + tid  # coalesced: consecutive threads, consecutive keys
+            if i < n:
+                cuda.atomic.add(hist, int32((keys[i] >> shift) & MASK), 1)
+        cuda.syncthreads()
+        for d in range(tid, R, BLOCK):
+            counts[d * nblocks + blk] = hist[d]
+    # --8<-- [end:upsweep]
+
+    return upsweep
+
+
+@lru_cache(maxsize=None)
+def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0):
+    """Rank a tile's keys held in registers with warp-level match_any / popc, exchange them
+    through shared memory into digit order, then write each digit's run to its global offset."""
+    R = 1 << BITS
+    MASK = R - 1
+    TILE = BLOCK * ITEMS
+    NW = BLOCK // 32
+    NWR = NW * R
+    assert BLOCK % 32 == 0 and BLOCK >= R, "downsweep needs whole warps and BLOCK >= 2**BITS"
+
+    # --8<-- [start:downsweep]
+    @cuda.jit
+    def downsweep(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals):
+        skeys = cuda.shared.array(TILE, uint32)
+        svals = cuda.shared.array(TILE, uint32)
+        whist = cuda.shared.array(NWR, int32)  # per-warp digit counters
+        dstart = cuda.shared.array(BLOCK, int32)  # where each digit starts in the tile
+        dbase = cuda.shared.array(R, int32)  # global offset of digit d minus dstart[d]
+        ks = cuda.local.array(ITEMS, uint32)  # this thread's keys, in registers
+        rk = cuda.local.array(ITEMS, int32)  # ... and their ranks within the warp's digit
+        tid = cuda.threadIdx.x
+        lane = tid & 31
+        w = tid >> 5
+        blk = cuda.blockIdx.x
+        for j in range(tid, NW * R, BLOCK):
+            whist[j] = 0
+        cuda.syncthreads()
+        lt = uint32((1 << lane) - 1)  # lanes below me
+        wbase = blk * TILE + w * 32 * ITEMS  # each warp owns 32·ITEMS consecutive keys
+        for it in range(ITEMS):
+            i = wbase + it * 32 + lane
+            k = keys_in[i] if i < n else uint32(0)
+            d = int32((k >> shift) & MASK) if i < n else int32(R)  # R: "no key" group
+            if BALLOT:  # BITS ballots: lanes with the same validity and the same digit bits
+                # Branch-free on purpose: every lane must execute the same ballot instructions.
+                peers = cuda.ballot_sync(0xFFFFFFFF, i < n) ^ (uint32(i >= n) * uint32(0xFFFFFFFF))
+                for b in range(BITS):
+                    bit = uint32((d >> b) & 1)
+                    bal = cuda.ballot_sync(0xFFFFFFFF, bit)
+                    peers &= bal ^ ((bit ^ uint32(1)) * uint32(0xFFFFFFFF))
+            else:
+                peers = cuda.match_any_sync(0xFFFFFFFF, d)  # lanes holding the same digit
+            below = cuda.popc(peers & lt)
+            leader = cuda.popc(peers ^ (peers - 1)) - 1  # the lowest lane of my group
+            cnt = int32(0)
+            if i < n and below == 0:  # the leader reserves the group's places ...
+                cnt = cuda.atomic.add(whist, w * R + d, cuda.popc(peers))
+            cnt = cuda.shfl_sync(0xFFFFFFFF, cnt, leader)  # ... and hands the base to its peers
+            ks[it] = k
+            rk[it] = cnt + below
+        cuda.syncthreads()
+        # Per digit: exclusive scan over warps, and the digit's total in the tile.
+        total = int32(0)
+        if tid < R:
+            for ww in range(NW):
+                c = whist[ww * R + tid]
+                whist[ww * R + tid] = total
+                total += c
+        dstart[tid] = total
+        cuda.syncthreads()
+        block_inclusive_scan(dstart, tid, BLOCK)  # inclusive over digits
+        if tid < R:
+            first = dstart[tid] - total
+            dbase[tid] = offsets[tid * nblocks + blk] - first
+        cuda.syncthreads()
+        if tid < R:
+            dstart[tid] = dstart[tid] - total  # now exclusive: start of digit tid in the tile
+        cuda.syncthreads()
+        for it in range(ITEMS):
+            i = wbase + it * 32 + lane
+            if i < n:
+                k = ks[it]
+                d = int32((k >> shift) & MASK)
+                pos = dstart[d] + whist[w * R + d] + rk[it]
+                skeys[pos] = k
+                if has_vals:
+                    svals[pos] = vals_in[i]
+        cuda.syncthreads()
+        m = min(TILE, n - blk * TILE)
+        for it in range(ITEMS):
+            j = it * BLOCK + tid  # consecutive threads write consecutive places of a digit run
+            if j < m:
+                k = skeys[j]
+                dest = dbase[int32((k >> shift) & MASK)] + j
+                keys_out[dest] = k
+                if has_vals:
+                    vals_out[dest] = svals[j]
+    # --8<-- [end:downsweep]
+
+    return downsweep
+
+
+# ----------------------------------------------------------------------------- distinct
+
+
+# --8<-- [start:distinct]
+@cuda.jit
+def head_flags(keys, n, flags):
+    """flags[i] = 1 where a run of equal (sorted) keys begins."""
+    i = cuda.grid(1)
+    if i < n:
+        flags[i] = 1 if (i == 0 or keys[i] != keys[i - 1]) else 0
+
+
+@cuda.jit
+def compact(keys, flags, pos, out, n):
+    """Keep the flagged keys, at the place the exclusive scan of the flags gives them."""
+    i = cuda.grid(1)
+    if i < n and flags[i] == 1:
+        out[pos[i]] = keys[i]
+# --8<-- [end:distinct]
+
+
+# ----------------------------------------------------------------------------- compile checks
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel of this chapter with the parameters the registry uses."""
+    from gpulab.radix.variants import REGISTRY
+
+    s = "int32"
+    targets = [
+        ("iota", iota, f"void({U32}, {s})"),
+        ("add_offsets", add_offsets, f"void({I32}, {I32}, {s}, {s})"),
+        ("split_flags", split_flags, f"void({U32}, {s}, {s}, {I32})"),
+        ("split_scatter", split_scatter, f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s})"),
+        ("zero_i32", zero_i32, f"void({I32}, {s})"),
+        ("head_flags", head_flags, f"void({U32}, {s}, {I32})"),
+        ("compact", compact, f"void({U32}, {I32}, {I32}, {U32}, {s})"),
+    ]
+    seen = set()
+
+    def add(name, kern, sig):
+        if name not in seen:
+            seen.add(name)
+            targets.append((name, kern, sig))
+
+    for v in REGISTRY.select(backend="numba"):
+        p = v.params
+        sb = p["SCAN_BLOCK"]
+        add(f"max_reduce[{sb}]", max_kernel(sb), f"void({U32}, {s}, {U32})")
+        add(f"scan_hs[{sb}]", scan_hs_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
+        add(f"scan_blelloch[{sb}]", scan_blelloch_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
+        if "ITEMS" in p:
+            add(f"upsweep{p}", upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
+            for ballot in (0, 1):  # both rankings: match_any_sync, and BITS ballot_sync
+                add(f"downsweep{ {**p, 'BALLOT': ballot} }", downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot),
+                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
+        elif "BITS" in p:
+            add(f"tile_sort{p}", tile_sort_kernel(p["BLOCK"], p["BITS"]),
+                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
+            add(f"tile_scatter{p}", tile_scatter_kernel(p["BLOCK"], p["BITS"]),
+                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
+    return targets
+
+
+__all__ = [n for n in dir() if not n.startswith("_")] + ["np"]

@@ -1,0 +1,63 @@
+"""Chapter 4's variant registry: the radix-sort ladder, in the order the book climbs it."""
+
+from __future__ import annotations
+
+from gpulab.radix import host
+from gpulab.registry import Registry, Variant
+
+# Compile-time parameters, the same for numba and CUDA C. SCAN_BLOCK: threads of the block
+# scans (a Blelloch block scans 2*SCAN_BLOCK values). BLOCK: threads of a sorting block.
+# BITS: digit width. ITEMS: keys each thread holds in registers.
+PARAMS = {
+    "split1_global": dict(SCAN_BLOCK=512),
+    "split1_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=1),
+    "radix4_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4),
+    "local": dict(SCAN_BLOCK=512, BLOCK=256, BITS=8, ITEMS=16),
+    "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
+}
+
+# Measured on the H200 (docs/benchmarks/radix-runs/run2-profile-radix.log): in CUDA C, finding
+# a lane's digit peers with BITS ballots beat one match_any_sync (10.4 against 14.1 ms for 2^28
+# keys). The numba build of the ballot ranking stopped with CUDA_ERROR_ILLEGAL_INSTRUCTION in
+# that run, so numba keeps match_any (see the chapter).
+BACKEND_PARAMS = {("local", "cuda-c"): dict(BALLOT=1), ("local4", "cuda-c"): dict(BALLOT=1)}
+
+KIND = {"split1_global": "split1_global", "split1_shared": "tile", "radix4_shared": "tile",
+        "local": "warp", "local4": "warp"}
+
+_LADDER = [
+    ("split1_global", ("global", "shared"),
+     "the seed's algorithm: one bit per pass, flags in global memory, a multi-block scan, a scatter (~32 passes)"),
+    ("split1_shared", ("global", "shared"),
+     "split each block's keys in shared memory, then merge blocks with a scan of per-block counts: coalesced writes"),
+    ("radix4_shared", ("global", "shared"),
+     "4-bit digits: four shared-memory splits per pass, a scan over (digit, block) counts, 8 passes instead of 32"),
+    ("local4", ("global", "shared", "registers"),
+     "16 keys per thread in registers, ranked with warp match_any/popc; 4-bit digits, reduce-then-scan"),
+    ("local", ("global", "shared", "registers"),
+     "8-bit digits (4 passes), 16 keys per thread in registers ranked by warp intrinsics, exchanged through shared memory"),
+]
+
+WARP = ("local", "local4")
+
+REGISTRY = Registry("radix")
+for name, memory, lesson in _LADDER:
+    for backend in ("numba", "cuda-c"):
+        REGISTRY.add(Variant(name, backend, memory, lesson, host.plan_factory(KIND[name], backend),
+                             params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})}, needs_warp_intrinsics=name in WARP,
+                             teaching_only=name == "split1_global"))
+
+REGISTRY.add(Variant("numpy", "cpu", ("host",), "numpy.sort / argsort / unique on the CPU: the seed's baseline",
+                     host.cpu_factory))
+
+
+def cuda_builds() -> list[tuple[str, dict]]:
+    """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
+    seen, out = set(), []
+    for v in REGISTRY.select(backend="cuda-c"):
+        d = host.cuda_defines(v.params)
+        key = tuple(sorted(d.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append((host.SOURCE, d))
+    return out
