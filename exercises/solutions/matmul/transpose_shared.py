@@ -7,12 +7,13 @@ from gpulab.errors import DtypeError, ShapeError
 from gpulab.launch import ceil_div
 
 TILE = 16
+TILE_PADDED = TILE + 1  # shared-array shapes must be constants numba can see: no arithmetic inside
 
 
 @cuda.jit
 def transpose_kernel(A, T, M, N):
     # TILE + 1 columns: a column of the tile then spans all banks instead of one.
-    tile = cuda.shared.array((TILE, TILE + 1), float32)
+    tile = cuda.shared.array((TILE, TILE_PADDED), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
     r, c = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
     if r < M and c < N:
