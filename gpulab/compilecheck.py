@@ -138,3 +138,109 @@ def main(chapters=None, as_json=False) -> int:
             if not r["ok"]:
                 print("     " + str(r["error"])[:2000])
     return 0 if all(r["ok"] for r in records) else 1
+
+
+# ------------------------------------------------------- kernels seen on the simulator (exercises)
+#
+# Exercise solutions have no registry to list their kernels and signatures, so CI records every
+# kernel launch while the solutions' tests run on the simulator (argument types included), then
+# compiles each recorded kernel for sm_90 in a process with the real compiler. Kernels built
+# inside a function (closures, e.g. around cuda.const.array_like) cannot be rebuilt in another
+# process; they are reported as not checked, with that reason.
+
+RECORD_ENV = "GPULAB_RECORD_KERNELS"
+
+
+def _describe_arg(x):
+    import numpy as np
+
+    arr = getattr(x, "_ary", x)  # the simulator's device arrays wrap a numpy array
+    if isinstance(arr, np.ndarray) and arr.ndim > 0:
+        layout = "C" if arr.flags.c_contiguous else "F" if arr.flags.f_contiguous else "A"
+        return ["array", arr.dtype.str, arr.ndim, layout]
+    import numba
+
+    return ["scalar", str(numba.typeof(x))]
+
+
+def record_simulated_launches(path: str) -> None:
+    """Record (file, qualified name, argument types) of every simulated kernel launch into ``path``."""
+    import atexit
+    import inspect
+
+    from numba.cuda.simulator import kernel as simkernel
+
+    seen: dict = {}
+    original = simkernel.FakeCUDAKernel.__call__
+
+    def recording_call(self, *args):
+        if not self._device:
+            fn = self.fn
+            key = (inspect.getsourcefile(fn), fn.__qualname__, json.dumps([_describe_arg(a) for a in args]))
+            seen.setdefault(key, True)
+        return original(self, *args)
+
+    simkernel.FakeCUDAKernel.__call__ = recording_call
+
+    def dump():
+        with open(path, "w") as f:
+            json.dump([{"file": k[0], "qualname": k[1], "args": json.loads(k[2])} for k in seen], f)
+
+    atexit.register(dump)
+
+
+def _numba_type(desc):
+    import numpy as np
+    from numba import from_dtype, types
+
+    if desc[0] == "array":
+        return types.Array(from_dtype(np.dtype(desc[1])), desc[2], desc[3])
+    return getattr(types, desc[1])
+
+
+def compile_recorded(records: list[dict]) -> list[dict]:
+    """Compile recorded kernels for sm_90 (needs a non-simulator process)."""
+    import importlib.util
+
+    from numba import cuda
+
+    if device.on_simulator():
+        raise RuntimeError("compile_recorded needs the real numba compiler: run it with GPULAB_DEVICE=gpu")
+    out, modules = [], {}
+    for r in records:
+        rec = {"file": r["file"], "kernel": r["qualname"], "ok": False, "error": None, "skipped": None}
+        if "<locals>" in r["qualname"]:
+            rec["skipped"] = "built inside a function (a closure): cannot be rebuilt outside the test run"
+            out.append(rec)
+            continue
+        try:
+            if r["file"] not in modules:
+                spec = importlib.util.spec_from_file_location(f"_recorded_{len(modules)}", r["file"])
+                mod = importlib.util.module_from_spec(spec)
+                spec.loader.exec_module(mod)
+                modules[r["file"]] = mod
+            obj = modules[r["file"]]
+            for part in r["qualname"].split("."):
+                obj = getattr(obj, part)
+            sig = tuple(_numba_type(a) for a in r["args"])
+            with _pretend_device():
+                cuda.compile_ptx(obj.py_func, sig, cc=ARCH)
+            rec["ok"] = True
+        except Exception as exc:
+            rec["error"] = f"{type(exc).__name__}: {exc}"[:1500]
+        out.append(rec)
+    return out
+
+
+def compile_recorded_in_subprocess(path: str) -> list[dict]:
+    """Run :func:`compile_recorded` on the records in ``path`` in a fresh non-simulator interpreter."""
+    env = dict(os.environ, GPULAB_DEVICE="gpu")
+    env.pop("NUMBA_ENABLE_CUDASIM", None)
+    env.pop(RECORD_ENV, None)
+    code = ("import json, gpulab.compilecheck as c; "
+            f"print('@@' + json.dumps(c.compile_recorded(json.load(open({path!r})))))")
+    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800)
+    line = next((l for l in proc.stdout.splitlines() if l.startswith("@@")), None)
+    if proc.returncode != 0 or line is None:
+        raise RuntimeError(f"compile subprocess failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+    return json.loads(line[2:])

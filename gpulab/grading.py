@@ -56,6 +56,11 @@ def pytest_configure(config):  # this module doubles as the plugin (-p gpulab.gr
     path = os.environ.get(RESULTS_ENV)
     if path:
         config.pluginmanager.register(_Recorder(path), "gpulab-grade-recorder")
+    from gpulab import compilecheck, device
+
+    kernels = os.environ.get(compilecheck.RECORD_ENV)
+    if kernels and device.on_simulator():  # CI: remember each launched kernel to compile it for sm_90
+        compilecheck.record_simulated_launches(kernels)
 
 
 def grade(exercise_set: str, path: str = "exercises", solutions: bool = False, out=sys.stdout) -> int:
