@@ -105,17 +105,23 @@ def nvrtc(chapters=None) -> list[dict]:
     return out
 
 
-def run_in_subprocess(chapters=None) -> list[dict]:
-    """Run :func:`numba_ptx` in a fresh interpreter that uses numba's real compiler."""
+def _in_real_compiler_process(call: str) -> list[dict]:
+    """Evaluate ``call`` (an expression on module ``c`` = this module returning JSON-able data)
+    in a fresh interpreter with ``GPULAB_DEVICE=gpu``: numba's real compiler, no simulator."""
     env = dict(os.environ, GPULAB_DEVICE="gpu")
     env.pop("NUMBA_ENABLE_CUDASIM", None)
-    code = ("import json, sys, gpulab.compilecheck as c; "
-            f"print('@@' + json.dumps(c.numba_ptx({chapters!r})))")
+    env.pop(RECORD_ENV, None)
+    code = f"import json, gpulab.compilecheck as c; print('@@' + json.dumps({call}))"
     proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800)
     line = next((l for l in proc.stdout.splitlines() if l.startswith("@@")), None)
     if proc.returncode != 0 or line is None:
-        raise RuntimeError(f"PTX compile subprocess failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
+        raise RuntimeError(f"compile subprocess failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
     return json.loads(line[2:])
+
+
+def run_in_subprocess(chapters=None) -> list[dict]:
+    """Run :func:`numba_ptx` in a fresh interpreter that uses numba's real compiler."""
+    return _in_real_compiler_process(f"c.numba_ptx({chapters!r})")
 
 
 def _fmt_res(x: dict) -> str:
@@ -234,13 +240,4 @@ def compile_recorded(records: list[dict]) -> list[dict]:
 
 def compile_recorded_in_subprocess(path: str) -> list[dict]:
     """Run :func:`compile_recorded` on the records in ``path`` in a fresh non-simulator interpreter."""
-    env = dict(os.environ, GPULAB_DEVICE="gpu")
-    env.pop("NUMBA_ENABLE_CUDASIM", None)
-    env.pop(RECORD_ENV, None)
-    code = ("import json, gpulab.compilecheck as c; "
-            f"print('@@' + json.dumps(c.compile_recorded(json.load(open({path!r})))))")
-    proc = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=1800)
-    line = next((l for l in proc.stdout.splitlines() if l.startswith("@@")), None)
-    if proc.returncode != 0 or line is None:
-        raise RuntimeError(f"compile subprocess failed (exit {proc.returncode}):\n{proc.stderr[-4000:]}")
-    return json.loads(line[2:])
+    return _in_real_compiler_process(f"c.compile_recorded(json.load(open({path!r})))")
