@@ -5,6 +5,12 @@ simulator (see :mod:`gpulab.device`); it must therefore be imported before :mod:
 """
 
 from gpulab import device as device  # noqa: F401  (must run before numba is imported)
+
+if device.on_simulator():
+    from gpulab import simwarp as _simwarp
+
+    if _simwarp.enabled_by_environment():
+        _simwarp.install()  # warp intrinsics for the simulator: every numba variant runs without a GPU
 from gpulab.errors import GpulabError, LimitError, ShapeError, DtypeError, BackendUnavailable
 
 __all__ = ["device", "GpulabError", "LimitError", "ShapeError", "DtypeError", "BackendUnavailable"]

@@ -26,7 +26,8 @@ class Variant:
         run: host function computing the result (same signature for every variant of a chapter).
         kernels: names of the kernels it launches (for the compile checks and the book).
         params: compile-time parameters (tile sizes ...), passed to the kernel builders.
-        needs_warp_intrinsics: True if the simulator cannot run it (no shfl/ballot there).
+        needs_warp_intrinsics: uses shfl/ballot/match...: on the simulator it runs through
+            :mod:`gpulab.simwarp` (skipped only where that is switched off).
         teaching_only: a deliberately slow step the benchmarks still measure, not a contender.
     """
 
@@ -51,7 +52,11 @@ class Variant:
         if self.backend == "cuda-c":
             return cudac.unavailable_reason()
         if self.needs_warp_intrinsics and device.on_simulator():
-            return "uses warp intrinsics (shfl/ballot), which numba's simulator does not implement"
+            from gpulab import simwarp
+
+            if not simwarp.installed():
+                return ("uses warp intrinsics (shfl/ballot), which numba's simulator lacks and "
+                        "GPULAB_SIM_WARP=0 keeps gpulab.simwarp from providing")
         return None
 
 

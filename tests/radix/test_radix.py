@@ -14,7 +14,6 @@ from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.radix import bench, host
 from gpulab.radix.variants import REGISTRY, WARP
 from tests.conftest import ON_SIMULATOR, skip_unless_runnable
-from tests.radix import warp_shim
 
 SIM_PARAMS = {"SCAN_BLOCK": 8, "BLOCK": 32, "ITEMS": 2}
 GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
@@ -112,21 +111,19 @@ def test_variant_sorts_stably(variant, case, rng):
         assert plan.passes_run == bench.passes(variant.name, p, int(keys.max()))
 
 
-@pytest.mark.skipif(not ON_SIMULATOR, reason="the shim stands in for warp intrinsics on the simulator only; "
-                    "on a GPU the real ones run in test_variant_sorts_stably")
-@pytest.mark.parametrize("name,ballot", [(w, b) for w in WARP for b in (0, 1)])
-def test_warp_ranking_logic_with_simulator_shim(name, ballot, rng):
-    """The warp-intrinsic variants' logic (match_any or ballot ranking), with a slow shim of
-    match_any_sync / ballot_sync / shfl_sync / syncwarp."""
+@pytest.mark.parametrize("name", WARP)
+def test_ballot_ranking_of_the_numba_kernels(name, rng):
+    """The numba registry ranks with match_any_sync; its ballot ranking (BALLOT=1, the CUDA C
+    default) is checked here too: on the simulator through gpulab.simwarp, on a GPU for real."""
     v = REGISTRY.get(name, "numba")
-    p = {**params_for(v), "BALLOT": ballot}
+    skip_unless_runnable(v)
+    p = {**params_for(v), "BALLOT": 1}
     t = p["BLOCK"] * p["ITEMS"]
-    with warp_shim.installed():
-        for dist, n, bits in (("random", 2 * t + 5, 10), ("few", t - 1, 32)):
-            keys = gen(dist, rng, n, bits)
-            ks, perm, _ = run_plan(v, keys, p)
-            assert np.array_equal(ks, np.sort(keys)), (dist, n)
-            assert np.array_equal(perm, np.argsort(keys, kind="stable")), (dist, n)
+    for dist, n, bits in (("random", 2 * t + 5, 10), ("few", t - 1, 32)):
+        keys = gen(dist, rng, n, bits)
+        ks, perm, _ = run_plan(v, keys, p)
+        assert np.array_equal(ks, np.sort(keys)), (dist, n)
+        assert np.array_equal(perm, np.argsort(keys, kind="stable")), (dist, n)
 
 
 # --------------------------------------------------------------------------- public API, signed and float keys
@@ -270,9 +267,13 @@ def test_every_step_has_both_backends():
 
 
 @pytest.mark.skipif(not ON_SIMULATOR, reason="checks the simulator's skip reason")
-def test_warp_variants_name_their_skip_reason():
+def test_warp_variants_run_on_the_simulator_unless_the_shim_is_off(monkeypatch):
+    from gpulab import simwarp
+
+    assert REGISTRY.get("local", "numba").unavailable_reason() is None
+    monkeypatch.setattr(simwarp, "_installed", False)
     reason = REGISTRY.get("local", "numba").unavailable_reason()
-    assert reason and "warp intrinsics" in reason
+    assert reason and "warp intrinsics" in reason and "GPULAB_SIM_WARP=0" in reason
 
 
 def test_unsorted_output_is_caught(rng):

@@ -1,0 +1,224 @@
+"""Arrays in and out of gpulab's public functions: numpy on the host, or any device array.
+
+Every public entry point of every chapter follows one rule:
+
+* **numpy in, numpy out.** A host array is copied to the device once, the result copied back.
+* **device in, device out.** Anything with ``__cuda_array_interface__`` — a CuPy array, a
+  PyTorch CUDA tensor, a numba device array — is used where it lies (no copy; shape and dtype
+  are read from the interface) and the result stays on the device, returned in the caller's
+  own library: CuPy in → CuPy out, PyTorch in → PyTorch out, numba (or any other library) in →
+  numba device array out. The result shares memory with gpulab's allocation (no copy either).
+
+On numba's CUDA simulator the "device" arrays are the simulator's (``cuda.to_device`` there
+returns them); they follow the same rule, so the device path is tested without a GPU.
+
+Chapters use :func:`device_input` to take an argument and :func:`to_caller` to give a result
+back; value checks (NaN, ranges ...) run on the device (e.g. :func:`count_nonfinite`) so that a
+device input never makes a silent round trip through host memory.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
+from gpulab.errors import DtypeError, ShapeError
+
+from numba import cuda  # noqa: E402  (after gpulab.device)
+
+
+def _is_simulator_array(x) -> bool:
+    if not device.on_simulator():
+        return False
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    return isinstance(x, FakeCUDAArray)
+
+
+def is_device_array(x) -> bool:
+    """True for CuPy arrays, PyTorch CUDA tensors, numba device arrays (anything exposing
+    ``__cuda_array_interface__``) and the simulator's device arrays."""
+    if _is_simulator_array(x):
+        return True
+    try:
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:  # e.g. a CPU torch tensor raises on the attribute
+        return False
+
+
+def library(x) -> str:
+    """``"numpy"``, ``"cupy"``, ``"torch"``, ``"numba"`` or the top-level module of ``x``'s type."""
+    if isinstance(x, np.ndarray):
+        return "numpy"
+    mod = type(x).__module__.split(".")[0]
+    return mod if mod in ("cupy", "torch", "numba") else mod
+
+
+def shape_dtype(x) -> tuple[tuple, np.dtype]:
+    """Shape and dtype of a host or device array, read without touching its data."""
+    if _is_simulator_array(x) or isinstance(x, np.ndarray):
+        return tuple(x.shape), np.dtype(x.dtype)
+    if hasattr(x, "__cuda_array_interface__"):
+        cai = x.__cuda_array_interface__
+        return tuple(cai["shape"]), np.dtype(cai["typestr"])
+    if hasattr(x, "shape") and hasattr(x, "dtype"):
+        return tuple(x.shape), np.dtype(x.dtype)
+    raise ShapeError(f"expected a numpy array or a device array, got {type(x).__name__}")
+
+
+def _c_contiguous(cai: dict) -> bool:
+    strides = cai.get("strides")
+    if strides is None:
+        return True
+    itemsize = np.dtype(cai["typestr"]).itemsize
+    expected = itemsize
+    for n, s in zip(reversed(cai["shape"]), reversed(strides)):
+        if n > 1 and s != expected:
+            return False
+        expected *= n
+    return True
+
+
+@dataclass
+class DeviceInput:
+    """An argument as a numba device array, and where it came from.
+
+    Attributes:
+        array: the data on the device (a numba device array; zero-copy for device inputs).
+        on_device: True if the caller passed a device array (then results stay on the device).
+        library: the caller's array library (``"numpy"``, ``"cupy"``, ``"torch"``, ``"numba"`` ...).
+        source: the caller's object (kept so results can be returned in its library).
+    """
+
+    array: object
+    on_device: bool
+    library: str
+    source: object
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(self.array.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return np.dtype(self.array.dtype)
+
+
+def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[tuple, np.dtype]:
+    """Shape/dtype checks with messages that name the argument; works on host and device arrays."""
+    shape, dtype = shape_dtype(x)
+    if ndim is not None and len(shape) != ndim:
+        raise ShapeError(f"{name} must be {ndim}-D, got {len(shape)}-D with shape {shape}")
+    if dtypes is not None:
+        allowed = [np.dtype(d) for d in dtypes]
+        if dtype not in allowed:
+            raise DtypeError(f"{name} has dtype {dtype}; expected {' or '.join(str(d) for d in allowed)}")
+    return shape, dtype
+
+
+def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0) -> DeviceInput:
+    """Take a public function's array argument onto the device.
+
+    Host arrays (numpy, or anything ``numpy.asarray`` accepts) are made C-contiguous and copied
+    once; device arrays are wrapped without a copy (they must be C-contiguous: the kernels index
+    them as flat arrays). ``dtypes``/``ndim`` are checked first, from the array interface.
+    """
+    if is_device_array(x):
+        check_array(x, name, dtypes=dtypes, ndim=ndim)
+        if _is_simulator_array(x):
+            return DeviceInput(x, True, "numba", x)
+        cai = x.__cuda_array_interface__
+        if not _c_contiguous(cai):
+            raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "
+                             "pass a C-contiguous array (e.g. .copy() in your library)")
+        return DeviceInput(cuda.as_cuda_array(x), True, library(x), x)
+    if not isinstance(x, np.ndarray):
+        if type(x).__module__.split(".")[0] == "torch":  # a CPU tensor
+            x = x.numpy()
+        elif isinstance(x, (list, tuple)) or np.isscalar(x):
+            x = np.asarray(x)
+        else:
+            raise ShapeError(f"{name} must be a numpy array or a device array, got {type(x).__name__}")
+    check_array(x, name, dtypes=dtypes, ndim=ndim)
+    return DeviceInput(cuda.to_device(np.ascontiguousarray(x), stream=stream), False, "numpy", x)
+
+
+def to_caller(d_array, like: DeviceInput | bool, stream=0):
+    """Return a device result the way the caller's input came in.
+
+    ``like`` is the :class:`DeviceInput` of the call's main argument (or a bool: on device or
+    not). Host callers get numpy; device callers get their own library's array type, sharing
+    memory with ``d_array``.
+    """
+    on_device = like.on_device if isinstance(like, DeviceInput) else bool(like)
+    lib = like.library if isinstance(like, DeviceInput) else "numba"
+    if not on_device:
+        return d_array.copy_to_host(stream=stream) if hasattr(d_array, "copy_to_host") else np.asarray(d_array)
+    if lib == "cupy":
+        import cupy
+
+        return cupy.asarray(d_array)
+    if lib == "torch":
+        import torch
+
+        return torch.as_tensor(d_array, device=like.source.device)
+    return d_array
+
+
+def to_host(x) -> np.ndarray:
+    """A numpy copy of a host or device array (for references, tests and small results)."""
+    if isinstance(x, np.ndarray):
+        return x
+    if hasattr(x, "copy_to_host"):
+        return x.copy_to_host()
+    if is_device_array(x):
+        return cuda.as_cuda_array(x).copy_to_host()
+    if type(x).__module__.split(".")[0] == "torch":
+        return x.detach().cpu().numpy()
+    return np.asarray(x)
+
+
+# ----------------------------------------------------------------------------- device-side checks
+
+_NONFINITE_BLOCK = 256
+
+
+@cuda.jit
+def count_nonfinite_kernel(x, out):
+    # grid-stride loop; one atomic per thread that saw a NaN/inf (rare: inputs are expected to be
+    # finite, so the common case costs one read of x)
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    bad = 0
+    while i < x.size:
+        v = x[i]
+        if not math.isfinite(v):
+            bad += 1
+        i += stride
+    if bad:
+        cuda.atomic.add(out, 0, bad)
+
+
+def count_nonfinite(d_array) -> int:
+    """Number of NaN / inf values in a float device array, counted on the device (one int back)."""
+    from gpulab.launch import ceil_div
+
+    flat = d_array.reshape(d_array.size) if len(d_array.shape) != 1 else d_array
+    if flat.size == 0:
+        return 0
+    out = cuda.to_device(np.zeros(1, np.int64))
+    blocks = min(ceil_div(flat.size, _NONFINITE_BLOCK), 1024 if not device.on_simulator() else 2)
+    count_nonfinite_kernel[blocks, _NONFINITE_BLOCK if not device.on_simulator() else 32](flat, out)
+    return int(out.copy_to_host()[0])
+
+
+def ptx_targets():
+    """The kernels here, for the sm_90 compile check."""
+    from numba import float32, float64, int64
+
+    k = count_nonfinite_kernel
+    return [("count_nonfinite_f32", k, (float32[::1], int64[::1])),
+            ("count_nonfinite_f64", k, (float64[::1], int64[::1]))]

@@ -1,0 +1,167 @@
+"""Warp intrinsics for numba's CUDA simulator, so every numba variant runs without a GPU.
+
+numba's simulator runs each CUDA thread as a Python thread and implements ``syncthreads``, but
+none of the warp-level intrinsics (``shfl_*_sync``, ``ballot_sync``, ``match_any_sync`` ...).
+This module adds them to the simulator's fake ``cuda`` module. Each call is a rendezvous of
+the lanes named in ``mask`` (that exist in the block): every lane deposits its value, waits at a
+barrier, reads what the others deposited, and waits again — the convergence the hardware gives
+a ``*_sync`` intrinsic. So a kernel's *logic* (lane arithmetic, masks, shuffles) is checked on
+the CPU exactly as written; speed, of course, is not.
+
+It is installed when :mod:`gpulab` is imported on the simulator (``GPULAB_SIM_WARP=0`` turns it
+off). What it cannot imitate:
+
+* ``activemask()`` returns the lanes that exist in the warp, not those that are converged at
+  the call (the simulator has no notion of divergence); kernels in this book call it only where
+  the whole warp is present.
+* A lane that calls an intrinsic with a mask naming a lane that never makes the same call
+  waits for it; after ``TIMEOUT_S`` seconds the barrier breaks and the kernel raises
+  ``BrokenBarrierError`` (on a GPU that is undefined behaviour, often a hang).
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+
+TIMEOUT_S = 120.0
+FULL = 0xFFFFFFFF
+INTRINSICS = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync", "match_any_sync",
+              "match_all_sync", "all_sync", "any_sync", "eq_sync", "activemask", "lanemask_lt", "syncwarp")
+
+_lock = threading.Lock()
+_by_block: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # BlockManager -> {(warp, mask): _Rendezvous}
+_installed = False
+
+
+class _Rendezvous:
+    """One exchange point for the lanes of ``mask`` in one warp of one block."""
+
+    def __init__(self, parties: int):
+        self.barrier = threading.Barrier(parties)
+        self.values: dict[int, object] = {}
+
+
+def _lane_info():
+    t = threading.current_thread()
+    manager = t._manager
+    bx, by, bz = manager._block_dim
+    nthreads = bx * by * bz
+    warp, lane = divmod(t.thread_id, 32)
+    present = min(32, nthreads - 32 * warp)  # lanes of this warp that exist (a partial last warp)
+    return manager, warp, lane, (1 << present) - 1 if present < 32 else FULL
+
+
+def _exchange(mask: int, value):
+    """Deposit ``value``; return ``(values by lane, my lane)`` once every lane in ``mask`` has."""
+    manager, warp, lane, present = _lane_info()
+    mask = int(mask) & present
+    if not (mask >> lane) & 1:
+        raise RuntimeError(f"lane {lane} called a warp intrinsic with a mask (0x{mask:08x}) that excludes it")
+    key = (warp, mask)
+    with _lock:
+        per_block = _by_block.setdefault(manager, {})
+        rv = per_block.get(key)
+        if rv is None:
+            rv = per_block[key] = _Rendezvous(bin(mask).count("1"))
+    rv.values[lane] = value
+    rv.barrier.wait(TIMEOUT_S)
+    values = dict(rv.values)
+    rv.barrier.wait(TIMEOUT_S)  # nobody may overwrite values before everyone has read them
+    return values, lane
+
+
+# --------------------------------------------------------------------------- the intrinsics
+# Signatures follow numba.cuda's; ``self`` is the simulator's fake cuda module.
+
+
+def shfl_sync(self, mask, value, src_lane):
+    vals, lane = _exchange(mask, value)
+    return vals.get(int(src_lane) % 32, value)
+
+
+def shfl_up_sync(self, mask, value, delta):
+    vals, lane = _exchange(mask, value)
+    src = lane - int(delta)
+    return vals.get(src, value) if src >= 0 else value
+
+
+def shfl_down_sync(self, mask, value, delta):
+    vals, lane = _exchange(mask, value)
+    src = lane + int(delta)
+    return vals.get(src, value) if src < 32 else value
+
+
+def shfl_xor_sync(self, mask, value, lane_mask):
+    vals, lane = _exchange(mask, value)
+    return vals.get(lane ^ int(lane_mask), value)
+
+
+def ballot_sync(self, mask, predicate):
+    vals, _ = _exchange(mask, bool(predicate))
+    return sum(1 << j for j, v in vals.items() if v)
+
+
+def match_any_sync(self, mask, value):
+    vals, lane = _exchange(mask, value)
+    mine = vals[lane]
+    return sum(1 << j for j, v in vals.items() if v == mine)
+
+
+def match_all_sync(self, mask, value):
+    vals, lane = _exchange(mask, value)
+    same = all(v == vals[lane] for v in vals.values())
+    return (sum(1 << j for j in vals) if same else 0), same
+
+
+def all_sync(self, mask, predicate):
+    vals, _ = _exchange(mask, bool(predicate))
+    return int(all(vals.values()))
+
+
+def any_sync(self, mask, predicate):
+    vals, _ = _exchange(mask, bool(predicate))
+    return int(any(vals.values()))
+
+
+def eq_sync(self, mask, predicate):
+    vals, _ = _exchange(mask, bool(predicate))
+    return int(len(set(vals.values())) == 1)
+
+
+def activemask(self):
+    return _lane_info()[3]
+
+
+def lanemask_lt(self):
+    return (1 << _lane_info()[2]) - 1
+
+
+def syncwarp(self, mask=FULL):
+    _exchange(mask, None)
+
+
+# --------------------------------------------------------------------------- installation
+
+
+def enabled_by_environment() -> bool:
+    return os.environ.get("GPULAB_SIM_WARP", "1").strip() not in ("0", "off", "false", "no")
+
+
+def install() -> None:
+    """Add the intrinsics to the simulator's fake cuda module (idempotent)."""
+    global _installed
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    g = globals()
+    for name in INTRINSICS:
+        setattr(FakeCUDAModule, name, g[name])
+    _installed = True
+
+
+def installed() -> bool:
+    """True when warp intrinsics work here: a real GPU, or the simulator with this shim."""
+    from gpulab import device
+
+    return not device.on_simulator() or _installed

@@ -1,0 +1,107 @@
+"""gpulab.simwarp: the simulator's warp intrinsics against results computed by hand.
+
+A block of 48 threads has one full warp and one of 16 lanes, so partial warps are covered.
+On a GPU the same kernels run on the hardware's intrinsics: the expectations are the hardware's.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from gpulab import simwarp
+from tests.conftest import ON_SIMULATOR
+
+THREADS = 48
+FULL = 0xFFFFFFFF
+
+
+def present_mask(warp):
+    lanes = min(32, THREADS - 32 * warp)
+    return FULL if lanes == 32 else (1 << lanes) - 1
+
+
+@cuda.jit
+def shuffles(x, out):
+    t = cuda.threadIdx.x
+    lane = t % 32
+    m = cuda.activemask()
+    v = x[t]
+    out[t, 0] = cuda.shfl_sync(m, v, 3)
+    out[t, 1] = cuda.shfl_up_sync(m, v, 2)
+    out[t, 2] = cuda.shfl_down_sync(m, v, 5)
+    out[t, 3] = cuda.shfl_xor_sync(m, v, 1)
+    out[t, 4] = cuda.shfl_sync(m, v, lane + 33)  # source lanes wrap modulo 32
+    out[t, 5] = m
+
+
+@cuda.jit
+def votes(x, out):
+    t = cuda.threadIdx.x
+    m = cuda.activemask()
+    pred = x[t] % 3 == 0
+    out[t, 0] = cuda.ballot_sync(m, pred)
+    out[t, 1] = cuda.all_sync(m, x[t] >= 0)
+    out[t, 2] = cuda.any_sync(m, x[t] == 7)
+    out[t, 3] = cuda.match_any_sync(m, x[t] % 4)
+    mask, same = cuda.match_all_sync(m, x[t] // 1000)
+    out[t, 4] = mask
+    out[t, 5] = same
+    out[t, 6] = cuda.lanemask_lt()
+    cuda.syncwarp(m)
+    out[t, 7] = cuda.eq_sync(m, x[t] < 1000)
+
+
+def run(kernel, x, cols):
+    out = cuda.to_device(np.full((THREADS, cols), -1, np.int64))
+    kernel[1, THREADS](cuda.to_device(x), out)
+    return out.copy_to_host()
+
+
+def test_shuffles_match_hand_computed_results(rng):
+    x = rng.integers(0, 1000, THREADS).astype(np.int64)
+    out = run(shuffles, x, 6)
+    for t in range(THREADS):
+        warp, lane = divmod(t, 32)
+        base, width = 32 * warp, min(32, THREADS - 32 * warp)
+        own = x[t]
+        src = lambda j: x[base + j] if j < width else own  # noqa: E731  (a lane that does not exist: own value)
+        assert out[t, 0] == src(3)
+        assert out[t, 1] == (src(lane - 2) if lane >= 2 else own)
+        assert out[t, 2] == (src(lane + 5) if lane + 5 < 32 else own)
+        assert out[t, 3] == src(lane ^ 1)
+        assert out[t, 4] == src((lane + 33) % 32)
+        assert out[t, 5] & 0xFFFFFFFF == present_mask(warp)
+
+
+def test_votes_match_hand_computed_results(rng):
+    x = rng.integers(8, 1000, THREADS).astype(np.int64)
+    x[5] = 7
+    out = run(votes, x, 8)
+    for t in range(THREADS):
+        warp, lane = divmod(t, 32)
+        base, width = 32 * warp, min(32, THREADS - 32 * warp)
+        xs = x[base:base + width]
+        assert out[t, 0] & 0xFFFFFFFF == sum(1 << j for j in range(width) if xs[j] % 3 == 0)
+        assert out[t, 1] == 1
+        assert out[t, 2] == int(warp == 0)  # lane 5 of warp 0 holds 7 (others may too, by chance)
+        assert out[t, 3] & 0xFFFFFFFF == sum(1 << j for j in range(width) if xs[j] % 4 == x[t] % 4)
+        assert out[t, 4] & 0xFFFFFFFF == present_mask(warp) and out[t, 5] == 1
+        assert out[t, 6] == (1 << lane) - 1
+        assert out[t, 7] == 1
+
+
+def test_votes_can_fail(rng):
+    """A check that cannot fail proves nothing: a value the other lanes do not share breaks match_all."""
+    x = rng.integers(0, 1000, THREADS).astype(np.int64)
+    x[3] = 5000
+    out = run(votes, x, 8)
+    assert out[0, 4] == 0 and out[0, 5] == 0 and out[0, 7] == 0
+    assert out[40, 4] & 0xFFFFFFFF == present_mask(1) and out[40, 5] == 1
+
+
+@pytest.mark.skipif(not ON_SIMULATOR, reason="the shim exists on the simulator only")
+def test_the_shim_is_installed_by_default():
+    assert simwarp.installed()
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    assert all(hasattr(FakeCUDAModule, name) for name in simwarp.INTRINSICS)
