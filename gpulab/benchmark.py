@@ -19,6 +19,7 @@ JSON schema (``"schema": "gpulab-bench/1"``)::
          "size": {"M": 4096, "N": 4096, "K": 4096}, "label": "N=4096",
          "median_ms": 17.1, "samples_ms": [...], "throughput": 8.03, "unit": "TFLOP/s",
          "peer": "cuBLAS (CuPy)", "peer_median_ms": 2.7, "ratio_to_peer": 0.157,
+         "other_peers_ms": {"...": 3.1},  # optional: secondary peers, not in the ratio
          "ceiling": 67.0, "ceiling_name": "FP32 peak", "ratio_to_ceiling": 0.12,
          "check": true, "skipped": null}
       ]
@@ -71,7 +72,10 @@ class BenchSpec:
     runner: Callable[[object, object], Callable[[], object]]  # (variant, state) -> launch()
     check: Callable[[object, object], tuple[bool, str]]  # (variant, state) -> (ok, detail)
     peer_name: str = ""
-    peer: Callable[[object], Callable[[], object] | None] | None = None
+    # the peer's launch for a case, or (launch, name) when the peer differs between cases
+    peer: Callable[[object], Callable[[], object] | tuple | None] | None = None
+    # secondary peers, {name: launch}, timed in the same run and recorded as ``other_peers_ms``
+    other_peers: Callable[[object], dict | None] | None = None
     teardown: Callable[[object], None] | None = None
     extra: dict = field(default_factory=dict)
 
@@ -142,18 +146,26 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
     t_start = time.perf_counter()
     for case in cases:
         state = spec.setup(case, rng)
-        peer_ms = None
+        peer_ms, peer_name = None, spec.peer_name or None
         if spec.peer is not None and not device.on_simulator():
             peer_run = spec.peer(state)
+            if isinstance(peer_run, tuple):  # (launch, name): the peer differs between cases
+                peer_run, peer_name = peer_run
             if peer_run is not None:
                 peer_ms = measure(peer_run, warmup=warmup, repeat=repeat).median_ms
+        other_peers = {}  # secondary peers: recorded in the JSON, not in the ratio
+        if spec.other_peers is not None and not device.on_simulator():
+            for name, other_run in (spec.other_peers(state) or {}).items():
+                other_peers[name] = measure(other_run, warmup=warmup, repeat=repeat).median_ms
         for v in variants:
             done += 1
             rec = {"chapter": spec.chapter, "variant": v.name, "backend": v.backend, "size": case.size,
                    "label": case.label, "median_ms": None, "samples_ms": [], "throughput": None,
-                   "unit": case.unit, "peer": spec.peer_name or None, "peer_median_ms": peer_ms,
+                   "unit": case.unit, "peer": peer_name, "peer_median_ms": peer_ms,
                    "ratio_to_peer": None, "ceiling": case.ceiling, "ceiling_name": case.ceiling_name or None,
                    "ratio_to_ceiling": None, "check": None, "skipped": None}
+            if other_peers:
+                rec["other_peers_ms"] = other_peers
             reason = v.unavailable_reason()
             try:
                 if reason:
@@ -188,11 +200,14 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                 progress(f"[{done}/{total} {elapsed:6.1f}s] {spec.chapter} {case.label} {v.key}: {what}")
         if spec.teardown:
             spec.teardown(state)
-    return {"schema": SCHEMA, "chapter": spec.chapter,
-            "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-            "device": device.info().as_dict(), "versions": versions(),
-            "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
-            "records": records}
+    result = {"schema": SCHEMA, "chapter": spec.chapter,
+              "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+              "device": device.info().as_dict(), "versions": versions(),
+              "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
+              "records": records}
+    if spec.extra:  # chapter facts for the book (values may be callables, evaluated after the run)
+        result["extra"] = {k: (v() if callable(v) else v) for k, v in spec.extra.items()}
+    return result
 
 
 def device_slug(result: dict) -> str:
