@@ -61,11 +61,12 @@ def check_limits(name: str, pop: Population, params: dict, bitsliced_nodes=None)
         if name == "bitsliced":
             check_program_bytes(pop, p["CODE"], name, per_node=2, nodes=bitsliced_nodes)
     if name == "constant":
+        cap = p.get("CONST_CAPACITY", CONST_BYTES)
         cost = pop.nodes.sum(axis=1) + 4
-        if (cost + 2 > CONST_BYTES).any():
-            i = int(np.flatnonzero(cost + 2 > CONST_BYTES)[0])
+        if (cost + 2 > cap).any():
+            i = int(np.flatnonzero(cost + 2 > cap)[0])
             raise ProgramLimitError(f"{_where(i, 1, int(pop.nodes[i, 1]))}: too long for the constant variant: "
-                                    f"{int(cost[i]) + 2} bytes with its offsets, over the {CONST_BYTES} bytes of "
+                                    f"{int(cost[i]) + 2} bytes with its offsets, over the {cap} bytes of "
                                     "constant memory")
 
 
@@ -75,16 +76,16 @@ def check_market(market, variant_name: str) -> None:
         raise LimitError(f"{S} stocks × {D} days: the indicator arrays exceed 2**31 elements")
 
 
-def constant_batches(pop: Population) -> list[tuple[int, int]]:
+def constant_batches(pop: Population, capacity: int = CONST_BYTES) -> list[tuple[int, int]]:
     """Split the population into (first, count) batches of whole individuals whose programs and
     uint16 offsets fit the 64 KiB of constant memory: 4 bytes of offsets per individual, 2 more
-    per batch, and the code."""
+    per batch, and the code. (A smaller ``capacity`` lets the tests make many batches.)"""
     cost = pop.nodes.sum(axis=1).astype(np.int64) + 4
     csum = np.concatenate([[0], np.cumsum(cost)])
     out, i0, P = [], 0, len(pop)
     while i0 < P:
-        # largest nb with csum[i0+nb] - csum[i0] + 2 <= CONST_BYTES
-        end = int(np.searchsorted(csum, csum[i0] + CONST_BYTES - 2, side="right")) - 1
+        # largest nb with csum[i0+nb] - csum[i0] + 2 <= capacity
+        end = int(np.searchsorted(csum, csum[i0] + capacity - 2, side="right")) - 1
         nb = max(1, end - i0)
         out.append((i0, nb))
         i0 += nb
@@ -261,7 +262,7 @@ class Evaluator:
             self._compiled(pop, dims, args_tail)
         elif name == "constant":
             block = p["BLOCK"]
-            for i0, nb in constant_batches(pop):  # one launch per 64 KiB of programs
+            for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):  # one launch per 64 KiB
                 K.set_constant("gp_constant", constant_image(pop, i0, nb))
                 threads = nb * groups * 32
                 grid = ceil_div(threads, block)
@@ -300,10 +301,7 @@ class Evaluator:
 
         kern = compiled.kernel(self.backend, pop, self.p)
         self.compile_ms = kern.compile_ms
-        S = self.market.stocks
-        block = 32 * self.p["WPB"]
-        grid = ceil_div(len(pop) * ceil_div(S, 32) * 32, block)
-        kern.launch((grid,), (block,), *dims, self.F, self.B, *args_tail)
+        kern.launch(32 * self.p["WPB"], self.market.stocks, self.market.days, self.F, self.B, *args_tail)
 
 
 def overflow_message(variant: str) -> str:

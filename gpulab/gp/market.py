@@ -280,7 +280,7 @@ class Market:
 
     def buy_and_hold(self) -> np.ndarray:
         """ROI of buy-and-hold per stock (float64 ``[S]``): buy the most shares at the first
-        evaluation day's close, sell at the last, \$1 per trade, the arithmetic of every kernel."""
+        evaluation day's close, sell at the last, $1 per trade, the arithmetic of every kernel."""
         def build():
             close = self.close32()
             out = np.empty(self.stocks)

@@ -71,7 +71,7 @@ def tree_values(ops, floats, bools) -> np.ndarray:
 
 # --8<-- [start:trade]
 def trade(buy, sell, close) -> tuple[float, list[int]]:
-    """Algorithm 1's day loop for one stock: the decision matrix, \$10,000, \$1 per trade.
+    """Algorithm 1's day loop for one stock: the decision matrix, $10,000, $1 per trade.
     ``close`` holds float32 prices. Returns the final money and the action of every day."""
     money, shares = trading.START_MONEY, 0
     actions = []

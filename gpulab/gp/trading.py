@@ -1,6 +1,6 @@
 r"""The trading model (the paper's section 3), in exactly the arithmetic every backend uses.
 
-Per individual and stock: \$10,000 and no shares on the first evaluation day; a \$1 commission
+Per individual and stock: $10,000 and no shares on the first evaluation day; a $1 commission
 per trade. On day :math:`d`, with the buy tree's and the sell tree's values for that stock and
 day, and the day's close :math:`c_d` (a float32, converted exactly to float64):
 

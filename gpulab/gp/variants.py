@@ -18,7 +18,7 @@ PARAMS = {
     "shared": dict(WPB=4, STACK=16, CODE=512, sim=dict(WPB=2)),
     "register": dict(WPB=4, CODE=512, sim=dict(WPB=2)),
     "bitsliced": dict(WPB=4, CODE=512, BSTACK=16, sim=dict(WPB=2)),
-    "compiled": dict(WPB=4, sim=dict(WPB=2)),
+    "compiled": dict(WPB=4, CHUNK=128, sim=dict(WPB=2)),
 }
 
 _LADDER = [
