@@ -74,6 +74,11 @@ class BenchSpec:
     peer: Callable[[object], Callable[[], object] | None] | None = None
     teardown: Callable[[object], None] | None = None
     extra: dict = field(default_factory=dict)
+    # (warmup, repeat) for the peer of a case, when it differs from the variants' (a CPU peer that
+    # takes seconds per run); None: the run's settings
+    peer_timing: Callable[[Case], tuple[int, int]] | None = None
+    # called with the finished result (e.g. to add a chapter's derived fields to its records)
+    finalize: Callable[[dict], None] | None = None
 
 
 def versions() -> dict:
@@ -146,7 +151,8 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
         if spec.peer is not None and not device.on_simulator():
             peer_run = spec.peer(state)
             if peer_run is not None:
-                peer_ms = measure(peer_run, warmup=warmup, repeat=repeat).median_ms
+                pw, pr = spec.peer_timing(case) if spec.peer_timing else (warmup, repeat)
+                peer_ms = measure(peer_run, warmup=pw, repeat=pr).median_ms
         for v in variants:
             done += 1
             rec = {"chapter": spec.chapter, "variant": v.name, "backend": v.backend, "size": case.size,
@@ -188,11 +194,14 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                 progress(f"[{done}/{total} {elapsed:6.1f}s] {spec.chapter} {case.label} {v.key}: {what}")
         if spec.teardown:
             spec.teardown(state)
-    return {"schema": SCHEMA, "chapter": spec.chapter,
-            "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
-            "device": device.info().as_dict(), "versions": versions(),
-            "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
-            "records": records}
+    result = {"schema": SCHEMA, "chapter": spec.chapter,
+              "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+              "device": device.info().as_dict(), "versions": versions(),
+              "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
+              "records": records}
+    if spec.finalize:
+        spec.finalize(result)
+    return result
 
 
 def device_slug(result: dict) -> str:

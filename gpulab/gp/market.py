@@ -455,8 +455,11 @@ def load_csv(paths, warmup: int = WARMUP) -> Market:
     for p in paths:
         p = os.fspath(p)
         opener = gzip.open if p.endswith(".gz") else open
-        with opener(p, "rt", newline="") as f:
-            text = f.read()
+        try:
+            with opener(p, "rt", newline="") as f:
+                text = f.read()
+        except OSError as exc:
+            raise DataError(f"{p}: cannot read it ({exc.strerror or exc})") from None
         groups = _read_rows(text, p)
         if not groups:
             raise DataError(f"{p}: no data rows")
