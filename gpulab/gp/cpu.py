@@ -3,8 +3,8 @@ r"""The CPU peers, compiled with numba: the benchmarks' baseline and the bit-sli
 * :func:`interpret` — Algorithm 2 per (individual, stock), a small float32 stack, the days in
   order: exactly the interpreter the GPU variants run, on every core (``prange`` over the
   individual × stock pairs). This is the benchmarks' peer.
-* :func:`interpret_bitsliced` — the bit-sliced evaluation (32 days per 64-bit-register word
-  operation, comparisons as precomputed masks) and the trading loop that jumps from one signal
+* :func:`interpret_bitsliced` — the bit-sliced evaluation (32 days per word operation,
+  every comparison one precomputed mask) and the trading loop that jumps from one signal
   change to the next: the CPU version of the ``bitsliced`` GPU variant, so the book can ask
   whether the GPU still wins once the CPU uses the same trick.
 * :func:`fitness` — the per-individual mean over stocks, summed in stock order.
@@ -20,49 +20,12 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
-from gpulab.gp.market import NMASK, NPAIR
 
 trade_day = njit(inline="always", cache=True)(trading.trade_day)
 
 NF, NT, CP = oc.NF, oc.NT, oc.OP_CP
 AND, OR, NOT, LT = oc.OP_AND, oc.OP_OR, oc.OP_NOT, oc.OP_LT
 
-# Bit-sliced opcodes (uint16): 0 .. NMASK-1 push a mask; then the three boolean functions.
-BS_AND, BS_OR, BS_NOT = 1024, 1025, 1026
-
-
-# --8<-- [start:bitslice]
-@njit(cache=True)
-def bitslice(code, offsets):
-    """Rewrite RPN byte code for the bit-sliced interpreters (``uint16`` opcodes): every
-    ``a b <`` becomes one push of mask ``a*17 + b`` ("a < b"), every ``a b >`` one push of mask
-    ``b*17 + a``, a boolean terminal ``k`` the mask ``289 + k``. Valid typed programs always
-    have a comparison's two float terminals right before it, so this is a one-pass rewrite."""
-    ntrees = offsets.size - 1
-    out = np.empty(code.size, np.uint16)
-    outoff = np.zeros(ntrees + 1, np.int32)
-    n = 0
-    for t in range(ntrees):
-        pc = offsets[t]
-        while pc < offsets[t + 1]:
-            op = np.int32(code[pc])
-            if op < 17:  # a float terminal: the first operand of the comparison two ops later
-                b = np.int32(code[pc + 1])
-                if code[pc + 2] == 34:  # <
-                    out[n] = op * 17 + b
-                else:  # >: a > b is b < a
-                    out[n] = b * 17 + op
-                pc += 3
-            elif op < 31:
-                out[n] = 289 + (op - 17)
-                pc += 1
-            else:
-                out[n] = 1024 + (op - 31)  # AND, OR, NOT
-                pc += 1
-            n += 1
-        outoff[t + 1] = n
-    return out[:n].copy(), outoff
-# --8<-- [end:bitslice]
 
 
 @njit(inline="always")
@@ -126,20 +89,30 @@ def interpret(code, offsets, floats, bools, stack_depth, money, trace, trace_on)
 def _eval_bits(code, a, b, masks, s, w, stack):
     top = np.uint64(0)
     sp = 0
-    for pc in range(a, b):
+    pc = a
+    while pc < b:
         op = np.int32(code[pc])
-        if op < 303:
+        if op < 31:
+            if op < 17:  # "a b <" or "a b >": one mask
+                rhs = np.int32(code[pc + 1])
+                k = op * 17 + rhs if code[pc + 2] == 34 else rhs * 17 + op
+                pc += 3
+            else:
+                k = 289 + (op - 17)
+                pc += 1
             stack[sp] = top  # spill the old top (unused below position 0)
             sp += 1
-            top = np.uint64(masks[s, w, op])
-        elif op == 1024:
-            sp -= 1
-            top = top & stack[sp]
-        elif op == 1025:
-            sp -= 1
-            top = top | stack[sp]
+            top = np.uint64(masks[s, w, k])
         else:
-            top = top ^ np.uint64(0xFFFFFFFF)
+            pc += 1
+            if op == 31:
+                sp -= 1
+                top = top & stack[sp]
+            elif op == 32:
+                sp -= 1
+                top = top | stack[sp]
+            else:
+                top = top ^ np.uint64(0xFFFFFFFF)
     return top
 
 

@@ -47,19 +47,17 @@ def check_program_bytes(pop: Population, limit: int, variant: str, per_node: int
                                 f"({limit * per_node} bytes) of program a warp keeps in shared memory")
 
 
-def check_limits(name: str, pop: Population, params: dict, bitsliced_nodes=None) -> None:
+def check_limits(name: str, pop: Population, params: dict) -> None:
     """Reject, naming individual, tree and position, programs a variant cannot run."""
     p = params
     if name in ("thread_global", "coalesced", "constant", "shared", "interpreter"):
         pop.check_limits(stack=p["STACK"], variant=name)
-    if name in ("shared", "register"):
+    if name in ("shared", "register", "bitsliced"):
         check_program_bytes(pop, p["CODE"], name)
     if name == "register":
         pop.check_limits(bools=REGISTER_BITS, variant=name)
     if name in ("bitsliced", "cpu_bitsliced"):
         pop.check_limits(bools=p["BSTACK"], variant=name)
-        if name == "bitsliced":
-            check_program_bytes(pop, p["CODE"], name, per_node=2, nodes=bitsliced_nodes)
     if name == "constant":
         cap = p.get("CONST_CAPACITY", CONST_BYTES)
         cost = pop.nodes.sum(axis=1) + 4
@@ -238,13 +236,7 @@ class Evaluator:
 
         name, p, K, m = self.name, self.p, self.K, self.market
         P, S, D = len(pop), m.stocks, m.days
-        bs_nodes = None
-        if name == "bitsliced":
-            from gpulab.gp.cpu import bitslice
-
-            bcode, boffs = bitslice(pop.code, pop.offsets)
-            bs_nodes = np.diff(boffs).reshape(P, 2)
-        check_limits(name, pop, p, bs_nodes)
+        check_limits(name, pop, p)
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
         fit = self._buf("fitness", P, np.float64)
@@ -269,10 +261,10 @@ class Evaluator:
                 stack = self._buf("stack", p["STACK"] * grid * block, np.float32)
                 K("gp_constant", (grid,), (block,), _i(i0), _i(nb), _i(S), _i(D), self.F, self.B, stack, *args_tail)
         else:
-            if name == "bitsliced":
-                code, offs = cuda.to_device(bcode), cuda.to_device(boffs)
-            else:
-                code, offs = cuda.to_device(pop.code), cuda.to_device(pop.offsets)
+            code = self._buf("code", pop.code.size, np.uint8)  # reused from generation to generation
+            offs = self._buf("offsets", pop.offsets.size, np.int32)
+            code.copy_to_device(pop.code)
+            offs.copy_to_device(pop.offsets)
             if name == "thread_global":
                 block = p["BLOCK"]
                 grid = ceil_div(P * S, block)
@@ -335,9 +327,8 @@ class CpuEvaluator:
                                  trace)
         else:
             check_limits("cpu_bitsliced", pop, self.p)
-            bcode, boffs = cpu.bitslice(pop.code, pop.offsets)
-            over = cpu.interpret_bitsliced(bcode, boffs, m.masks("swm"), m.close32(), D, self.p["BSTACK"], money,
-                                           tr, trace)
+            over = cpu.interpret_bitsliced(pop.code, pop.offsets, m.masks("swm"), m.close32(), D, self.p["BSTACK"],
+                                           money, tr, trace)
         if over:
             raise LimitError(overflow_message(self.name))
         fit = np.empty(P)

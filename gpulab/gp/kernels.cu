@@ -346,28 +346,42 @@ extern "C" __global__ void gp_register(const unsigned char* code, const int* off
 // --8<-- [end:register]
 
 // --8<-- [start:bits_eval]
-// A bit-sliced tree on one 32-day word: opcode k < 303 pushes mask k; AND, OR, NOT on words.
-// The top of the stack is a register; the rest lives in shared memory.
-__device__ __forceinline__ unsigned bits_eval(const unsigned short* code, u64 a, u64 b,
+// A tree on one 32-day word: each comparison "a b <" ("a b >") of the RPN is one push of the mask
+// "a < b" (mask a*17 + b; "a > b" is "b < a"), a boolean terminal k pushes mask 289 + k; AND, OR,
+// NOT work on 32 days at once. The top of the stack is a register; the rest lives in shared memory.
+__device__ __forceinline__ unsigned bits_eval(const unsigned char* code, u64 a, u64 b,
                                               const unsigned* __restrict__ M, u64 mbase, u64 mstride,
                                               unsigned* stack, u64 sbase, u64 sstride)
 {
     unsigned top = 0;
     u64 sp = 0;
-    for (u64 pc = a; pc < b; ++pc) {
+    u64 pc = a;
+    while (pc < b) {
         unsigned op = code[pc];
-        if (op < 303) {
+        if (op < 31) {
+            u64 k;
+            if (op < 17) {  // a float terminal starts "a b <" or "a b >": one mask
+                unsigned rhs = code[pc + 1];
+                k = code[pc + 2] == 34 ? (u64)op * NF + rhs : (u64)rhs * NF + op;
+                pc += 3;
+            } else {
+                k = 289 + (op - 17);
+                pc += 1;
+            }
             stack[sbase + sp * sstride] = top;  // spill the old top
             sp += 1;
-            top = M[mbase + op * mstride];
-        } else if (op == 1024) {
-            sp -= 1;
-            top &= stack[sbase + sp * sstride];
-        } else if (op == 1025) {
-            sp -= 1;
-            top |= stack[sbase + sp * sstride];
+            top = M[mbase + k * mstride];
         } else {
-            top = ~top;
+            pc += 1;
+            if (op == 31) {
+                sp -= 1;
+                top &= stack[sbase + sp * sstride];
+            } else if (op == 32) {
+                sp -= 1;
+                top |= stack[sbase + sp * sstride];
+            } else {  // NOT (< and > never come here: their operands consumed them)
+                top = ~top;
+            }
         }
     }
     return top;
@@ -375,11 +389,11 @@ __device__ __forceinline__ unsigned bits_eval(const unsigned short* code, u64 a,
 // --8<-- [end:bits_eval]
 
 // --8<-- [start:bitsliced]
-extern "C" __global__ void gp_bitsliced(const unsigned short* code, const int* offs, int P, int S, int D,
+extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* offs, int P, int S, int D,
                                         const unsigned* __restrict__ M, const float* __restrict__ F,
                                         double* money, unsigned char* trace, int trace_on, int* flags)
 {
-    __shared__ unsigned short scode[WPB][CODE];
+    __shared__ unsigned char scode[WPB][CODE];
     __shared__ unsigned sstack[BSTACK * WPB * 32];
     u64 t, i, s, mid, end;
     warp_task(S, t, i, s);
@@ -388,7 +402,7 @@ extern "C" __global__ void gp_bitsliced(const unsigned short* code, const int* o
     __syncthreads();
     u64 uS = S, uD = D;
     if (i >= (u64)P || s >= uS) return;
-    const unsigned short* prog = scode[w];
+    const unsigned char* prog = scode[w];
     u64 tb = threadIdx.x;
     double m = 10000.0;
     long long sh = 0;

@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, float32, float64, int64, uint8, uint16, uint32, uint64
+from numba import cuda, float32, float64, int64, uint8, uint32, uint64
 
 from gpulab import device
 from gpulab.gp import trading
@@ -413,27 +413,39 @@ def register_kernel(WPB: int, CODE: int):
 # --8<-- [start:bits_eval]
 @cuda.jit(device=True, inline=True)
 def bits_eval(code, a, b, M, mbase, mstride, stack, sbase, sstride):
-    """A bit-sliced tree on one 32-day word: opcode ``k < 303`` pushes mask ``k``
-    (``M[mbase + k*mstride]``, a comparison or a boolean terminal over 32 days), then AND, OR,
-    NOT on whole words. The top of the stack lives in a register; the rest in shared memory."""
+    """A tree on one 32-day word. Every comparison ``a b <`` (``a b >``) of the RPN is one push of
+    the precomputed mask "a < b" (``M[mbase + (a*17 + b)*mstride]``; "a > b" is "b < a"), a
+    boolean terminal ``k`` pushes mask ``289 + k``; AND, OR, NOT work on 32 days at once. The
+    top of the stack lives in a register, the rest in shared memory."""
     top = U0
     sp = U0
     pc = a
     while pc < b:
         op = code[pc]
-        pc += U1
-        if op < 303:
+        if op < 31:
+            if op < 17:  # a float terminal starts "a b <" or "a b >": one mask
+                rhs = code[pc + U1]
+                if code[pc + U2] == 34:
+                    k = uint64(op) * UNF + uint64(rhs)
+                else:
+                    k = uint64(rhs) * UNF + uint64(op)
+                pc += np.uint64(3)
+            else:
+                k = np.uint64(289) + uint64(op - 17)
+                pc += U1
             stack[sbase + sp * sstride] = uint32(top)  # spill the old top
             sp += U1
-            top = uint64(M[mbase + uint64(op) * mstride])
-        elif op == 1024:
-            sp -= U1
-            top = top & uint64(stack[sbase + sp * sstride])
-        elif op == 1025:
-            sp -= U1
-            top = top | uint64(stack[sbase + sp * sstride])
+            top = uint64(M[mbase + k * mstride])
         else:
-            top = top ^ FULL
+            pc += U1
+            if op == 31:
+                sp -= U1
+                top = top & uint64(stack[sbase + sp * sstride])
+            elif op == 32:
+                sp -= U1
+                top = top | uint64(stack[sbase + sp * sstride])
+            else:  # NOT (< and > never come here: their operands consumed them)
+                top = top ^ FULL
     return top
 # --8<-- [end:bits_eval]
 
@@ -450,7 +462,7 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int):
 
     @cuda.jit
     def gp_bitsliced(code, offs, P, S, D, M, F, money, trace, trace_on, flags):
-        scode = cuda.shared.array((WPB, CODE), uint16)
+        scode = cuda.shared.array((WPB, CODE), uint8)
         sstack = cuda.shared.array(SLOTS, uint32)
         t, i, s = warp_task(S)
         w = uint64(cuda.threadIdx.x) // U32
@@ -516,11 +528,11 @@ def gp_fitness(money, bh, P, S, out):
 
 # ----------------------------------------------------------------------------- compile checks
 
-A_U8, A_U16, A_I32, A_F32, A_F64, A_U32 = "uint8[::1]", "uint16[::1]", "int32[::1]", "float32[::1]", "float64[::1]", "uint32[::1]"
+A_U8, A_I32, A_F32, A_F64, A_U32 = "uint8[::1]", "int32[::1]", "float32[::1]", "float64[::1]", "uint32[::1]"
 SIG_THREAD = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_F32}, {A_U8}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_SHARED = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_F32}, {A_U8}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_CONST = f"void(int32, int32, int32, int32, {A_F32}, {A_U8}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
-SIG_BITS = f"void({A_U16}, {A_I32}, int32, int32, int32, {A_U32}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
+SIG_BITS = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_U32}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_FITNESS = f"void({A_F64}, {A_F64}, int32, int32, {A_F64})"
 
 
