@@ -66,7 +66,7 @@ def evaluate(population, market: Market, variant: str = DEFAULT_VARIANT, backend
 
     Returns:
         float64 ``[P]``: numpy, or a device array in the caller's library when the market was
-        built from device arrays.
+        built from device arrays (GPU backends; the CPU backends always return numpy).
 
     Raises:
         ProgramError: a malformed program; ProgramLimitError: a program too deep or too long for

@@ -54,6 +54,7 @@ def run_experiment(args) -> int:
     from gpulab import benchmark, device
 
     data.update({"device": device.info().as_dict(), "versions": benchmark.versions(), "where": args.where})
+    data["rows"] = experiment_rows(data)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     path = out / f"{args.stem}.json"
@@ -65,3 +66,11 @@ def run_experiment(args) -> int:
               f"      {s['test_mean']:+.4f} ± {s['test_std']:.4f}")
     print(f"wrote {path}, {png}", file=sys.stdout)
     return 0
+
+
+def experiment_rows(data: dict) -> list[dict]:
+    """The summary as the book's table (``<!-- gpulab:rows ... -->``)."""
+    return [{"training stocks": s["stocks"], "training days": s["train_days"],
+             "train fitness per 100 days": f"{s['train_mean']:+.4f} ± {s['train_std']:.4f}",
+             "test fitness per 100 days": f"{s['test_mean']:+.4f} ± {s['test_std']:.4f}", "runs": s["runs"]}
+            for s in data["summary"]]

@@ -225,7 +225,10 @@ def _build_cuda(pop: Population, chunk: int = CHUNK) -> CompiledKernel:
     t0 = time.perf_counter()
     with ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as ex:
         cubins = list(ex.map(build, parts))
+    import pycuda.autoprimaryctx  # noqa: F401  (numba's primary context, as gpulab.cudac.load)
     import pycuda.driver as drv
+
+    cuda.current_context()
 
     chunks = []
     for (i0, nb), cubin in zip(parts, cubins):

@@ -86,11 +86,16 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     on the rest (or on ``test_market`` when given; then all of ``market`` is training data).
 
     Args:
-        market: the data; train_days: default 3/4 of its days.
+        market: the data.
+        train_days: training days (default: 3/4 of the market's days).
+        test_market: a separate test market (then all of ``market`` is training data).
         params: population size, generations, operators (:class:`GPParams`).
-        variant, backend: the evaluator (any registry entry, e.g. ``"bitsliced"``/``"numba"``
-            on a GPU, ``"cpu_bitsliced"``/``"cpu"`` without one).
-        seed: makes the run reproducible; progress: called with one line per generation.
+        variant: the evaluator: any registry entry, e.g. ``"bitsliced"`` on a GPU,
+            ``"cpu_bitsliced"`` (with ``backend="cpu"``) without one.
+        backend: ``"numba"``, ``"cuda-c"`` or ``"cpu"``.
+        seed: makes the run reproducible.
+        progress: called with one line per generation (``None``: quiet).
+        kernel_params: override the variant's compile-time parameters.
 
     Returns:
         :class:`EvolutionResult`: per generation the best and mean training fitness, the test

@@ -6,8 +6,8 @@ launch the interpreter kernel(s), then the fitness reduction — and returns dev
 That is one generation's evaluation: what the benchmark times and what the GP loop calls.
 
 The launch sequence is written once for both backends through a kernel provider
-``K(name, grid, block, *args)`` (and ``K.set_constant(bytes)`` for the constant-memory
-batches), so the simulator tests of the numba path run every line the CUDA C path also runs.
+``K(name, grid, block, *args, constant=bytes)`` (``constant``: the batch to copy into constant
+memory first), so the simulator tests of the numba path run every line the CUDA C path also runs.
 """
 
 from __future__ import annotations
@@ -122,13 +122,17 @@ class NumbaKernels:
             self._cache[name] = (kern, sig)
         return self._cache[name]
 
-    def __call__(self, name, grid, block, *args):
+    def __call__(self, name, grid, block, *args, constant=None):
         kern, _ = self.kernel(name)
+        if constant is not None:
+            self.set_constant(kern, args, constant)
         kern[grid, block](*args)
 
     # --8<-- [start:set_constant]
-    def set_constant(self, name, image: np.ndarray) -> None:
-        """Copy a batch into the kernel's ``gp_programs`` constant symbol (cudaMemcpyToSymbol)."""
+    @staticmethod
+    def set_constant(kern, args, image: np.ndarray) -> None:
+        """Copy a batch into the ``gp_programs`` constant symbol of the kernel that these
+        ``args`` will launch (cudaMemcpyToSymbol)."""
         from numba import cuda
 
         from gpulab.gp import kernels_numba as kn
@@ -136,8 +140,7 @@ class NumbaKernels:
         if device.on_simulator():
             kn.SIM_CONST[:] = image
             return
-        kern, sig = self.kernel(name)
-        compiled = kern.compile(sig)
+        compiled = kern.compile(tuple(kern.typeof_pyval(a) for a in args))  # the overload the launch uses
         module = compiled._codelibrary.get_cufunc().module
         symbol, size = module.get_global_symbol(kn.CONST_SYMBOL)
         cuda.synchronize()  # the previous batch's launch still reads the symbol
@@ -156,16 +159,18 @@ class CudaCKernels:
     def __init__(self, params: dict):
         self.defines = cuda_defines(params)
 
-    def __call__(self, name, grid, block, *args):
+    def __call__(self, name, grid, block, *args, constant=None):
+        if constant is not None:
+            self.set_constant(constant)
         cudac.launch(cudac.kernel(PACKAGE, SOURCE, name, self.defines), grid, block, *args)
 
-    def set_constant(self, name, image: np.ndarray) -> None:
+    def set_constant(self, image: np.ndarray) -> None:
         import pycuda.driver as drv
         from numba import cuda
 
         module = cudac.load(PACKAGE, SOURCE, self.defines)
         symbol, size = module.get_global("gp_programs")
-        cuda.synchronize()
+        cuda.synchronize()  # the previous batch's launch still reads the symbol
         drv.memcpy_htod(symbol, image[:size])
 
 
@@ -255,11 +260,11 @@ class Evaluator:
         elif name == "constant":
             block = p["BLOCK"]
             for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):  # one launch per 64 KiB
-                K.set_constant("gp_constant", constant_image(pop, i0, nb))
                 threads = nb * groups * 32
                 grid = ceil_div(threads, block)
                 stack = self._buf("stack", p["STACK"] * grid * block, np.float32)
-                K("gp_constant", (grid,), (block,), _i(i0), _i(nb), _i(S), _i(D), self.F, self.B, stack, *args_tail)
+                K("gp_constant", (grid,), (block,), _i(i0), _i(nb), _i(S), _i(D), self.F, self.B, stack, *args_tail,
+                  constant=constant_image(pop, i0, nb))
         else:
             code = self._buf("code", pop.code.size, np.uint8)  # reused from generation to generation
             offs = self._buf("offsets", pop.offsets.size, np.int32)

@@ -88,13 +88,15 @@ def _as_host(x, name):
 class Market:
     """OHLCV of S stocks over T days, with an evaluation window of D days.
 
+    ``open``, ``high``, ``low``, ``close``, ``volume`` are ``[S, T]`` arrays (or ``[T]`` for one
+    stock), numpy or device arrays. Device arrays are copied to the host once, here: the
+    indicators are computed on the host in float64. A market built from device arrays returns
+    device results from :func:`gpulab.gp.evaluate`, in the caller's library.
+
     Args:
-        open, high, low, close, volume: ``[S, T]`` arrays (or ``[T]`` for one stock), numpy or
-            device arrays. Device arrays are copied to the host once, here: the indicators
-            are computed on the host in float64. A market built from device arrays returns
-            device results from :func:`gpulab.gp.evaluate`, in the caller's library.
         warmup: days of history before the first evaluation day (default and minimum 255).
-        names: one name per stock; dates: ``datetime64[D]`` per day (optional).
+        names: one name per stock (optional).
+        dates: ``datetime64[D]`` per day (optional).
 
     Raises:
         ShapeError: shapes differ; DataError: NaN/inf, a non-positive price, negative volume;

@@ -54,9 +54,20 @@ def assert_same(got: gp.Evaluation, ref: gp.Evaluation, what: str):
     np.testing.assert_allclose(got.fitness, ref.fitness, rtol=1e-12, atol=1e-15, err_msg=what)
 
 
+REFERENCE_MAX = 1_000_000  # (individual, stock, day)s the pure-Python oracle affords in a test
+
+
+def oracle(pop, market):
+    """The reference; at GPU-sized tests the numba CPU interpreter (itself checked against the
+    reference on the small sizes and on random programs below)."""
+    if len(pop) * market.stocks * market.days <= REFERENCE_MAX:
+        return reference.evaluate(pop, market, trace=True)
+    return gp.evaluate_detail(pop, market, "interpreter", "cpu")
+
+
 def check(variant, pop, market):
     skip_unless_runnable(variant)
-    ref = reference.evaluate(pop, market, trace=True)
+    ref = oracle(pop, market)
     got = gp.evaluate_detail(pop, market, variant.name, variant.backend, params=params_for(variant), poison=True)
     assert_same(got, ref, f"{variant.key} P={len(pop)} S={market.stocks} D={market.days}")
     return got, ref
@@ -224,15 +235,29 @@ def test_default_variant_and_public_api(rng):
     np.testing.assert_allclose(gp.evaluate([PAPER], market), fit[:1], rtol=1e-12, atol=1e-15)
 
 
+_SEED: dict = {}
+
+
+def _seed_size():
+    """The seed-size market and population, and the CPU interpreter's result (computed once)."""
+    if not _SEED:
+        market = gp.synthetic_market(32, 768, seed=11)
+        pop = gp.Population(*ramped_half_and_half(25_000, 2, 5, 255, 0.3, 11))
+        _SEED["v"] = (market, pop, gp.evaluate_detail(pop, market, "interpreter", "cpu", trace=False))
+    return _SEED["v"]
+
+
 @pytest.mark.skipif(ON_SIMULATOR, reason="the seed-size population (25,000 × 32 × 768): GPU only")
 @pytest.mark.parametrize("variant", [v for v in DEVICE], ids=lambda v: v.key)
 def test_seed_size_population_matches_the_cpu_interpreter(variant):
     skip_unless_runnable(variant)
-    market = gp.synthetic_market(32, 768, seed=11)
-    pop = gp.Population(*ramped_half_and_half(25_000, 2, 5, 255, 0.3, 11))
+    market, pop, full = _seed_size()
     if variant.name == "compiled":
-        pop = pop.select(range(64 if variant.backend == "numba" else 1024))
-    cpu = gp.evaluate_detail(pop, market, "interpreter", "cpu", trace=False)
+        n = 64 if variant.backend == "numba" else 1024
+        pop = gp.Population(pop.code[:pop.offsets[2 * n]], pop.offsets[:2 * n + 1])
+        cpu = gp.Evaluation(full.fitness[:n], full.money[:n])
+    else:
+        cpu = full
     got = gp.evaluate_detail(pop, market, variant.name, variant.backend, trace=False, poison=True)
     assert np.array_equal(got.money.view(np.uint64), cpu.money.view(np.uint64))
     assert np.array_equal(got.fitness.view(np.uint64), cpu.fitness.view(np.uint64))
