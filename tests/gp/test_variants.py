@@ -172,7 +172,7 @@ def test_a_buy_of_2_to_the_29_shares_raises(variant):
         reference.evaluate(pop, market)
 
 
-@settings(max_examples=6 if ON_SIMULATOR else 40, deadline=None)
+@settings(max_examples=6 if ON_SIMULATOR else 15, deadline=None)
 @given(st.lists(individual, min_size=1, max_size=4), st.integers(0, 2**31 - 1))
 def test_random_programs_every_device_variant(inds, seed):
     pop = gp.Population.from_individuals(inds)
