@@ -79,9 +79,13 @@ def evaluate(population, market: Market, variant: str = DEFAULT_VARIANT, backend
         return fit
     from gpulab import arrays
 
-    if market.on_device:
-        return arrays.to_caller(fit, arrays.DeviceInput(fit, True, arrays.library(market.source), market.source))
-    return fit.copy_to_host()
+    if market.on_device:  # a copy: the evaluator reuses its buffers at the next call
+        from numba import cuda
+
+        out = cuda.device_array(len(pop), np.float64)
+        out.copy_to_device(fit[:len(pop)])
+        return arrays.to_caller(out, arrays.DeviceInput(out, True, arrays.library(market.source), market.source))
+    return fit[:len(pop)].copy_to_host()
 # --8<-- [end:entry]
 
 

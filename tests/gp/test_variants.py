@@ -224,6 +224,9 @@ def test_device_arrays_in_give_device_fitness_out(rng):
     assert isinstance(gp.evaluate(pop, host, "register"), np.ndarray)
     train, test = dev.split(10)
     assert train.on_device and arrays.is_device_array(gp.evaluate(pop, test, "bitsliced"))
+    first = arrays.to_host(out).copy()
+    gp.evaluate(random_population(rng, 2), dev, "register")  # the next call must not overwrite the result
+    np.testing.assert_array_equal(arrays.to_host(out), first)
 
 
 def test_default_variant_and_public_api(rng):
