@@ -3,9 +3,10 @@
 #   compile   the compile report (registers / local memory / spills of every kernel)
 #   evolve    50 generations at seed size (25,000 × 32 stocks × 768 days), timed end to end,
 #             breeding included, for the default variant (and register numba, for comparison)
+#   tune      block-shape sweep of coalesced / register / bitsliced at seed size (scripts/tune_gp.py)
 #   experiment the chapter's train/test experiment on the GPU at a larger population
 #   all       every stage
-# Usage:  bash scripts/gpu_gp.sh [compile|evolve|experiment|all]    (writes under $OUT)
+# Usage:  bash scripts/gpu_gp.sh [compile|evolve|tune|experiment|all]    (writes under $OUT)
 # Dry run on a CPU:  GPULAB_DEVICE=sim GP_POP=20 GP_GENS=2 GP_STOCKS=2 GP_DAYS=40 GP_TEST_DAYS=20 bash scripts/gpu_gp.sh evolve
 set -uo pipefail
 OUT=${OUT:-gpu-out}
@@ -31,6 +32,10 @@ if [[ $stage == evolve || $stage == all ]]; then
     echo "evolve $v exit $rc; process wall time $($py -c "print(round($end - $start, 2))") s (imports, data and kernel compilation included)"
     tail -4 "$OUT/evolve-$v.txt"
   done
+fi
+if [[ $stage == tune || $stage == all ]]; then
+  $py scripts/tune_gp.py --out "$OUT" > "$OUT/tune-gp.txt" 2>&1
+  echo "tune exit $?"; tail -40 "$OUT/tune-gp.txt"
 fi
 if [[ $stage == experiment || $stage == all ]]; then
   $py -m gpulab gp experiment --backend numba --population "${GP_EXP_POP:-25000}" --generations "${GP_EXP_GENS:-50}" \
