@@ -78,6 +78,11 @@ class BenchSpec:
     other_peers: Callable[[object], dict | None] | None = None
     teardown: Callable[[object], None] | None = None
     extra: dict = field(default_factory=dict)
+    # (warmup, repeat) for the peer of a case, when it differs from the variants' (a CPU peer that
+    # takes seconds per run); None: the run's settings
+    peer_timing: Callable[[Case], tuple[int, int]] | None = None
+    # called with the finished result (e.g. to add a chapter's derived fields to its records)
+    finalize: Callable[[dict], None] | None = None
 
 
 def versions() -> dict:
@@ -152,7 +157,8 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
             if isinstance(peer_run, tuple):  # (launch, name): the peer differs between cases
                 peer_run, peer_name = peer_run
             if peer_run is not None:
-                peer_ms = measure(peer_run, warmup=warmup, repeat=repeat).median_ms
+                pw, pr = spec.peer_timing(case) if spec.peer_timing else (warmup, repeat)
+                peer_ms = measure(peer_run, warmup=pw, repeat=pr).median_ms
         other_peers = {}  # secondary peers: recorded in the JSON, not in the ratio
         if spec.other_peers is not None and not device.on_simulator():
             for name, other_run in (spec.other_peers(state) or {}).items():
@@ -207,6 +213,8 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
               "records": records}
     if spec.extra:  # chapter facts for the book (values may be callables, evaluated after the run)
         result["extra"] = {k: (v() if callable(v) else v) for k, v in spec.extra.items()}
+    if spec.finalize:
+        spec.finalize(result)
     return result
 
 

@@ -13,6 +13,7 @@ import importlib
 CHAPTERS: dict[str, str] = {
     "matmul": "gpulab.matmul",
     "subset": "gpulab.subset",
+    "gp": "gpulab.gp",
     "radix": "gpulab.radix",
 }
 

@@ -75,6 +75,48 @@ def cmd_compile_check(args) -> int:
     return cc_main(args.chapters or None, args.json)
 
 
+def cmd_gp(args) -> int:
+    from gpulab.errors import GpulabError
+    from gpulab.gp import cli as gp_cli
+
+    try:
+        return gp_cli.run_evolve(args) if args.gp_cmd == "evolve" else gp_cli.run_experiment(args)
+    except GpulabError as exc:
+        print(f"gpulab gp {args.gp_cmd}: {exc}", file=sys.stderr)
+        return 2
+
+
+def _gp_parser(sub) -> None:
+    """Chapter 3's commands: evolve trading rules; the chapter's train/test experiment."""
+    g = sub.add_parser("gp", help="chapter 3: evolve trading rules (gp evolve, gp experiment)")
+    gsub = g.add_subparsers(dest="gp_cmd", required=True)
+    e = gsub.add_parser("evolve", help="evolve buy/sell rules; JSON + PNG of train vs test fitness")
+    e.add_argument("--population", type=int, default=25_000)
+    e.add_argument("--stocks", type=int, default=32, help="synthetic data: stocks")
+    e.add_argument("--days", type=int, default=None, help="training days (synthetic: 768; real data: 3/4 of them)")
+    e.add_argument("--test-days", type=int, default=256, help="synthetic data: test days after the training days")
+    e.add_argument("--generations", type=int, default=50)
+    e.add_argument("--variant", default=None, help="evaluator (default: bitsliced, or cpu_bitsliced with --backend cpu)")
+    e.add_argument("--backend", default="numba", choices=["numba", "cuda-c", "cpu"])
+    e.add_argument("--data", default="synthetic", help="synthetic, sample (AAPL/IBM/MSFT/GOOG) or csv:PATH[,PATH...]")
+    e.add_argument("--seed", type=int, default=0)
+    e.add_argument("--out", default="gp-results")
+    e.add_argument("--stem", default="gp-evolve", help="output file names (STEM.json, STEM.png)")
+    x = gsub.add_parser("experiment", help="the chapter's experiment: more stocks/days vs out-of-sample fitness")
+    x.add_argument("--population", type=int, default=2000)
+    x.add_argument("--generations", type=int, default=30)
+    x.add_argument("--seeds", type=int, default=3)
+    x.add_argument("--stocks-total", type=int, default=64)
+    x.add_argument("--test-days", type=int, default=256)
+    x.add_argument("--variant", default=None)
+    x.add_argument("--backend", default="cpu", choices=["numba", "cuda-c", "cpu"])
+    x.add_argument("--out", default="gp-results")
+    x.add_argument("--stem", default="gp-experiment")
+    x.add_argument("--where", default="", help="a note on where it was run (stored in the JSON)")
+    for p in (e, x):
+        p.set_defaults(fn=cmd_gp)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gpulab", description="GPU algorithms, built step by step.")
     sub = p.add_subparsers(dest="cmd", required=True)
@@ -110,9 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("chapters", nargs="*")
     s.add_argument("--json", action="store_true")
     s.set_defaults(fn=cmd_compile_check)
+
+    _gp_parser(sub)
     return p
 
 
 def main(argv=None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "gp_cmd", None) and args.variant is None:
+        args.variant = "cpu_bitsliced" if args.backend == "cpu" else "bitsliced"
     return args.fn(args)

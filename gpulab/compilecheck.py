@@ -98,8 +98,11 @@ def nvrtc(chapters=None) -> list[dict]:
     out = []
     for ch in chapters or CHAPTERS:
         pkg = CHAPTERS[ch]
-        for filename, defines in module(ch, "variants").cuda_builds():
-            rep = nvrtc_compile(source_text(pkg, filename), filename, defines)
+        for build in module(ch, "variants").cuda_builds():
+            # (filename, defines), or (name, defines, source text) for generated source
+            filename, defines = build[0], build[1]
+            text = build[2] if len(build) > 2 else source_text(pkg, filename)
+            rep = nvrtc_compile(text, filename, defines)
             out.append({"chapter": ch, "kernel": f"{filename} {defines}", "kind": "nvrtc", "ok": rep.ok,
                         "error": None if rep.ok else rep.log, "resources": rep.resources})
     return out

@@ -47,6 +47,15 @@ for path in sorted(glob.glob(f"{out}/{ch}-*.json")):
     print(f"-- {path}: {data['device']['name']}")
     labels = list(dict.fromkeys(r["label"] for r in data["records"]))
     big = labels[-2] if len(labels) > 1 and "thin" in labels[-1] else labels[-1]
+    if ch == "gp":  # every size: ms per generation, GP ops/s, speedups, compile time
+        for r in data["records"]:
+            if r["median_ms"] is None:
+                continue
+            extra = "".join(f" {k}={r[k]:.3g}" for k in ("speedup_same_algorithm", "word_ops_per_s", "compile_ms") if k in r)
+            peer = "" if not r["ratio_to_peer"] else f" {r['ratio_to_peer']:.3g}x peer"
+            print(f"   {r['label']:22s} {r['variant']:14s} {r['backend']:7s} {r['median_ms']:10.4g} ms "
+                  f"{r['throughput']:.3g} GP ops/s{peer}{extra}")
+        continue
     for r in data["records"]:
         if r["label"] in (big,) or ("thin" in r["label"] and "constant" in r["variant"]):
             t = "skipped" if r["throughput"] is None else f"{r['throughput']:.4g} {r['unit']}"

@@ -53,3 +53,20 @@ def test_register_tiles_stay_in_registers(ptx_records, nvrtc_records):
         for name, res in r["resources"].items():
             if any(t in name for t in TILED):
                 assert res["spill_bytes"] == 0, f"{name} {r['kernel']}: spills {res}"
+
+
+def test_gp_register_variants_keep_their_stacks_in_registers(ptx_records, nvrtc_records):
+    """Chapter 3: the register variant's bit-stack (and the bit-sliced variant's top of stack)
+    must compile to registers — no local-memory traffic, no spills, no stack frame."""
+    numba = [r for r in ptx_records if r["chapter"] == "gp" and r["kernel"].startswith(("gp_register", "gp_bitsliced"))]
+    assert len(numba) == 2
+    for r in numba:
+        assert r["local_memory_ops"] == 0, f"{r['kernel']}: local memory in the PTX"
+        res = r["resources"]
+        if "spill_bytes" in res:
+            assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{r['kernel']}: {res}"
+    cuda = [(name, res) for r in nvrtc_records if r["chapter"] == "gp"
+            for name, res in r["resources"].items() if name in ("gp_register", "gp_bitsliced")]
+    assert cuda
+    for name, res in cuda:
+        assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{name}: {res}"

@@ -1,0 +1,182 @@
+"""Draw chapter 3's figures as small, deterministic SVGs (run from the repository root):
+
+    python docs/figures/make_gp_figures.py
+
+* ``gp-tree-rpn.svg`` — the paper's example tree, its RPN, and the interpreter's stack after
+  every opcode (the general stack, and the register variant's two floats and bit-stack);
+* ``gp-stack-layouts.svg`` — per-thread stacks against depth-interleaved stacks: the addresses
+  one warp's PUSH touches;
+* ``gp-bitslice.svg`` — one 32-day word: two comparison masks, a boolean terminal, the tree's
+  word, and the days the trading loop visits.
+
+The stack contents are computed by the library's own parser (:mod:`gpulab.gp.programs`), not typed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.patches import FancyBboxPatch, Rectangle  # noqa: E402
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent.parent))
+
+plt.rcParams.update({"svg.fonttype": "none", "svg.hashsalt": "gpulab", "font.family": "sans-serif",
+                     "font.size": 10, "figure.facecolor": "white", "axes.facecolor": "white",
+                     "savefig.facecolor": "white", "path.simplify": True})
+BLUE, ORANGE, GREEN, RED, PURPLE, SKY, GREY = "#0072B2", "#E69F00", "#009E73", "#D55E00", "#CC79A7", "#56B4E9", "#999999"
+INK, LIGHT = "#222222", "#EEEEEE"
+
+
+def save(fig, name):
+    path = HERE / name
+    fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
+    plt.close(fig)
+    print("wrote", path)
+
+
+def box(ax, x, y, w, h, text, fc, ec=INK, fs=9, color=INK, bold=False):
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08", fc=fc, ec=ec, lw=1))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fs, color=color,
+            fontweight="bold" if bold else "normal")
+
+
+def tree_rpn():
+    from gpulab.gp import opcodes as oc
+    from gpulab.gp.programs import PAPER_EXAMPLE, parse
+
+    t = parse(PAPER_EXAMPLE)
+    fig, ax = plt.subplots(figsize=(10, 6.2))
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 6.2)
+    ax.axis("off")
+    # the tree (positions by hand, labels from the parsed program)
+    nodes = {"AND": (5.0, 5.7), ">": (2.8, 4.9), "OR": (7.2, 4.9), "MA10": (2.0, 4.1), "MA50": (3.6, 4.1),
+             "<": (6.4, 4.1), "NVIG": (8.0, 4.1), "EMA9": (5.6, 3.3), "MA25": (7.2, 3.3)}
+    edges = [("AND", ">"), ("AND", "OR"), (">", "MA10"), (">", "MA50"), ("OR", "<"), ("OR", "NVIG"),
+             ("<", "EMA9"), ("<", "MA25")]
+    for a, b in edges:
+        (x0, y0), (x1, y1) = nodes[a], nodes[b]
+        ax.plot([x0, x1], [y0, y1], color=GREY, lw=1, zorder=0)
+    for name, (x, y) in nodes.items():
+        p = oc.lookup(name)
+        fc = SKY if p.returns == oc.FLOAT else ("#cfe8d8" if p.is_terminal else "#ffe3b3")
+        box(ax, x - 0.42, y - 0.2, 0.84, 0.4, name, fc)
+    ax.text(0.2, 5.6, "S-expression:", fontsize=9, color=GREY)
+    ax.text(0.2, 5.3, PAPER_EXAMPLE, fontsize=8, family="monospace")
+    ax.text(9.9, 3.3, "float terminal", color=BLUE, fontsize=8, ha="right")
+    ax.text(9.9, 3.05, "boolean terminal", color=GREEN, fontsize=8, ha="right")
+    ax.text(9.9, 2.8, "function", color=ORANGE, fontsize=8, ha="right")
+    # the RPN and the stacks after each opcode
+    y_tok, x0, dx = 2.35, 0.55, 1.05
+    ax.text(0.05, y_tok + 0.35, "RPN (children first):", fontsize=9, color=GREY)
+    stack, f0f1, bits = [], [None, None], []
+    for k, op in enumerate(t.ops):
+        p = oc.TABLE[int(op)]
+        x = x0 + k * dx
+        box(ax, x - 0.45, y_tok - 0.17, 0.9, 0.34, p.name, LIGHT, fs=8, bold=True)
+        if p.is_terminal:
+            stack.append(p.name)
+            if p.returns == oc.FLOAT:
+                f0f1 = [f0f1[1], p.name]
+            else:
+                bits.append(p.name)
+        else:
+            args = stack[-p.arity:]
+            del stack[-p.arity:]
+            stack.append(f"{p.name}(…)")
+            if p.name in ("<", ">"):
+                bits.append(f"{f0f1[0]}{p.name}{f0f1[1]}")
+            elif p.name in ("AND", "OR"):
+                r = bits.pop()
+                bits[-1] = p.name
+            else:
+                bits[-1] = "NOT"
+        for j, v in enumerate(stack):  # the general stack, bottom first
+            box(ax, x - 0.45, 1.5 - j * 0.3, 0.9, 0.26, v if len(v) < 9 else v[:8] + "…", "#f6f6f6", ec=GREY, fs=6.5)
+        word = "".join("1" if b else "·" for b in [True] * len(bits))
+        ax.text(x, 0.25, f"{len(bits)} bit{'s' if len(bits) != 1 else ''}", ha="center", fontsize=7, color=PURPLE)
+        ax.text(x, 0.05, f"f0,f1 = {f0f1[0] or '–'},{f0f1[1] or '–'}" if p.returns == oc.FLOAT else "", ha="center",
+                fontsize=5.5, color=BLUE)
+        _ = word
+    ax.text(0.05, 1.9, "memory stack (float32; booleans as 0/1), top at the bottom of each column:", fontsize=8,
+            color=GREY)
+    ax.text(0.05, 0.45, "register variant: two float registers + booleans as bits of one uint32", fontsize=8,
+            color=GREY)
+    save(fig, "gp-tree-rpn.svg")
+
+
+def stack_layouts():
+    fig, axes = plt.subplots(2, 1, figsize=(10, 3.8))
+    lanes, depth = 4, 4
+    colors = [BLUE, ORANGE, GREEN, RED]
+    for ax, title, interleaved in ((axes[0], "each thread's stack contiguous: stack[t·STACK + j]", False),
+                                   (axes[1], "depth-major, interleaved: stack[j·T + t]  (the paper's Figure 3)", True)):
+        ax.set_xlim(-0.5, lanes * depth + 0.5)
+        ax.set_ylim(-0.9, 1.6)
+        ax.axis("off")
+        ax.text(-0.4, 1.35, title, fontsize=9)
+        for addr in range(lanes * depth):
+            t, j = (addr % lanes, addr // lanes) if interleaved else (addr // depth, addr % depth)
+            push = j == 2  # every lane pushes its third value at the same moment
+            ax.add_patch(Rectangle((addr, 0), 0.95, 0.8, fc=colors[t] if push else "white", ec=colors[t], lw=1.2,
+                                   alpha=0.85 if push else 1))
+            ax.text(addr + 0.47, 0.4, f"t{t}\nj{j}", ha="center", va="center", fontsize=6.5,
+                    color="white" if push else INK)
+        hit = [a for a in range(lanes * depth) if ((a // lanes) if interleaved else (a % depth)) == 2]
+        ax.text(-0.4, -0.55, f"PUSH at depth 2 by 4 lanes touches addresses {hit}: "
+                + ("one contiguous segment (one transaction)" if interleaved else "STACK apart (one transaction each)"),
+                fontsize=8, color=GREY)
+    save(fig, "gp-stack-layouts.svg")
+
+
+def bitslice():
+    import numpy as np
+
+    rng = np.random.default_rng(3)
+    days = 32
+    a = np.cumsum(rng.normal(0, 1, days)) + 0.5 * np.sin(np.arange(days) / 3)
+    b = np.convolve(a, np.ones(5) / 5, mode="same")
+    m1 = a > b  # MA1 > MA5 (on the word)
+    m2 = rng.random(days) < 0.5  # a boolean terminal
+    buy = m1 & m2
+    sell = ~m1
+    rows = [("mask MA1 > MA5", m1, BLUE), ("mask NVIG", m2, GREEN), ("buy = AND", buy, ORANGE),
+            ("sell = NOT mask", sell, RED)]
+    fig, ax = plt.subplots(figsize=(10, 2.9))
+    ax.set_xlim(-4.2, days)
+    ax.set_ylim(-2.0, len(rows))
+    ax.axis("off")
+    for r, (name, bits, c) in enumerate(rows):
+        y = len(rows) - 1 - r
+        ax.text(-0.3, y + 0.4, name, ha="right", va="center", fontsize=8)
+        for d in range(days):
+            ax.add_patch(Rectangle((d, y), 0.9, 0.8, fc=c if bits[d] else "white", ec=GREY, lw=0.5))
+    # the trading loop's visits: when flat, the next buy-and-not-sell day; when holding, the next sell-and-not-buy
+    holding, visits, d = False, [], 0
+    eb, es = buy & ~sell, sell & ~buy
+    while d < days:
+        nxt = [k for k in range(d, days) if (es[k] if holding else eb[k])]
+        if not nxt:
+            break
+        visits.append((nxt[0], "sell" if holding else "buy"))
+        holding = not holding
+        d = nxt[0] + 1
+    for k, what in visits:
+        ax.annotate(what, (k + 0.45, -0.05), (k + 0.45, -0.9), ha="center", fontsize=7,
+                    arrowprops=dict(arrowstyle="->", color=INK, lw=0.8))
+    ax.text(-0.3, -1.5, "trading loop: ffs(pending) jumps to the next executable signal; "
+            f"{len(visits)} visits instead of {days} days", ha="left", fontsize=8, color=GREY)
+    save(fig, "gp-bitslice.svg")
+
+
+if __name__ == "__main__":
+    tree_rpn()
+    stack_layouts()
+    bitslice()

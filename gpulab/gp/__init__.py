@@ -1,0 +1,116 @@
+r"""Chapter 3: genetic programming of stock-trading rules, evaluated by an RPN interpreter on the GPU.
+
+>>> import gpulab.gp as gp
+>>> market = gp.synthetic_market(stocks=32, days=768, seed=1)
+>>> pop = gp.Population.from_individuals([("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))", "MACDL")])
+>>> gp.evaluate(pop, market)                                  # doctest: +SKIP
+array([-0.12...])
+>>> gp.to_rpn("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))")
+'MA10 MA50 > EMA9 MA25 < NVIG OR AND'
+
+Arrays: numpy in, numpy out. A market built from device arrays (CuPy, PyTorch, numba; its
+OHLCV goes to the host once, for the indicators) gets its fitness back on the device, in the
+caller's library (:mod:`gpulab.arrays`).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
+from gpulab.gp.market import DataError, Market, load_csv, sample_market, synthetic_market
+from gpulab.gp.opcodes import BOOL_TERMINALS, FLOAT_TERMINALS, FUNCTIONS
+from gpulab.gp.programs import (Individual, Population, ProgramError, ProgramLimitError, Tree, parse, to_rpn,
+                                to_sexpr)
+from gpulab.gp.reference import Evaluation
+from gpulab.gp.variants import DEFAULT_VARIANT, REGISTRY
+
+__all__ = ["parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Population", "Market", "synthetic_market",
+           "load_csv", "sample_market", "evaluate", "evaluate_detail", "evolve", "variants", "Evaluation",
+           "ProgramError", "ProgramLimitError", "DataError", "FLOAT_TERMINALS", "BOOL_TERMINALS", "FUNCTIONS",
+           "REGISTRY", "DEFAULT_VARIANT"]
+
+
+def _population(population) -> Population:
+    if isinstance(population, Population):
+        return population
+    return Population.from_individuals(population)
+
+
+_EVALUATORS: dict = {}
+
+
+def _evaluator(market, variant, backend, params):
+    v = REGISTRY.resolve(variant, backend)
+    p = dict(v.params, **(params or {}))
+    key = (id(market), variant, backend, repr(sorted(p.items())))
+    hit = _EVALUATORS.get(key)
+    if hit is None or hit[0] is not market:
+        if len(_EVALUATORS) > 16:
+            _EVALUATORS.clear()
+        hit = _EVALUATORS[key] = (market, v.run(variant, market, p))
+    return hit[1]
+
+
+# --8<-- [start:entry]
+def evaluate(population, market: Market, variant: str = DEFAULT_VARIANT, backend: str = "numba",
+             params: dict | None = None):
+    """Fitness of every individual: mean over the market's stocks of (ROI − buy-and-hold ROI).
+
+    Args:
+        population: a :class:`Population` (or individuals / ``(buy, sell)`` pairs of trees).
+        market: a :class:`Market` (its evaluation window is what is traded).
+        variant: a name from :func:`variants` (default: the fastest, ``bitsliced``).
+        backend: ``"numba"``, ``"cuda-c"`` (needs pycuda and a GPU) or ``"cpu"``.
+        params: override the variant's compile-time parameters (STACK, WPB, CODE ...).
+
+    Returns:
+        float64 ``[P]``: numpy, or a device array in the caller's library when the market was
+        built from device arrays (GPU backends; the CPU backends always return numpy).
+
+    Raises:
+        ProgramError: a malformed program; ProgramLimitError: a program too deep or too long for
+        the variant (the message names individual, tree and position); LimitError: a buy would
+        reach 2**29 shares; BackendUnavailable: the variant cannot run here.
+    """
+    pop = _population(population)
+    fit, _, _ = _evaluator(market, variant, backend, params)(pop)
+    if backend == "cpu":
+        return fit
+    from gpulab import arrays
+
+    if market.on_device:  # a copy: the evaluator reuses its buffers at the next call
+        from numba import cuda
+
+        out = cuda.device_array(len(pop), np.float64)
+        out.copy_to_device(fit[:len(pop)])
+        return arrays.to_caller(out, arrays.DeviceInput(out, True, arrays.library(market.source), market.source))
+    return fit[:len(pop)].copy_to_host()
+# --8<-- [end:entry]
+
+
+def evaluate_detail(population, market: Market, variant: str = DEFAULT_VARIANT, backend: str = "numba",
+                    params: dict | None = None, trace: bool = True, poison: bool = False) -> Evaluation:
+    """Fitness, final money per (individual, stock) and the day-by-day trace, as numpy arrays
+    (what the tests compare with the reference bit for bit). ``poison`` fills the outputs with
+    NaN / 0xFF before the launch, so a cell a kernel forgets to write shows."""
+    from gpulab import arrays
+
+    pop = _population(population)
+    fit, money, tr = _evaluator(market, variant, backend, params)(pop, trace=trace, poison=poison)
+    P, S, D = len(pop), market.stocks, market.days
+    fit, money = arrays.to_host(fit)[:P], arrays.to_host(money)[:P * S].reshape(P, S)
+    tr = arrays.to_host(tr)[:P * S * D].reshape(P, S, D) if trace else None
+    return Evaluation(np.array(fit), np.array(money), None if tr is None else np.array(tr))
+
+
+def variants(backend: str | None = None) -> list[str]:
+    """Names of the registered variants (of one backend, or all)."""
+    return list(dict.fromkeys(REGISTRY.names(backend)))
+
+
+def evolve(*args, **kwargs):
+    """Run the GP loop; see :func:`gpulab.gp.evolve.evolve`."""
+    from gpulab.gp.evolve import evolve as _evolve
+
+    return _evolve(*args, **kwargs)

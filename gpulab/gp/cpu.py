@@ -1,0 +1,174 @@
+r"""The CPU peers, compiled with numba: the benchmarks' baseline and the bit-sliced CPU version.
+
+* :func:`interpret` — Algorithm 2 per (individual, stock), a small float32 stack, the days in
+  order: exactly the interpreter the GPU variants run, on every core (``prange`` over the
+  individual × stock pairs). This is the benchmarks' peer.
+* :func:`interpret_bitsliced` — the bit-sliced evaluation (32 days per word operation,
+  every comparison one precomputed mask) and the trading loop that jumps from one signal
+  change to the next: the CPU version of the ``bitsliced`` GPU variant, so the book can ask
+  whether the GPU still wins once the CPU uses the same trick.
+* :func:`fitness` — the per-individual mean over stocks, summed in stock order.
+
+All share :func:`gpulab.gp.trading.trade_day`, compiled here with ``numba.njit``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import njit, prange
+from numba.cpython.unsafe.numbers import trailing_zeros
+
+from gpulab.gp import opcodes as oc
+from gpulab.gp import trading
+
+trade_day = njit(inline="always", cache=True)(trading.trade_day)
+
+NF, NT, CP = oc.NF, oc.NT, oc.OP_CP
+AND, OR, NOT, LT = oc.OP_AND, oc.OP_OR, oc.OP_NOT, oc.OP_LT
+
+
+
+@njit(inline="always")
+def _eval_tree(code, a, b, floats, bools, s, d, stack):
+    sp = 0
+    for pc in range(a, b):
+        op = np.int32(code[pc])
+        if op < 17:
+            stack[sp] = floats[s, op, d]
+            sp += 1
+        elif op < 31:
+            stack[sp] = np.float32(bools[s, op - 17, d])
+            sp += 1
+        elif op == 33:
+            stack[sp - 1] = np.float32(stack[sp - 1] == 0)
+        else:
+            r = stack[sp - 1]
+            l = stack[sp - 2]
+            sp -= 1
+            if op == 31:
+                v = (l != 0) and (r != 0)
+            elif op == 32:
+                v = (l != 0) or (r != 0)
+            elif op == 34:
+                v = l < r
+            else:
+                v = l > r
+            stack[sp - 1] = np.float32(v)
+    return stack[0] != 0
+
+
+# --8<-- [start:interpret]
+@njit(parallel=True, cache=True)
+def interpret(code, offsets, floats, bools, stack_depth, money, trace, trace_on):
+    """Algorithm 2 + the trading loop for every (individual, stock), in parallel over pairs.
+    ``floats``/``bools``: ``[S, 17, D]`` / ``[S, 14, D]``; ``money``: float64 ``[P*S]``;
+    ``trace``: uint8 ``[P*S, D]`` written when ``trace_on``. Returns the overflow count."""
+    S, D = floats.shape[0], floats.shape[2]
+    P = (offsets.size - 1) // 2
+    overflow = 0
+    for t in prange(P * S):
+        i, s = t // S, t % S
+        stack = np.empty(stack_depth, np.float32)
+        m, sh = 10000.0, 0
+        for d in range(D):
+            buy = _eval_tree(code, offsets[2 * i], offsets[2 * i + 1], floats, bools, s, d, stack)
+            sell = _eval_tree(code, offsets[2 * i + 1], offsets[2 * i + 2], floats, bools, s, d, stack)
+            m, sh, act = trade_day(buy, sell, np.float64(floats[s, CP, d]), m, sh)
+            if act == 4:
+                overflow += 1
+            if trace_on:
+                trace[t, d] = np.uint8(buy + 2 * sell + 4 * (act & 3))
+        if sh > 0:
+            m = m + sh * np.float64(floats[s, CP, D - 1]) - 1.0
+        money[t] = m
+    return overflow
+# --8<-- [end:interpret]
+
+
+@njit(inline="always")
+def _eval_bits(code, a, b, masks, s, w, stack):
+    top = np.uint64(0)
+    sp = 0
+    pc = a
+    while pc < b:
+        op = np.int32(code[pc])
+        if op < 31:
+            if op < 17:  # "a b <" or "a b >": one mask
+                rhs = np.int32(code[pc + 1])
+                k = op * 17 + rhs if code[pc + 2] == 34 else rhs * 17 + op
+                pc += 3
+            else:
+                k = 289 + (op - 17)
+                pc += 1
+            stack[sp] = top  # spill the old top (unused below position 0)
+            sp += 1
+            top = np.uint64(masks[s, w, k])
+        else:
+            pc += 1
+            if op == 31:
+                sp -= 1
+                top = top & stack[sp]
+            elif op == 32:
+                sp -= 1
+                top = top | stack[sp]
+            else:
+                top = top ^ np.uint64(0xFFFFFFFF)
+    return top
+
+
+# --8<-- [start:interpret_bitsliced]
+@njit(parallel=True, cache=True)
+def interpret_bitsliced(code, offsets, masks, close, days, stack_depth, money, trace, trace_on):
+    """The bit-sliced evaluation: ``masks`` uint32 ``[S, W, 303]``, ``close`` float32 ``[S, D]``.
+    Each word op evaluates 32 days; the trading loop jumps to the next day with an executable
+    signal (buy ∧ ¬sell when flat, sell ∧ ¬buy when holding) with a count-trailing-zeros."""
+    S, W = masks.shape[0], masks.shape[1]
+    P = (offsets.size - 1) // 2
+    overflow = 0
+    for t in prange(P * S):
+        i, s = t // S, t % S
+        stack = np.empty(stack_depth + 1, np.uint64)
+        m, sh = 10000.0, 0
+        for w in range(W):
+            bw = _eval_bits(code, offsets[2 * i], offsets[2 * i + 1], masks, s, w, stack)
+            sw = _eval_bits(code, offsets[2 * i + 1], offsets[2 * i + 2], masks, s, w, stack)
+            left = days - 32 * w
+            valid = np.uint64(0xFFFFFFFF) if left >= 32 else (np.uint64(1) << np.uint64(left)) - np.uint64(1)
+            bw &= valid  # NOT sets the bits past the last day: clear them
+            sw &= valid
+            if trace_on:
+                for j in range(min(32, left)):
+                    trace[t, 32 * w + j] = np.uint8(((bw >> np.uint64(j)) & np.uint64(1))
+                                                    + 2 * ((sw >> np.uint64(j)) & np.uint64(1)))
+            eb = bw & ~sw & valid  # days a buy would execute (when flat)
+            es = sw & ~bw & valid  # days a sell would execute (when holding)
+            done = np.uint64(0)  # days of this word already handled
+            while True:
+                pending = (es if sh > 0 else eb) & ~done
+                if pending == 0:
+                    break
+                j = trailing_zeros(pending)
+                d = 32 * w + j
+                m, sh, act = trade_day(sh == 0, sh > 0, np.float64(close[s, d]), m, sh)
+                if act == 4:
+                    overflow += 1
+                if trace_on:
+                    trace[t, d] |= np.uint8(4 * (act & 3))
+                done = (np.uint64(2) << np.uint64(j)) - np.uint64(1)
+        if sh > 0:
+            m = m + sh * np.float64(close[s, days - 1]) - 1.0
+        money[t] = m
+    return overflow
+# --8<-- [end:interpret_bitsliced]
+
+
+# --8<-- [start:fitness]
+@njit(parallel=True, cache=True)
+def fitness(money, bh, P, S, out):
+    """``out[i]`` = mean over stocks of (ROI − buy-and-hold ROI), summed in stock order."""
+    for i in prange(P):
+        acc = 0.0
+        for s in range(S):
+            acc += (money[i * S + s] - 10000.0) / 10000.0 - bh[s]
+        out[i] = acc / S
+# --8<-- [end:fitness]

@@ -1,0 +1,359 @@
+r"""Host side of chapter 3: limits (errors that name them), buffers, and the launch sequences.
+
+An :class:`Evaluator` binds a variant to a market: the market's arrays go to the device once,
+in the layout the variant reads; each call evaluates one population — upload its byte code,
+launch the interpreter kernel(s), then the fitness reduction — and returns device arrays.
+That is one generation's evaluation: what the benchmark times and what the GP loop calls.
+
+The launch sequence is written once for both backends through a kernel provider
+``K(name, grid, block, *args, constant=bytes)`` (``constant``: the batch to copy into constant
+memory first), so the simulator tests of the numba path run every line the CUDA C path also runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+
+from gpulab import cudac, device
+from gpulab.errors import GpulabError, LimitError
+from gpulab.gp import opcodes as oc
+from gpulab.gp import trading
+from gpulab.gp.programs import Population, ProgramLimitError, TREES, _where
+from gpulab.launch import ceil_div, check_block
+
+PACKAGE = "gpulab.gp"
+SOURCE = "kernels.cu"
+CONST_BYTES = 65536
+REGISTER_BITS = 32  # the register variant's bit-stack is one uint32
+FITNESS_BLOCK = 128
+
+
+# ----------------------------------------------------------------------------- limits
+
+
+def check_program_bytes(pop: Population, limit: int, variant: str, per_node: int = 1, nodes=None) -> None:
+    """Each individual's two trees must fit a per-warp buffer of ``limit`` opcodes."""
+    nodes = pop.nodes if nodes is None else nodes
+    total = nodes.sum(axis=1)
+    over = np.flatnonzero(total > limit)
+    if over.size:
+        i = int(over[0])
+        buy = int(nodes[i, 0])
+        t, pos = (0, limit) if buy > limit else (1, limit - buy)
+        raise ProgramLimitError(f"individual {i}, {TREES[t]} tree, position {pos}: too long for the {variant} variant: "
+                                f"its two trees have {int(total[i])} opcodes, over the CODE = {limit} "
+                                f"({limit * per_node} bytes) of program a warp keeps in shared memory")
+
+
+def check_limits(name: str, pop: Population, params: dict) -> None:
+    """Reject, naming individual, tree and position, programs a variant cannot run."""
+    p = params
+    if name in ("thread_global", "coalesced", "constant", "shared", "interpreter"):
+        pop.check_limits(stack=p["STACK"], variant=name)
+    if name in ("shared", "register", "bitsliced"):
+        check_program_bytes(pop, p["CODE"], name)
+    if name == "register":
+        pop.check_limits(bools=REGISTER_BITS, variant=name)
+    if name in ("bitsliced", "cpu_bitsliced"):
+        pop.check_limits(bools=p["BSTACK"], variant=name)
+    if name == "constant":
+        cap = p.get("CONST_CAPACITY", CONST_BYTES)
+        cost = pop.nodes.sum(axis=1) + 4
+        if (cost + 2 > cap).any():
+            i = int(np.flatnonzero(cost + 2 > cap)[0])
+            raise ProgramLimitError(f"{_where(i, 1, int(pop.nodes[i, 1]))}: too long for the constant variant: "
+                                    f"{int(cost[i]) + 2} bytes with its offsets, over the {cap} bytes of "
+                                    "constant memory")
+
+
+def check_market(market, variant_name: str) -> None:
+    S, D = market.stocks, market.days
+    if S * D * oc.NF >= 2**31 or market.words * 303 * S >= 2**31:
+        raise LimitError(f"{S} stocks × {D} days: the indicator arrays exceed 2**31 elements")
+
+
+def constant_batches(pop: Population, capacity: int = CONST_BYTES) -> list[tuple[int, int]]:
+    """Split the population into (first, count) batches of whole individuals whose programs and
+    uint16 offsets fit the 64 KiB of constant memory: 4 bytes of offsets per individual, 2 more
+    per batch, and the code. (A smaller ``capacity`` lets the tests make many batches.)"""
+    cost = pop.nodes.sum(axis=1).astype(np.int64) + 4
+    csum = np.concatenate([[0], np.cumsum(cost)])
+    out, i0, P = [], 0, len(pop)
+    while i0 < P:
+        # largest nb with csum[i0+nb] - csum[i0] + 2 <= capacity
+        end = int(np.searchsorted(csum, csum[i0] + capacity - 2, side="right")) - 1
+        nb = max(1, end - i0)
+        out.append((i0, nb))
+        i0 += nb
+    return out
+
+
+def constant_image(pop: Population, i0: int, nb: int) -> np.ndarray:
+    """The bytes of one batch as the constant kernel reads them: uint16 offsets of the
+    2·nb trees (relative to the code) then the code."""
+    a, b = int(pop.offsets[2 * i0]), int(pop.offsets[2 * (i0 + nb)])
+    offs = (pop.offsets[2 * i0:2 * (i0 + nb) + 1] - a).astype("<u2")
+    img = np.zeros(CONST_BYTES, np.uint8)
+    head = offs.view(np.uint8)
+    img[:head.size] = head
+    img[head.size:head.size + (b - a)] = pop.code[a:b]
+    return img
+
+
+# ----------------------------------------------------------------------------- kernel providers
+
+
+class NumbaKernels:
+    """``K(name, grid, block, *args)`` for the numba kernels, with the variant's parameters."""
+
+    backend = "numba"
+
+    def __init__(self, params: dict):
+        self.params = params
+        self._cache: dict = {}
+
+    def kernel(self, name):
+        from gpulab.gp import kernels_numba as kn
+
+        if name not in self._cache:
+            kern, sig = kn.kernel_for(name.removeprefix("gp_"), self.params)
+            self._cache[name] = (kern, sig)
+        return self._cache[name]
+
+    def __call__(self, name, grid, block, *args, constant=None):
+        kern, _ = self.kernel(name)
+        if constant is not None:
+            self.set_constant(kern, args, constant)
+        kern[grid, block](*args)
+
+    # --8<-- [start:set_constant]
+    @staticmethod
+    def set_constant(kern, args, image: np.ndarray) -> None:
+        """Copy a batch into the ``gp_programs`` constant symbol of the kernel that these
+        ``args`` will launch (cudaMemcpyToSymbol)."""
+        from numba import cuda
+
+        from gpulab.gp import kernels_numba as kn
+
+        if device.on_simulator():
+            kn.SIM_CONST[:] = image
+            return
+        compiled = kern.compile(tuple(kern.typeof_pyval(a) for a in args))  # the overload the launch uses
+        module = compiled._codelibrary.get_cufunc().module
+        symbol, size = module.get_global_symbol(kn.CONST_SYMBOL)
+        cuda.synchronize()  # the previous batch's launch still reads the symbol
+        from numba.cuda.cudadrv.driver import host_to_device
+
+        host_to_device(symbol, image, min(size, image.nbytes))
+    # --8<-- [end:set_constant]
+
+
+class CudaCKernels:
+    """``K(name, grid, block, *args)`` for the CUDA C kernels (pycuda), compiled with the
+    variant's parameters as ``-D`` macros."""
+
+    backend = "cuda-c"
+
+    def __init__(self, params: dict):
+        self.defines = cuda_defines(params)
+
+    def __call__(self, name, grid, block, *args, constant=None):
+        if constant is not None:
+            self.set_constant(constant)
+        cudac.launch(cudac.kernel(PACKAGE, SOURCE, name, self.defines), grid, block, *args)
+
+    def set_constant(self, image: np.ndarray) -> None:
+        import pycuda.driver as drv
+        from numba import cuda
+
+        module = cudac.load(PACKAGE, SOURCE, self.defines)
+        symbol, size = module.get_global("gp_programs")
+        cuda.synchronize()  # the previous batch's launch still reads the symbol
+        drv.memcpy_htod(symbol, image[:size])
+
+
+def cuda_defines(params: dict) -> dict:
+    return {k: v for k, v in params.items() if k in ("STACK", "WPB", "CODE", "BSTACK")}
+
+
+def provider(backend: str, params: dict):
+    return CudaCKernels(params) if backend == "cuda-c" else NumbaKernels(params)
+
+
+# ----------------------------------------------------------------------------- evaluation
+
+
+def _i(x) -> np.int32:
+    return np.int32(x)
+
+
+def geometry(params: dict) -> dict:
+    """Block sizes for this machine: the simulator gets small blocks (it pays per thread)."""
+    p = dict(params)
+    if device.on_simulator():
+        for k, v in p.get("sim", {}).items():
+            p[k] = v
+    p.pop("sim", None)
+    if "BLOCK" in p:
+        check_block(p["BLOCK"])
+        if p["BLOCK"] % 32:
+            raise LimitError(f"BLOCK = {p['BLOCK']}: blocks must be whole warps (a multiple of 32)")
+    if "WPB" in p:
+        check_block(32 * p["WPB"])
+    return p
+
+
+class Evaluator:
+    """Evaluate populations with one GPU variant on one market (inputs uploaded once).
+
+    ``evaluator(population)`` enqueues one generation's evaluation and returns device arrays
+    ``(fitness [P], money [P*S], trace [P*S*D] or None)``; it raises
+    :class:`~gpulab.errors.LimitError` when a buy would reach 2**29 shares.
+    """
+
+    def __init__(self, name: str, backend: str, market, params: dict):
+        self.name, self.backend, self.market = name, backend, market
+        self.p = geometry(params)
+        self.K = provider(backend, self.p)
+        check_market(market, name)
+        layout = "sid" if name == "thread_global" else "dis"
+        self.F, self.B = market.device(layout)
+        self.bh = market.device("bh")
+        self.M = market.device("wms") if name == "bitsliced" else None
+        self._buffers: dict = {}
+        self.compile_ms = 0.0
+
+    def _buf(self, key, n, dtype):
+        from numba import cuda
+
+        b = self._buffers.get(key)
+        if b is None or b.size < n:
+            b = self._buffers[key] = cuda.device_array(max(n, 1), dtype)
+        return b[:max(n, 1)]
+
+    # --8<-- [start:evaluate]
+    def __call__(self, pop: Population, trace: bool = False, poison: bool = False):
+        from numba import cuda
+
+        from gpulab.checking import poisoned
+
+        name, p, K, m = self.name, self.p, self.K, self.market
+        P, S, D = len(pop), m.stocks, m.days
+        check_limits(name, pop, p)
+        money = self._buf("money", P * S, np.float64)
+        tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
+        fit = self._buf("fitness", P, np.float64)
+        flags = self._buf("flags", 1, np.int32)
+        if poison:
+            money.copy_to_device(poisoned(money.size, np.float64))
+            fit.copy_to_device(poisoned(fit.size, np.float64))
+            if trace:
+                tr.copy_to_device(np.full(tr.size, 0xFF, np.uint8))
+        flags.copy_to_device(np.zeros(1, np.int32))
+        args_tail = (money, tr, _i(trace), flags)
+        dims = (_i(P), _i(S), _i(D))
+        groups = ceil_div(S, 32)
+        if name == "compiled":
+            self._compiled(pop, dims, args_tail)
+        elif name == "constant":
+            block = p["BLOCK"]
+            for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):  # one launch per 64 KiB
+                threads = nb * groups * 32
+                grid = ceil_div(threads, block)
+                stack = self._buf("stack", p["STACK"] * grid * block, np.float32)
+                K("gp_constant", (grid,), (block,), _i(i0), _i(nb), _i(S), _i(D), self.F, self.B, stack, *args_tail,
+                  constant=constant_image(pop, i0, nb))
+        else:
+            code = self._buf("code", pop.code.size, np.uint8)  # reused from generation to generation
+            offs = self._buf("offsets", pop.offsets.size, np.int32)
+            code.copy_to_device(pop.code)
+            offs.copy_to_device(pop.offsets)
+            if name == "thread_global":
+                block = p["BLOCK"]
+                grid = ceil_div(P * S, block)
+                stack = self._buf("stack", p["STACK"] * P * S, np.float32)
+                K("gp_thread_global", (grid,), (block,), code, offs, *dims, self.F, self.B, stack, *args_tail)
+            elif name == "coalesced":
+                block = p["BLOCK"]
+                grid = ceil_div(P * groups * 32, block)
+                stack = self._buf("stack", p["STACK"] * grid * block, np.float32)
+                K("gp_coalesced", (grid,), (block,), code, offs, *dims, self.F, self.B, stack, *args_tail)
+            else:  # shared, register, bitsliced: a block of WPB warps, programs in shared memory
+                block = 32 * p["WPB"]
+                grid = ceil_div(P * groups * 32, block)
+                if name == "bitsliced":
+                    K("gp_bitsliced", (grid,), (block,), code, offs, *dims, self.M, self.F, *args_tail)
+                else:
+                    K(f"gp_{name}", (grid,), (block,), code, offs, *dims, self.F, self.B, *args_tail)
+        K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit)
+        if int(flags.copy_to_host()[0]):  # the one synchronization: 4 bytes
+            raise LimitError(overflow_message(self.name))
+        return fit, money, (tr if trace else None)
+    # --8<-- [end:evaluate]
+
+    def _compiled(self, pop, dims, args_tail):
+        from gpulab.gp import compiled
+
+        kern = compiled.kernel(self.backend, pop, self.p)
+        self.compile_ms = kern.compile_ms
+        kern.launch(32 * self.p["WPB"], self.market.stocks, self.market.days, self.F, self.B, *args_tail)
+
+
+def overflow_message(variant: str) -> str:
+    return (f"variant {variant}: a buy would have reached 2**29 shares or more (money / close too large): "
+            "shares * close would no longer be exact in float64; use prices above 1e-5 of the money")
+
+
+# ----------------------------------------------------------------------------- CPU variants
+
+
+class CpuEvaluator:
+    """The CPU backends, with the :class:`Evaluator` interface (host arrays)."""
+
+    def __init__(self, name: str, backend: str, market, params: dict):
+        self.name, self.market, self.p = name, market, dict(params)
+        self.compile_ms = 0.0
+
+    def __call__(self, pop: Population, trace: bool = False, poison: bool = False):
+        from gpulab.gp import cpu, reference
+
+        m = self.market
+        P, S, D = len(pop), m.stocks, m.days
+        if self.name == "reference":
+            ev = reference.evaluate(pop, m, trace=trace)
+            return ev.fitness, ev.money.ravel(), (ev.trace.ravel() if trace else None)
+        money = np.full(P * S, np.nan)
+        tr = np.full((P * S, D) if trace else (1, 1), 0xFF, np.uint8)
+        if self.name == "interpreter":
+            check_limits("interpreter", pop, self.p)
+            over = cpu.interpret(pop.code, pop.offsets, m.floats("sid"), m.bools("sid"), self.p["STACK"], money, tr,
+                                 trace)
+        else:
+            check_limits("cpu_bitsliced", pop, self.p)
+            over = cpu.interpret_bitsliced(pop.code, pop.offsets, m.masks("swm"), m.close32(), D, self.p["BSTACK"],
+                                           money, tr, trace)
+        if over:
+            raise LimitError(overflow_message(self.name))
+        fit = np.empty(P)
+        cpu.fitness(money, m.buy_and_hold(), P, S, fit)
+        return fit, money, (tr.ravel() if trace else None)
+
+
+def evaluator_factory(backend: str):
+    """The ``run`` callable of a registry entry: ``(name, market, params) -> evaluator``."""
+
+    def make(name: str, market, params: dict):
+        if backend == "cpu":
+            return CpuEvaluator(name, backend, market, params)
+        return Evaluator(name, backend, market, params)
+
+    make.backend = backend
+    return make
+
+
+def population_key(pop: Population) -> str:
+    h = hashlib.sha1(pop.code.tobytes())
+    h.update(pop.offsets.tobytes())
+    return h.hexdigest()

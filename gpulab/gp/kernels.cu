@@ -1,0 +1,451 @@
+// Chapter 3 kernels in CUDA C: the RPN interpreter, from global-memory stacks to bit-slicing.
+// The same kernels as kernels_numba.py, line by line; compile-time sizes come as -D macros from
+// the variant registry (STACK, WPB, CODE, BSTACK). Every kernel writes money[i*S + s] (the money
+// after the last day, positions sold), a trace byte per day when trace_on, and flags[0] = 1 when
+// a buy would reach 2^29 shares. Indices are 64-bit unsigned, as in the numba kernels.
+
+#ifndef STACK
+#define STACK 32
+#endif
+#ifndef WPB
+#define WPB 4
+#endif
+#ifndef CODE
+#define CODE 512
+#endif
+#ifndef BSTACK
+#define BSTACK 16
+#endif
+
+// --8<-- [start:common]
+typedef unsigned long long u64;
+#define NF 17ULL     // float terminals
+#define NB 14ULL     // boolean terminals
+#define CP 15ULL     // the close price (a float terminal)
+#define NMASK 303ULL // bit masks per stock and word: 17*17 comparisons + 14 booleans
+
+// (global thread, individual, stock) when one warp evaluates one individual on 32 stocks
+__device__ __forceinline__ void warp_task(int S, u64& t, u64& i, u64& s)
+{
+    t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 groups = ((u64)S + 31) / 32;
+    u64 warp = t / 32;
+    i = warp / groups;
+    s = (warp % groups) * 32 + (t % 32);
+}
+// --8<-- [end:common]
+
+// --8<-- [start:trade_day]
+// One day of the decision matrix (gpulab/gp/trading.py): 0 nothing, 1 bought, 2 sold, 4 overflow.
+// n * close is exact in double (n < 2^29, close has 24 significant bits), so a contraction of
+// money - n * close into an FMA gives the same bits as the CPU.
+__device__ __forceinline__ int trade_day(int buy, int sell, double close, double& money, long long& shares)
+{
+    if (buy && !sell) {
+        if (shares == 0) {
+            double avail = money - 1.0;  // the fee
+            double q = avail / close;
+            if (q >= 536870912.0) return 4;  // 2^29 shares or more
+            if (q >= 1.0) {
+                long long n = (long long)q;
+                if ((double)n * close > avail) n -= 1;  // q was rounded up to an integer
+                if (n >= 1) {
+                    money = avail - (double)n * close;
+                    shares = n;
+                    return 1;
+                }
+            }
+        }
+    } else if (sell && !buy) {
+        if (shares > 0) {
+            money = money + (double)shares * close - 1.0;
+            shares = 0;
+            return 2;
+        }
+    }
+    return 0;
+}
+// --8<-- [end:trade_day]
+
+__device__ __forceinline__ unsigned char trace_byte(int buy, int sell, int act)
+{
+    return (unsigned char)(buy + 2 * sell + 4 * (act & 3));
+}
+
+// --8<-- [start:stack_eval]
+// Algorithm 2 for one stock-day: float terminal k at F[fbase + k*fstride], boolean k at
+// B[bbase + k*bstride], stack slot j at stack[sbase + j*sstride] (booleans as 0.0f / 1.0f).
+__device__ __forceinline__ int stack_eval(const unsigned char* code, u64 a, u64 b,
+                                          const float* __restrict__ F, u64 fbase, u64 fstride,
+                                          const unsigned char* __restrict__ B, u64 bbase, u64 bstride,
+                                          float* stack, u64 sbase, u64 sstride)
+{
+    u64 sp = 0;
+    for (u64 pc = a; pc < b; ++pc) {
+        unsigned op = code[pc];
+        if (op < 17) {  // float terminal
+            stack[sbase + sp * sstride] = F[fbase + op * fstride];
+            sp += 1;
+        } else if (op < 31) {  // boolean terminal
+            stack[sbase + sp * sstride] = (float)B[bbase + (op - 17) * bstride];
+            sp += 1;
+        } else if (op == 33) {  // NOT
+            u64 k = sbase + (sp - 1) * sstride;
+            stack[k] = (float)(stack[k] == 0.0f);
+        } else {  // AND, OR, <, >: the right argument is on top
+            float r = stack[sbase + (sp - 1) * sstride];
+            sp -= 1;
+            u64 k = sbase + (sp - 1) * sstride;
+            float l = stack[k];
+            int v;
+            if (op == 31) v = (l != 0.0f) && (r != 0.0f);
+            else if (op == 32) v = (l != 0.0f) || (r != 0.0f);
+            else if (op == 34) v = l < r;
+            else v = l > r;
+            stack[k] = (float)v;
+        }
+    }
+    return stack[sbase] != 0.0f;
+}
+// --8<-- [end:stack_eval]
+
+// --8<-- [start:thread_global]
+extern "C" __global__ void gp_thread_global(const unsigned char* code, const int* offs, int P, int S, int D,
+                                            const float* __restrict__ F, const unsigned char* __restrict__ B,
+                                            float* stack, double* money, unsigned char* trace, int trace_on,
+                                            int* flags)
+{
+    u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    u64 uS = S, uD = D;
+    if (t >= (u64)P * uS) return;
+    u64 i = t / uS, s = t % uS;
+    u64 a = offs[2 * i], mid = offs[2 * i + 1], b = offs[2 * i + 2];
+    double m = 10000.0;
+    long long sh = 0;
+    for (u64 d = 0; d < uD; ++d) {
+        u64 fbase = s * NF * uD + d;  // F[s, k, d] = F[(s*17 + k)*D + d]
+        u64 bbase = s * NB * uD + d;
+        int buy = stack_eval(code, a, mid, F, fbase, uD, B, bbase, uD, stack, t * STACK, 1);
+        int sell = stack_eval(code, mid, b, F, fbase, uD, B, bbase, uD, stack, t * STACK, 1);
+        int act = trade_day(buy, sell, (double)F[fbase + CP * uD], m, sh);
+        if (act == 4) flags[0] = 1;
+        if (trace_on) trace[t * uD + d] = trace_byte(buy, sell, act);
+    }
+    if (sh > 0) m = m + sh * (double)F[s * NF * uD + CP * uD + uD - 1] - 1.0;
+    money[t] = m;
+}
+// --8<-- [end:thread_global]
+
+// --8<-- [start:coalesced]
+extern "C" __global__ void gp_coalesced(const unsigned char* code, const int* offs, int P, int S, int D,
+                                        const float* __restrict__ F, const unsigned char* __restrict__ B,
+                                        float* stack, double* money, unsigned char* trace, int trace_on,
+                                        int* flags)
+{
+    u64 t, i, s;
+    warp_task(S, t, i, s);
+    u64 uS = S, uD = D;
+    if (i >= (u64)P || s >= uS) return;  // idle lanes of the last group, and the grid's tail
+    u64 T = (u64)gridDim.x * blockDim.x;
+    u64 a = offs[2 * i], mid = offs[2 * i + 1], b = offs[2 * i + 2];
+    double m = 10000.0;
+    long long sh = 0;
+    for (u64 d = 0; d < uD; ++d) {
+        u64 fbase = d * NF * uS + s;  // F[d, k, s] = F[(d*17 + k)*S + s]
+        u64 bbase = d * NB * uS + s;
+        int buy = stack_eval(code, a, mid, F, fbase, uS, B, bbase, uS, stack, t, T);
+        int sell = stack_eval(code, mid, b, F, fbase, uS, B, bbase, uS, stack, t, T);
+        int act = trade_day(buy, sell, (double)F[fbase + CP * uS], m, sh);
+        if (act == 4) flags[0] = 1;
+        if (trace_on) trace[(i * uS + s) * uD + d] = trace_byte(buy, sell, act);
+    }
+    if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
+    money[i * uS + s] = m;
+}
+// --8<-- [end:coalesced]
+
+// --8<-- [start:constant]
+// A batch of individuals: 2*nb + 1 uint16 tree offsets (relative to the code), then the code.
+__constant__ unsigned char gp_programs[65536];
+
+__device__ __forceinline__ u64 const_u16(u64 k)
+{
+    return (u64)gp_programs[k] | ((u64)gp_programs[k + 1] << 8);
+}
+
+__device__ __forceinline__ int const_eval(u64 a, u64 b, const float* __restrict__ F, u64 fbase, u64 fstride,
+                                          const unsigned char* __restrict__ B, u64 bbase, u64 bstride,
+                                          float* stack, u64 sbase, u64 sstride)
+{
+    u64 sp = 0;
+    for (u64 pc = a; pc < b; ++pc) {
+        unsigned op = gp_programs[pc];  // the same address in every lane: a broadcast
+        if (op < 17) {
+            stack[sbase + sp * sstride] = F[fbase + op * fstride];
+            sp += 1;
+        } else if (op < 31) {
+            stack[sbase + sp * sstride] = (float)B[bbase + (op - 17) * bstride];
+            sp += 1;
+        } else if (op == 33) {
+            u64 k = sbase + (sp - 1) * sstride;
+            stack[k] = (float)(stack[k] == 0.0f);
+        } else {
+            float r = stack[sbase + (sp - 1) * sstride];
+            sp -= 1;
+            u64 k = sbase + (sp - 1) * sstride;
+            float l = stack[k];
+            int v;
+            if (op == 31) v = (l != 0.0f) && (r != 0.0f);
+            else if (op == 32) v = (l != 0.0f) || (r != 0.0f);
+            else if (op == 34) v = l < r;
+            else v = l > r;
+            stack[k] = (float)v;
+        }
+    }
+    return stack[sbase] != 0.0f;
+}
+
+extern "C" __global__ void gp_constant(int i0, int nb, int S, int D, const float* __restrict__ F,
+                                       const unsigned char* __restrict__ B, float* stack, double* money,
+                                       unsigned char* trace, int trace_on, int* flags)
+{
+    u64 t, j, s;  // j: the individual within the batch
+    warp_task(S, t, j, s);
+    u64 uS = S, uD = D;
+    if (j >= (u64)nb || s >= uS) return;
+    u64 T = (u64)gridDim.x * blockDim.x;
+    u64 i = (u64)i0 + j;
+    u64 code0 = 2 * (2 * (u64)nb + 1);  // the code starts after the offsets
+    u64 a = code0 + const_u16(2 * (2 * j));
+    u64 mid = code0 + const_u16(2 * (2 * j + 1));
+    u64 b = code0 + const_u16(2 * (2 * j + 2));
+    double m = 10000.0;
+    long long sh = 0;
+    for (u64 d = 0; d < uD; ++d) {
+        u64 fbase = d * NF * uS + s;
+        u64 bbase = d * NB * uS + s;
+        int buy = const_eval(a, mid, F, fbase, uS, B, bbase, uS, stack, t, T);
+        int sell = const_eval(mid, b, F, fbase, uS, B, bbase, uS, stack, t, T);
+        int act = trade_day(buy, sell, (double)F[fbase + CP * uS], m, sh);
+        if (act == 4) flags[0] = 1;
+        if (trace_on) trace[(i * uS + s) * uD + d] = trace_byte(buy, sell, act);
+    }
+    if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
+    money[i * uS + s] = m;
+}
+// --8<-- [end:constant]
+
+// The warp's lanes copy individual i's two trees into scode; returns (start of sell, end).
+template <typename T>
+__device__ __forceinline__ void load_program(const T* code, const int* offs, int P, u64 i, T* scode, u64 lane,
+                                             u64& mid, u64& end)
+{
+    mid = 0;
+    end = 0;
+    if (i >= (u64)P) return;
+    u64 a = offs[2 * i], m = offs[2 * i + 1], b = offs[2 * i + 2];
+    for (u64 k = lane; k < b - a; k += 32) scode[k] = code[a + k];
+    mid = m - a;
+    end = b - a;
+}
+
+// --8<-- [start:shared]
+extern "C" __global__ void gp_shared(const unsigned char* code, const int* offs, int P, int S, int D,
+                                     const float* __restrict__ F, const unsigned char* __restrict__ B,
+                                     double* money, unsigned char* trace, int trace_on, int* flags)
+{
+    __shared__ unsigned char scode[WPB][CODE];
+    __shared__ float sstack[STACK * WPB * 32];
+    u64 t, i, s, mid, end;
+    warp_task(S, t, i, s);
+    u64 w = threadIdx.x / 32;
+    load_program(code, offs, P, i, scode[w], t % 32, mid, end);
+    __syncthreads();
+    u64 uS = S, uD = D;
+    if (i >= (u64)P || s >= uS) return;
+    const unsigned char* prog = scode[w];
+    u64 tb = threadIdx.x;
+    double m = 10000.0;
+    long long sh = 0;
+    for (u64 d = 0; d < uD; ++d) {
+        u64 fbase = d * NF * uS + s;
+        u64 bbase = d * NB * uS + s;
+        int buy = stack_eval(prog, 0, mid, F, fbase, uS, B, bbase, uS, sstack, tb, WPB * 32);
+        int sell = stack_eval(prog, mid, end, F, fbase, uS, B, bbase, uS, sstack, tb, WPB * 32);
+        int act = trade_day(buy, sell, (double)F[fbase + CP * uS], m, sh);
+        if (act == 4) flags[0] = 1;
+        if (trace_on) trace[(i * uS + s) * uD + d] = trace_byte(buy, sell, act);
+    }
+    if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
+    money[i * uS + s] = m;
+}
+// --8<-- [end:shared]
+
+// --8<-- [start:register_eval]
+// No memory stack: floats only meet in < and >, right after their two terminals (two
+// registers f0, f1); every other entry is a boolean, a bit of `bits` (the top is bit 0).
+__device__ __forceinline__ int register_eval(const unsigned char* code, u64 a, u64 b,
+                                             const float* __restrict__ F, u64 fbase, u64 fstride,
+                                             const unsigned char* __restrict__ B, u64 bbase, u64 bstride)
+{
+    unsigned bits = 0;
+    float f0 = 0.0f, f1 = 0.0f;
+    for (u64 pc = a; pc < b; ++pc) {
+        unsigned op = code[pc];
+        if (op < 17) {
+            f0 = f1;
+            f1 = F[fbase + op * fstride];
+        } else if (op < 31) {
+            bits = (bits << 1) | (unsigned)B[bbase + (op - 17) * bstride];
+        } else if (op == 31) {  // AND: pop the top, clear the new top unless the popped bit was 1
+            unsigned top = bits & 1u;
+            bits = (bits >> 1) & (0xFFFFFFFEu | top);
+        } else if (op == 32) {  // OR
+            unsigned top = bits & 1u;
+            bits = (bits >> 1) | top;
+        } else if (op == 33) {  // NOT
+            bits ^= 1u;
+        } else if (op == 34) {
+            bits = (bits << 1) | (unsigned)(f0 < f1);
+        } else {
+            bits = (bits << 1) | (unsigned)(f0 > f1);
+        }
+    }
+    return (bits & 1u) != 0;
+}
+// --8<-- [end:register_eval]
+
+// --8<-- [start:register]
+extern "C" __global__ void gp_register(const unsigned char* code, const int* offs, int P, int S, int D,
+                                       const float* __restrict__ F, const unsigned char* __restrict__ B,
+                                       double* money, unsigned char* trace, int trace_on, int* flags)
+{
+    __shared__ unsigned char scode[WPB][CODE];
+    u64 t, i, s, mid, end;
+    warp_task(S, t, i, s);
+    u64 w = threadIdx.x / 32;
+    load_program(code, offs, P, i, scode[w], t % 32, mid, end);
+    __syncthreads();
+    u64 uS = S, uD = D;
+    if (i >= (u64)P || s >= uS) return;
+    const unsigned char* prog = scode[w];
+    double m = 10000.0;
+    long long sh = 0;
+    for (u64 d = 0; d < uD; ++d) {
+        u64 fbase = d * NF * uS + s;
+        u64 bbase = d * NB * uS + s;
+        int buy = register_eval(prog, 0, mid, F, fbase, uS, B, bbase, uS);
+        int sell = register_eval(prog, mid, end, F, fbase, uS, B, bbase, uS);
+        int act = trade_day(buy, sell, (double)F[fbase + CP * uS], m, sh);
+        if (act == 4) flags[0] = 1;
+        if (trace_on) trace[(i * uS + s) * uD + d] = trace_byte(buy, sell, act);
+    }
+    if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
+    money[i * uS + s] = m;
+}
+// --8<-- [end:register]
+
+// --8<-- [start:bits_eval]
+// A tree on one 32-day word: each comparison "a b <" ("a b >") of the RPN is one push of the mask
+// "a < b" (mask a*17 + b; "a > b" is "b < a"), a boolean terminal k pushes mask 289 + k; AND, OR,
+// NOT work on 32 days at once. The top of the stack is a register; the rest lives in shared memory.
+__device__ __forceinline__ unsigned bits_eval(const unsigned char* code, u64 a, u64 b,
+                                              const unsigned* __restrict__ M, u64 mbase, u64 mstride,
+                                              unsigned* stack, u64 sbase, u64 sstride)
+{
+    unsigned top = 0;
+    u64 sp = 0;
+    u64 pc = a;
+    while (pc < b) {
+        unsigned op = code[pc];
+        if (op < 31) {
+            u64 k;
+            if (op < 17) {  // a float terminal starts "a b <" or "a b >": one mask
+                unsigned rhs = code[pc + 1];
+                k = code[pc + 2] == 34 ? (u64)op * NF + rhs : (u64)rhs * NF + op;
+                pc += 3;
+            } else {
+                k = 289 + (op - 17);
+                pc += 1;
+            }
+            stack[sbase + sp * sstride] = top;  // spill the old top
+            sp += 1;
+            top = M[mbase + k * mstride];
+        } else {
+            pc += 1;
+            if (op == 31) {
+                sp -= 1;
+                top &= stack[sbase + sp * sstride];
+            } else if (op == 32) {
+                sp -= 1;
+                top |= stack[sbase + sp * sstride];
+            } else {  // NOT (< and > never come here: their operands consumed them)
+                top = ~top;
+            }
+        }
+    }
+    return top;
+}
+// --8<-- [end:bits_eval]
+
+// --8<-- [start:bitsliced]
+extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* offs, int P, int S, int D,
+                                        const unsigned* __restrict__ M, const float* __restrict__ F,
+                                        double* money, unsigned char* trace, int trace_on, int* flags)
+{
+    __shared__ unsigned char scode[WPB][CODE];
+    __shared__ unsigned sstack[BSTACK * WPB * 32];
+    u64 t, i, s, mid, end;
+    warp_task(S, t, i, s);
+    u64 w = threadIdx.x / 32;
+    load_program(code, offs, P, i, scode[w], t % 32, mid, end);
+    __syncthreads();
+    u64 uS = S, uD = D;
+    if (i >= (u64)P || s >= uS) return;
+    const unsigned char* prog = scode[w];
+    u64 tb = threadIdx.x;
+    double m = 10000.0;
+    long long sh = 0;
+    u64 words = (uD + 31) / 32;
+    for (u64 k = 0; k < words; ++k) {
+        u64 mbase = k * NMASK * uS + s;
+        unsigned bw = bits_eval(prog, 0, mid, M, mbase, uS, sstack, tb, WPB * 32);
+        unsigned sw = bits_eval(prog, mid, end, M, mbase, uS, sstack, tb, WPB * 32);
+        u64 left = uD - k * 32;
+        unsigned valid = left >= 32 ? 0xFFFFFFFFu : (1u << left) - 1u;
+        bw &= valid;  // NOT set the bits past the last day
+        sw &= valid;
+        if (trace_on) {
+            for (u64 j = 0; j < (left < 32 ? left : 32); ++j)
+                trace[(i * uS + s) * uD + k * 32 + j] = (unsigned char)(((bw >> j) & 1u) + 2 * ((sw >> j) & 1u));
+        }
+        unsigned eb = bw & ~sw;  // a buy would execute (when flat)
+        unsigned es = sw & ~bw;  // a sell would execute (when holding)
+        unsigned done = 0;
+        while (true) {
+            unsigned pending = (sh > 0 ? es : eb) & ~done;
+            if (pending == 0) break;
+            u64 j = __ffs(pending) - 1;
+            u64 d = k * 32 + j;
+            int act = trade_day(sh == 0, sh > 0, (double)F[(d * NF + CP) * uS + s], m, sh);
+            if (act == 4) flags[0] = 1;
+            if (trace_on) trace[(i * uS + s) * uD + d] |= (unsigned char)(4 * (act & 3));
+            done = (unsigned)((2ULL << j) - 1);
+        }
+    }
+    if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
+    money[i * uS + s] = m;
+}
+// --8<-- [end:bitsliced]
+
+// --8<-- [start:fitness]
+extern "C" __global__ void gp_fitness(const double* money, const double* bh, int P, int S, double* out)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < P) {
+        double acc = 0.0;
+        for (int s = 0; s < S; ++s) acc += (money[(long long)i * S + s] - 10000.0) / 10000.0 - bh[s];
+        out[i] = acc / S;
+    }
+}
+// --8<-- [end:fitness]

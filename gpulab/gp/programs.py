@@ -1,0 +1,474 @@
+r"""Programs: trees as RPN byte code, parsing and printing, the typed validator, and populations.
+
+A tree is stored the way the interpreter reads it: **reverse Polish notation**, one opcode
+byte per node (:mod:`gpulab.gp.opcodes`), children before their parent. The paper's example
+
+    (AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))   ⇄   MA10 MA50 > EMA9 MA25 < NVIG OR AND
+
+parses from either form and prints to either. A **population** is two trees per individual
+(buy, sell) in one flat ``uint8`` array, with ``int32`` offsets: tree ``t`` of individual ``i``
+is ``code[offsets[2*i + t] : offsets[2*i + t + 1]]``. That is exactly what the kernels read,
+and what the GP loop (:mod:`gpulab.gp.evolve`) breeds, without one Python object per node.
+
+Every program reaching a kernel has passed :func:`analyze`: known opcodes, no stack underflow,
+argument types that match, exactly one boolean left at the end. Errors name the individual,
+the tree and the position (0-based, in RPN order).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from gpulab.errors import GpulabError, LimitError
+from gpulab.gp import opcodes as oc
+
+MAX_TREE_NODES = 4096  # a longer tree is rejected ("too long"): kernels index trees with int32 offsets
+TREES = ("buy", "sell")
+
+
+class ProgramError(GpulabError, ValueError):
+    """A malformed program: unknown token, stack underflow, type error, leftover values."""
+
+
+class ProgramLimitError(ProgramError, LimitError):
+    """A well-formed program that is too long or too deep for a limit (the message names it)."""
+
+
+# ----------------------------------------------------------------------------- the validator
+
+OK, UNKNOWN, UNDERFLOW, TYPE, LEFTOVER, RESULT = 0, 1, 2, 3, 4, 5
+_KIND = {UNKNOWN: "unknown opcode", UNDERFLOW: "stack underflow", TYPE: "type error",
+         LEFTOVER: "leftover values", RESULT: "the tree returns a float, not a boolean"}
+
+STAT_NODES, STAT_DEPTH, STAT_STACK, STAT_BOOLS, STAT_ERR, STAT_POS = range(6)
+
+
+# --8<-- [start:analyze]
+@njit(cache=True)
+def analyze(code, offsets):
+    """Scan every tree once with a typed stack. Returns int32 ``[ntrees, 6]``: nodes, depth
+    (height of the tree), general stack depth (values of any type on the stack, at most),
+    boolean stack depth, error kind (0 = none) and the error's position in the tree."""
+    ntrees = offsets.size - 1
+    out = np.zeros((ntrees, 6), np.int32)
+    longest = 1
+    for t in range(ntrees):
+        longest = max(longest, offsets[t + 1] - offsets[t])
+    types = np.empty(longest + 1, np.int8)  # type of each stack entry
+    heights = np.empty(longest + 1, np.int32)  # height of the subtree each entry came from
+    for t in range(ntrees):
+        a, b = offsets[t], offsets[t + 1]
+        sp, nbool, max_sp, max_bool, max_h = 0, 0, 0, 0, 0
+        err, pos = 0, 0
+        for pc in range(a, b):
+            op = np.int32(code[pc])
+            if op >= 36:
+                err, pos = 1, pc - a
+                break
+            if op < 31:  # terminal: push its type
+                types[sp] = 1 if op < 17 else 0
+                heights[sp] = 1
+                nbool += types[sp] == 0
+                sp += 1
+            elif op == 33:  # NOT: boolean -> boolean
+                if sp < 1:
+                    err, pos = 2, pc - a
+                    break
+                if types[sp - 1] != 0:
+                    err, pos = 3, pc - a
+                    break
+                heights[sp - 1] += 1
+            else:  # binary: AND, OR (boolean) or <, > (float)
+                if sp < 2:
+                    err, pos = 2, pc - a
+                    break
+                want = 1 if op >= 34 else 0
+                if types[sp - 1] != want or types[sp - 2] != want:
+                    err, pos = 3, pc - a
+                    break
+                h = max(heights[sp - 1], heights[sp - 2]) + 1
+                sp -= 1
+                if want == 0:
+                    nbool -= 1
+                else:
+                    nbool += 1  # two floats become one boolean
+                types[sp - 1] = 0
+                heights[sp - 1] = h
+            max_sp = max(max_sp, sp)
+            max_bool = max(max_bool, nbool)
+        if err == 0:
+            if sp != 1:
+                err, pos = 4, b - a
+            elif types[0] != 0:
+                err, pos = 5, b - a
+            else:
+                max_h = heights[0]
+        out[t, 0] = b - a
+        out[t, 1] = max_h
+        out[t, 2] = max_sp
+        out[t, 3] = max_bool
+        out[t, 4] = err
+        out[t, 5] = pos
+    return out
+# --8<-- [end:analyze]
+
+
+def _where(individual: int | None, tree: int | None, pos: int, ops=None) -> str:
+    parts = []
+    if individual is not None:
+        parts.append(f"individual {individual}")
+    if tree is not None:
+        parts.append(f"{TREES[tree]} tree")
+    tok = ""
+    if ops is not None and 0 <= pos < len(ops):
+        op = int(ops[pos])
+        tok = f" ({oc.name(op)!r})" if op < oc.NOPS else f" (opcode {op})"
+    parts.append(f"position {pos}{tok}")
+    return ", ".join(parts)
+
+
+def _type_detail(ops, pos) -> str:
+    """Argument types an operator got, for a type-error message (re-scans one tree in Python)."""
+    types = []
+    for op in ops[:pos]:
+        op = int(op)
+        if op < oc.NT:
+            types.append(oc.FLOAT if op < oc.NF else oc.BOOL)
+        elif op == oc.OP_NOT:
+            pass
+        else:
+            types.pop()
+            types[-1] = oc.BOOL
+    p = oc.TABLE[int(ops[pos])]
+    got = types[-p.arity:]
+    want = ", ".join(oc.TYPE_NAMES[x] for x in p.args)
+    have = ", ".join(oc.TYPE_NAMES[x] for x in got)
+    return f"{p.name} takes ({want}), got ({have})"
+
+
+def error_message(stats_row, ops, individual=None, tree=None) -> str:
+    kind, pos = int(stats_row[STAT_ERR]), int(stats_row[STAT_POS])
+    where = _where(individual, tree, pos, ops)
+    if kind == TYPE:
+        return f"{where}: type error: {_type_detail(ops, pos)}"
+    if kind == UNDERFLOW:
+        p = oc.TABLE[int(ops[pos])]
+        return f"{where}: stack underflow: {p.name} needs {p.arity} argument(s)"
+    if kind == LEFTOVER:
+        return f"{where}: leftover values: a tree must leave exactly one value on the stack"
+    return f"{where}: {_KIND[kind]}"
+
+
+def check_stats(stats, offsets, code, ntrees_per=2) -> None:
+    """Raise :class:`ProgramError` for the first malformed tree, naming individual/tree/position."""
+    nodes = stats[:, STAT_NODES]
+    long = np.flatnonzero(nodes > MAX_TREE_NODES)
+    bad = np.flatnonzero(stats[:, STAT_ERR] != OK)
+    if bad.size and (not long.size or bad[0] < long[0]):
+        t = int(bad[0])
+        ops = code[offsets[t]:offsets[t + 1]]
+        raise ProgramError(error_message(stats[t], ops, t // ntrees_per, t % ntrees_per))
+    if long.size:
+        t = int(long[0])
+        raise ProgramLimitError(f"individual {t // ntrees_per}, {TREES[t % ntrees_per]} tree, position "
+                                f"{MAX_TREE_NODES}: too long: {int(nodes[t])} nodes, over the limit of "
+                                f"{MAX_TREE_NODES} nodes per tree")
+
+
+def first_position_over(ops, limit: int, bools_only: bool) -> int:
+    """The position at which a valid tree's stack (or its boolean part) first exceeds ``limit``."""
+    depth = 0
+    for pc, op in enumerate(ops):
+        op = int(op)
+        if op < oc.NT:
+            depth += 1 if (not bools_only or op >= oc.NF) else 0
+        elif op in (oc.OP_AND, oc.OP_OR):
+            depth -= 1
+        elif op in (oc.OP_LT, oc.OP_GT):
+            depth += 1 if bools_only else -1
+        if depth > limit:
+            return pc
+    return len(ops)
+
+
+# ----------------------------------------------------------------------------- text
+
+
+def _tokens(text: str) -> list[str]:
+    return text.replace("(", " ( ").replace(")", " ) ").split()
+
+
+def _opcode(token: str, index: int) -> int:
+    p = oc.lookup(token)
+    if p is None:
+        raise ProgramError(f"position {index} ({token!r}): unknown token; known: "
+                           f"{', '.join(q.name for q in oc.TABLE)}")
+    return p.opcode
+
+
+def _parse_sexpr(toks: list[str]) -> list[int]:
+    out: list[int] = []
+    pos = 0
+
+    def expr():
+        nonlocal pos
+        if pos >= len(toks):
+            raise ProgramError(f"position {pos}: unexpected end of the S-expression")
+        tok = toks[pos]
+        if tok == ")":
+            raise ProgramError(f"position {pos}: unexpected ')'")
+        if tok != "(":
+            out.append(_opcode(tok, pos))
+            pos += 1
+            return
+        pos += 1
+        if pos >= len(toks) or toks[pos] in "()":
+            raise ProgramError(f"position {pos}: '(' must be followed by a function name")
+        head, head_pos = toks[pos], pos
+        op = _opcode(head, pos)
+        p = oc.TABLE[op]
+        if p.is_terminal:
+            raise ProgramError(f"position {head_pos} ({head!r}): a terminal cannot be applied to arguments")
+        pos += 1
+        nargs = 0
+        while pos < len(toks) and toks[pos] != ")":
+            expr()
+            nargs += 1
+        if pos >= len(toks):
+            raise ProgramError(f"position {pos}: missing ')' for the '(' of {head!r} at position {head_pos - 1}")
+        if nargs != p.arity:
+            raise ProgramError(f"position {head_pos} ({head!r}): {p.name} takes {p.arity} argument(s), got {nargs}")
+        pos += 1
+        out.append(op)
+
+    expr()
+    if pos != len(toks):
+        raise ProgramError(f"position {pos} ({toks[pos]!r}): text after the end of the S-expression")
+    return out
+
+
+# --8<-- [start:tree]
+@dataclass(frozen=True, eq=False)
+class Tree:
+    """One boolean tree, as RPN opcodes (``uint8``). Build it with :func:`parse`."""
+
+    ops: np.ndarray
+
+    def __post_init__(self):
+        ops = np.ascontiguousarray(self.ops, dtype=np.uint8)
+        object.__setattr__(self, "ops", ops)
+        stats = analyze(ops, np.array([0, ops.size], np.int32))[0]
+        if stats[STAT_ERR] != OK:
+            raise ProgramError(error_message(stats, ops))
+        if ops.size > MAX_TREE_NODES:
+            raise ProgramLimitError(f"position {MAX_TREE_NODES}: too long: {ops.size} nodes, over the limit "
+                                    f"of {MAX_TREE_NODES} nodes per tree")
+        object.__setattr__(self, "stats", stats)
+
+    @property
+    def nodes(self) -> int:
+        return int(self.ops.size)
+
+    @property
+    def depth(self) -> int:
+        """Height of the tree (a single terminal has depth 1)."""
+        return int(self.stats[STAT_DEPTH])
+
+    @property
+    def stack_depth(self) -> int:
+        """Values on the interpreter's stack at most (floats and booleans)."""
+        return int(self.stats[STAT_STACK])
+
+    @property
+    def bool_depth(self) -> int:
+        """Booleans on the stack at most (the register variant's bit-stack)."""
+        return int(self.stats[STAT_BOOLS])
+
+    def rpn(self) -> str:
+        return " ".join(oc.name(o) for o in self.ops)
+
+    def sexpr(self) -> str:
+        stack: list[str] = []
+        for o in self.ops:
+            p = oc.TABLE[int(o)]
+            if p.is_terminal:
+                stack.append(p.name)
+            else:
+                args = stack[-p.arity:]
+                del stack[-p.arity:]
+                stack.append(f"({p.name} {' '.join(args)})")
+        return stack[0]
+
+    def __str__(self) -> str:
+        return self.sexpr()
+
+    def __repr__(self) -> str:
+        return f"Tree({self.sexpr()!r})"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Tree) and np.array_equal(self.ops, other.ops)
+
+    def __hash__(self) -> int:
+        return hash(self.ops.tobytes())
+# --8<-- [end:tree]
+
+
+def parse(text) -> Tree:
+    """Parse a tree written as an S-expression (``(AND (> MA10 MA50) NVIG)``) or in RPN
+    (``MA10 MA50 > NVIG AND``). A :class:`Tree` is returned as it is.
+
+    Raises:
+        ProgramError: unknown token, unbalanced parentheses, wrong number of arguments, stack
+            underflow, a type error or leftover values; the message names the token position.
+    """
+    if isinstance(text, Tree):
+        return text
+    if not isinstance(text, str):
+        raise ProgramError(f"expected a tree as text or a Tree, got {type(text).__name__}")
+    toks = _tokens(text)
+    if not toks:
+        raise ProgramError("position 0: empty program")
+    if toks[0] == "(":
+        ops = _parse_sexpr(toks)
+    else:
+        if "(" in toks or ")" in toks:
+            i = next(i for i, t in enumerate(toks) if t in "()")
+            raise ProgramError(f"position {i} ({toks[i]!r}): parentheses in an RPN program")
+        ops = [_opcode(t, i) for i, t in enumerate(toks)]
+    return Tree(np.array(ops, np.uint8))
+
+
+def to_rpn(tree) -> str:
+    """RPN text of a tree (given as a :class:`Tree` or as text in either notation)."""
+    return parse(tree).rpn()
+
+
+def to_sexpr(tree) -> str:
+    """S-expression text of a tree (given as a :class:`Tree` or as text in either notation)."""
+    return parse(tree).sexpr()
+
+
+# ----------------------------------------------------------------------------- individuals
+
+
+@dataclass(frozen=True)
+class Individual:
+    """A trading rule: a buy tree and a sell tree (see the decision matrix in the chapter)."""
+
+    buy: Tree
+    sell: Tree
+
+    def __init__(self, buy, sell):
+        object.__setattr__(self, "buy", parse(buy))
+        object.__setattr__(self, "sell", parse(sell))
+
+    @property
+    def nodes(self) -> int:
+        return self.buy.nodes + self.sell.nodes
+
+    def __str__(self) -> str:
+        return f"buy: {self.buy.sexpr()}  sell: {self.sell.sexpr()}"
+
+
+# --8<-- [start:population]
+class Population:
+    """Individuals as flat byte code: what the kernels read and the GP loop breeds.
+
+    Attributes:
+        code: ``uint8`` opcodes of every tree, back to back.
+        offsets: ``int32 [2P + 1]``: tree ``t`` (0 = buy, 1 = sell) of individual ``i`` is
+            ``code[offsets[2i + t] : offsets[2i + t + 1]]``.
+        nodes, depth, stack_depth, bool_depth: ``int32 [P, 2]`` per tree (from :func:`analyze`).
+    """
+
+    def __init__(self, code, offsets, *, stats=None):
+        code = np.ascontiguousarray(code, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int32)
+        if offsets.ndim != 1 or offsets.size < 3 or offsets.size % 2 != 1:
+            raise ProgramError(f"offsets must be 1-D with 2P + 1 entries (P >= 1), got shape {offsets.shape}")
+        if offsets[0] != 0 or offsets[-1] != code.size or np.any(np.diff(offsets) < 0):
+            raise ProgramError(f"offsets must rise from 0 to len(code) = {code.size}")
+        if stats is None:
+            stats = analyze(code, offsets)
+            check_stats(stats, offsets, code)
+        self.code, self.offsets, self.stats = code, offsets, stats
+        P = (offsets.size - 1) // 2
+        self.nodes = stats[:, STAT_NODES].reshape(P, 2)
+        self.depth = stats[:, STAT_DEPTH].reshape(P, 2)
+        self.stack_depth = stats[:, STAT_STACK].reshape(P, 2)
+        self.bool_depth = stats[:, STAT_BOOLS].reshape(P, 2)
+
+    @classmethod
+    def from_individuals(cls, individuals) -> "Population":
+        """Encode individuals (or ``(buy, sell)`` pairs of trees/text) as one population."""
+        trees = []
+        for x in individuals:
+            ind = x if isinstance(x, Individual) else Individual(*x)
+            trees += [ind.buy.ops, ind.sell.ops]
+        if not trees:
+            raise ProgramError("a population needs at least one individual")
+        offsets = np.zeros(len(trees) + 1, np.int32)
+        offsets[1:] = np.cumsum([t.size for t in trees])
+        return cls(np.concatenate(trees), offsets)
+
+    def __len__(self) -> int:
+        return (self.offsets.size - 1) // 2
+
+    @property
+    def size(self) -> int:
+        return len(self)
+
+    def tree(self, i: int, t: int) -> np.ndarray:
+        return self.code[self.offsets[2 * i + t]:self.offsets[2 * i + t + 1]]
+
+    def __getitem__(self, i: int) -> Individual:
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"individual {i} of a population of {len(self)}")
+        i %= len(self)
+        return Individual(Tree(self.tree(i, 0).copy()), Tree(self.tree(i, 1).copy()))
+
+    def __iter__(self):
+        return (self[i] for i in range(len(self)))
+
+    def select(self, index) -> "Population":
+        """The individuals at ``index`` (an array of positions), as a new population."""
+        index = np.asarray(index, np.int64)
+        return Population.from_individuals([self[int(i)] for i in index])
+
+    @property
+    def total_nodes(self) -> int:
+        """Tree nodes of all individuals, both trees: per stock-day, the GP operations."""
+        return int(self.nodes.sum())
+
+    def check_limits(self, *, stack: int | None = None, bools: int | None = None,
+                     tree_nodes: int | None = None, variant: str = "") -> None:
+        """Raise :class:`ProgramLimitError` naming the first tree deeper or longer than a limit."""
+        what = f"the {variant} variant's" if variant else "the"
+        checks = [(self.stack_depth, stack, False, "stack depth", "stack of STACK = {} values"),
+                  (self.bool_depth, bools, True, "boolean stack depth", "limit of {} booleans")]
+        for arr, limit, bools_only, label, desc in checks:
+            if limit is None:
+                continue
+            over = np.flatnonzero(arr.ravel() > limit)
+            if over.size:
+                t = int(over[0])
+                i, k = divmod(t, 2)
+                pos = first_position_over(self.tree(i, k), limit, bools_only)
+                raise ProgramLimitError(f"{_where(i, k, pos, self.tree(i, k))}: too deep: {label} "
+                                        f"{int(arr.ravel()[t])} exceeds {what} {desc.format(limit)}")
+        if tree_nodes is not None:
+            over = np.flatnonzero(self.nodes.ravel() > tree_nodes)
+            if over.size:
+                t = int(over[0])
+                i, k = divmod(t, 2)
+                raise ProgramLimitError(f"individual {i}, {TREES[k]} tree, position {tree_nodes}: too long: "
+                                        f"{int(self.nodes.ravel()[t])} nodes, over {what} limit of "
+                                        f"{tree_nodes} nodes per tree")
+# --8<-- [end:population]
+
+
+PAPER_EXAMPLE = "(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))"
+PAPER_EXAMPLE_RPN = "MA10 MA50 > EMA9 MA25 < NVIG OR AND"

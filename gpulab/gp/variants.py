@@ -1,0 +1,76 @@
+"""Chapter 3's variant registry: the interpreter ladder, the bit-sliced and compiled steps beyond
+it, and the CPU peers."""
+
+from __future__ import annotations
+
+from gpulab.gp import host
+from gpulab.registry import Registry, Variant
+
+# Compile-time parameters, the same for numba and CUDA C (-D macros). STACK: float32 stack
+# slots per thread. WPB: warps per block. CODE: program opcodes (both trees) a warp keeps in
+# shared memory. BSTACK: the bit-sliced stack's 32-day words per thread (booleans deep).
+# "sim": smaller blocks on the simulator (it pays per thread), so that the tests still see
+# several warps per block.
+PARAMS = {
+    "thread_global": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
+    "coalesced": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
+    "constant": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
+    "shared": dict(WPB=4, STACK=16, CODE=512, sim=dict(WPB=2)),
+    "register": dict(WPB=4, CODE=512, sim=dict(WPB=2)),
+    "bitsliced": dict(WPB=4, CODE=512, BSTACK=16, sim=dict(WPB=2)),
+    "compiled": dict(WPB=4, CHUNK=128, sim=dict(WPB=2)),
+}
+
+_LADDER = [
+    ("thread_global", ("global",),
+     "one thread per (individual, stock); programs, per-thread stacks and stock/indicator/day indicators in global memory"),
+    ("coalesced", ("global",),
+     "a warp = one individual × 32 stocks: no divergence; day/indicator/stock indicators and interleaved stacks coalesce"),
+    ("constant", ("constant", "global"),
+     "programs in constant memory, one broadcast per opcode for the warp; batches of individuals that fit 64 KiB"),
+    ("shared", ("shared", "global"),
+     "each warp's program and the stacks in shared memory"),
+    ("register", ("registers", "shared", "global"),
+     "no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register"),
+    ("bitsliced", ("registers", "shared", "global"),
+     "comparisons as precomputed bit masks: 32 days per word operation, and a trading loop that jumps between signals"),
+    ("compiled", ("registers", "global"),
+     "the population compiled to straight-line code (NVRTC / numba): no interpreter at all, at a compile cost per generation"),
+]
+
+REGISTRY = Registry("gp")
+for name, memory, lesson in _LADDER:
+    for backend in ("numba", "cuda-c"):
+        REGISTRY.add(Variant(name, backend, memory, lesson, host.evaluator_factory(backend), kernels=(f"gp_{name}", "gp_fitness"),
+                             params=PARAMS[name], teaching_only=name == "thread_global"))
+
+REGISTRY.add(Variant("interpreter", "cpu", ("host",),
+                     "the CPU peer: Algorithm 2 with numba parallel=True over (individual, stock) pairs",
+                     host.evaluator_factory("cpu"), params=dict(STACK=32)))
+REGISTRY.add(Variant("cpu_bitsliced", "cpu", ("host",),
+                     "the bit-sliced evaluation and jumping trading loop on the CPU (numba parallel=True)",
+                     host.evaluator_factory("cpu"), params=dict(BSTACK=16)))
+REGISTRY.add(Variant("reference", "cpu", ("host",),
+                     "the tests' oracle: Algorithm 2 in numpy over all stock-days, the trading loop in Python",
+                     host.evaluator_factory("cpu"), teaching_only=True))
+
+GPU_VARIANTS = tuple(name for name, *_ in _LADDER)
+DEFAULT_VARIANT = "bitsliced"
+
+
+def cuda_builds() -> list[tuple]:
+    """Every CUDA C configuration the registry uses (for the NVRTC check), plus generated
+    ``compiled`` source for a small fixed population."""
+    from gpulab.gp import compiled
+
+    seen, out = set(), []
+    for v in REGISTRY.select(backend="cuda-c"):
+        if v.name == "compiled":
+            continue
+        d = host.cuda_defines(v.params)
+        key = tuple(sorted(d.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append((host.SOURCE, d))
+    out.append(("compiled_example.cu", {}, compiled.example_cuda_source()))
+    return out

@@ -1,0 +1,140 @@
+"""Chapter 3's GP loop: typed initialization, crossover and mutation keep types and limits,
+the operators splice subtrees correctly, and a run is reproducible from its seed."""
+
+import json
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import gpulab.gp as gp
+from gpulab.gp import breeding, reference
+from gpulab.gp.evolve import GPParams, evolve, initial_population, next_generation
+from gpulab.gp.programs import analyze
+
+
+def test_initial_population_is_typed_ramped_and_near_the_papers_size():
+    params = GPParams(population=25_000)
+    pop = initial_population(params, seed=3)
+    assert len(pop) == 25_000  # Population() validated every tree (types, one boolean left)
+    mean = pop.nodes.sum(axis=1).mean()
+    assert 13 <= mean <= 18, f"mean {mean} nodes per individual; the paper's scale is ~15.5"
+    assert pop.depth.max() <= params.init_depth[1] and pop.depth.min() >= 1
+    assert set(np.unique(pop.depth)) >= {2, 3, 4, 5}  # ramped over the depths
+    assert np.array_equal(initial_population(params, 3).code, pop.code)
+
+
+def test_node_info_spans_are_subtrees():
+    pop = gp.Population.from_individuals([("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))", "(NOT NVIL)")])
+    size, height, depth, isf = breeding.node_info(pop.code, pop.offsets)
+    # RPN: MA10 MA50 > EMA9 MA25 < NVIG OR AND | NVIL NOT
+    assert size.tolist() == [1, 1, 3, 1, 1, 3, 1, 5, 9, 1, 2]
+    assert height.tolist() == [1, 1, 2, 1, 1, 2, 1, 3, 4, 1, 2]
+    assert depth.tolist() == [3, 3, 2, 4, 4, 3, 3, 2, 1, 2, 1]
+    assert isf.tolist() == [1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0]
+
+
+@pytest.mark.parametrize("p_cross,p_mut", [(1.0, 0.0), (0.0, 1.0), (0.8, 0.1)])
+def test_crossover_and_mutation_keep_types_and_limits(rng, p_cross, p_mut):
+    params = GPParams(population=3000, p_crossover=p_cross, p_mutation=p_mut, max_depth=7, max_nodes=40)
+    pop = initial_population(params, int(rng.integers(2**31)))
+    for g in range(6):
+        fit = rng.normal(size=len(pop))
+        new = next_generation(pop, fit, params, int(rng.integers(2**31)))  # validated by Population()
+        assert len(new) == len(pop)
+        assert new.depth.max() <= params.max_depth and new.nodes.max() <= params.max_nodes
+        pop = new
+    # the operators do change programs: most children differ from every parent tree they could copy
+    before = {pop.tree(i, 0).tobytes() for i in range(len(pop))}
+    after = next_generation(pop, rng.normal(size=len(pop)), params, 1)
+    novel = sum(after.tree(i, 0).tobytes() not in before for i in range(len(after)))
+    assert novel > 0.2 * len(after) * max(p_cross, p_mut) / 2
+
+
+def test_elitism_keeps_the_best_and_reproduction_copies():
+    params = GPParams(population=200, elite=3, p_crossover=0.0, p_mutation=0.0)
+    pop = initial_population(params, 5)
+    fit = np.arange(200, dtype=float)
+    new = next_generation(pop, fit, params, 9)
+    for k in range(3):  # the three best, in order
+        for t in range(2):
+            assert np.array_equal(new.tree(k, t), pop.tree(199 - k, t))
+    parents = {(pop.tree(i, 0).tobytes(), pop.tree(i, 1).tobytes()) for i in range(200)}
+    assert all((new.tree(i, 0).tobytes(), new.tree(i, 1).tobytes()) in parents for i in range(200))
+
+
+def test_crossover_splices_a_subtree_of_the_same_type(rng):
+    """Every child of pure crossover is, tree by tree, parent A with one subtree replaced by a
+    subtree of a parent B of the same type; checked on the flat code with node_info spans."""
+    params = GPParams(population=400, p_crossover=1.0, p_mutation=0.0, max_depth=10, max_nodes=100)
+    pop = initial_population(params, int(rng.integers(2**31)))
+    new = next_generation(pop, np.zeros(len(pop)), params, int(rng.integers(2**31)))
+    size, _, _, isf = breeding.node_info(pop.code, pop.offsets)
+    trees, spans = [], {0: set(), 1: set()}
+    for t in range(2 * len(pop)):
+        a, b = pop.offsets[t], pop.offsets[t + 1]
+        nodes = [(p - a - size[p] + 1, p - a + 1, int(isf[p])) for p in range(a, b)]  # (lo, hi, type) per node
+        trees.append((pop.code[a:b].tobytes(), nodes))
+        for lo, hi, ty in nodes:
+            spans[ty].add(pop.code[a + lo:a + hi].tobytes())
+    whole = {t for t, _ in trees}
+
+    def is_splice(child):
+        for parent, nodes in trees:
+            for lo, hi, ty in nodes:
+                tail = len(parent) - hi
+                if len(child) > lo + tail and child[:lo] == parent[:lo] and child[len(child) - tail:] == parent[hi:]:
+                    if child[lo:len(child) - tail] in spans[ty]:
+                        return True
+        return False
+
+    changed = [(i, t) for i in range(len(new)) for t in range(2) if new.tree(i, t).tobytes() not in whole][:10]
+    assert len(changed) >= 5
+    for i, t in changed:
+        assert is_splice(new.tree(i, t).tobytes()), f"child {i} tree {t} is not a same-type splice of two parents"
+    # and a splice check that can fail: a child with a float subtree where a boolean one was is rejected
+    wrong = bytes([2, 5, 34]).replace(bytes([5, 34]), bytes([5]))  # "MA10 MA50" cut short: not a splice
+    assert not is_splice(wrong)
+
+
+def test_evolution_is_reproducible_from_its_seed():
+    market = gp.synthetic_market(4, 120, seed=7)
+    params = GPParams(population=300, generations=4)
+    a = evolve(market, train_days=80, params=params, variant="cpu_bitsliced", backend="cpu", seed=42, progress=None)
+    b = evolve(market, train_days=80, params=params, variant="interpreter", backend="cpu", seed=42, progress=None)
+    c = evolve(market, train_days=80, params=params, variant="cpu_bitsliced", backend="cpu", seed=43, progress=None)
+    keys = ("train_best", "train_mean", "test_of_best", "test_mean", "mean_nodes")
+    assert [[h[k] for k in keys] for h in a.history] == [[h[k] for k in keys] for h in b.history]
+    assert a.best == b.best and a.best != c.best
+    assert len(a.history) == 5 and a.settings["train_days"] == 80 and a.settings["test_days"] == 40
+    # the reported best is what the reference says about that rule
+    train, test = market.split(80)
+    best = gp.Population.from_individuals([(a.best["buy"], a.best["sell"])])
+    assert reference.evaluate(best, train).fitness[0] == pytest.approx(a.best["train"], rel=1e-12)
+    assert reference.evaluate(best, test).fitness[0] == pytest.approx(a.best["test"], rel=1e-12)
+    # elitism: the best training fitness never falls
+    tb = [h["train_best"] for h in a.history]
+    assert all(y >= x for x, y in zip(tb, tb[1:]))
+
+
+def test_evolve_on_the_simulated_gpu_matches_the_cpu():
+    market = gp.synthetic_market(3, 60, seed=8)
+    params = GPParams(population=40, generations=2)
+    a = evolve(market, train_days=40, params=params, variant="bitsliced", backend="numba", seed=5, progress=None)
+    b = evolve(market, train_days=40, params=params, variant="cpu_bitsliced", backend="cpu", seed=5, progress=None)
+    assert [h["train_best"] for h in a.history] == [h["train_best"] for h in b.history] and a.best == b.best
+
+
+def test_cli_evolve_writes_json_and_png(tmp_path):
+    p = subprocess.run([sys.executable, "-m", "gpulab", "gp", "evolve", "--population", "200", "--generations", "2",
+                        "--stocks", "3", "--days", "60", "--test-days", "30", "--backend", "cpu", "--seed", "3",
+                        "--out", str(tmp_path)], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    assert p.stdout.count("gen ") == 3 and "best rule" in p.stdout
+    data = json.loads((tmp_path / "gp-evolve.json").read_text())
+    assert data["settings"]["population"] == 200 and len(data["history"]) == 3
+    assert (tmp_path / "gp-evolve.png").stat().st_size > 1000
+    bad = subprocess.run([sys.executable, "-m", "gpulab", "gp", "evolve", "--data", "csv:/no/such.csv", "--backend", "cpu"],
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
