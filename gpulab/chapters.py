@@ -14,6 +14,7 @@ CHAPTERS: dict[str, str] = {
     "matmul": "gpulab.matmul",
     "subset": "gpulab.subset",
     "radix": "gpulab.radix",
+    "euler": "gpulab.euler",
 }
 
 
