@@ -666,6 +666,35 @@ class EulerPlan:
         self._close_marks()
         return out, n - 1
 
+    # --------------------------------------------------------------- checks and statistics
+
+    def verify(self, out, tail, head, n: int, closed: bool = True) -> tuple[bool, str]:
+        """Check a walk of n edges on the device (benchmarks at sizes where a host check would
+        dominate): every edge once, chained, closed. Returns (ok, reason)."""
+        if n == 0:
+            return True, "empty"
+        pos = self.buf("vpos")
+        self.launch("fill_i32", n, pos, _i(n), _i(-1))
+        self.set_ctr(0, 0, 0, INT32_MAX)
+        self.launch("mark_positions", n, out, _i(n), pos, self.ctr)
+        self.launch("check_chain", n, out, tail, head, pos, _i(n), _i(int(closed)), self.ctr)
+        bad_id, dup, broken, first = (int(x) for x in self.get_ctr(4))
+        if bad_id or dup or broken:
+            return False, (f"{bad_id} ids out of range, {dup} positions repeat an edge, {broken} breaks in the "
+                           f"chain (first at position {first})")
+        return True, "every edge once, chained" + (", closed" if closed else "") + " (checked on the device)"
+
+    def cycle_stats(self, n: int) -> tuple[int, int]:
+        """(cycles, longest cycle) of the pairing, from the labels of the last run."""
+        size = self.buf("vpos")
+        self.launch("fill_i32", n, size, _i(n), _i(0))
+        self.launch("cycle_sizes", n, self.buf("label"), _i(n), size)
+        self.stats64.copy_to_device(np.array([2**63 - 1, -(2**63) + 1], np.int64))
+        g, blk = self.ew(n)
+        self.K("to_i32_i32", (min(g[0], 1024),) if not self.sim else g, blk, size, _i(n), size, self.stats64, _i(0))
+        longest = int(self.stats64.copy_to_host()[1])
+        return int(self.stats.get("cycles", 0)), longest
+
     # --------------------------------------------------------------- de Bruijn sequences
 
     def de_bruijn(self, k: int, n: int):

@@ -589,6 +589,42 @@ extern "C" __global__ void reverse_walk(const int *out, const int *fwd, int n, i
     }
 }
 
+// ---------------------------------------------------------------------------- checking on the device
+
+// --8<-- [start:verify]
+extern "C" __global__ void mark_positions(const int *out, int n, int *pos, int *bad) {
+    GRID_LOOP(i, n) {
+        int e = out[i];
+        if (e < 0 || e >= n) atomicAdd(&bad[0], 1);
+        else pos[e] = (int)i;
+    }
+}
+
+extern "C" __global__ void check_chain(const int *out, const int *tail, const int *head, const int *pos, int n,
+                                       int closed, int *bad) {
+    GRID_LOOP(i, n) {
+        int e = out[i];
+        if (e >= 0 && e < n) {
+            if (pos[e] != i) {
+                atomicAdd(&bad[1], 1);
+                atomicMin(&bad[3], (int)i);
+            }
+            if (i + 1 < n || closed) {
+                int f = i + 1 < n ? out[i + 1] : out[0];
+                if (f >= 0 && f < n && head[e] != tail[f]) {
+                    atomicAdd(&bad[2], 1);
+                    atomicMin(&bad[3], (int)i);
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void cycle_sizes(const int *label, int n, int *size) {
+    GRID_LOOP(i, n) atomicAdd(&size[label[i]], 1);
+}
+// --8<-- [end:verify]
+
 // ---------------------------------------------------------------------------- generators and de Bruijn
 
 // --8<-- [start:gen_deep]
@@ -644,6 +680,13 @@ extern "C" __global__ void debruijn_graph(int N, int k, int kn1, int *ssrc, int 
         out_order[i] = (int)i;
         in_order[i] = (int)((i % k) * kn1 + i / k);
         succ[i] = (int)((i % kn1) * k + i / kn1);
+    }
+}
+
+extern "C" __global__ void debruijn_ends(int N, int k, int kn1, int *tail, int *head) {
+    GRID_LOOP(i, N) {
+        tail[i] = (int)(i / k);
+        head[i] = (int)(i % kn1);
     }
 }
 

@@ -839,6 +839,57 @@ def reverse_walk(out, fwd, n, out2, fwd2):
         i += stride
 
 
+# ----------------------------------------------------------------------------- checking on the device
+
+
+# --8<-- [start:verify]
+@cuda.jit
+def mark_positions(out, n, pos, bad):
+    """pos[e] = the position of edge e in the walk (pos preset to NONE); bad[0] counts ids out
+    of range."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        e = out[i]
+        if e < 0 or e >= n:
+            cuda.atomic.add(bad, 0, 1)
+        else:
+            pos[e] = i
+        i += stride
+
+
+@cuda.jit
+def check_chain(out, tail, head, pos, n, closed, bad):
+    """bad[1]: positions whose edge is also written elsewhere (so some edge is missing);
+    bad[2]: edges that do not start where the previous one ended (and, if ``closed``, the
+    last one not where the first started). bad[3]: the smallest such position."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        e = out[i]
+        if e >= 0 and e < n:
+            if pos[e] != i:
+                cuda.atomic.add(bad, 1, 1)
+                cuda.atomic.min(bad, 3, int32(i))
+            if i + 1 < n or closed:
+                f = out[i + 1] if i + 1 < n else out[0]
+                if f >= 0 and f < n and head[e] != tail[f]:
+                    cuda.atomic.add(bad, 2, 1)
+                    cuda.atomic.min(bad, 3, int32(i))
+        i += stride
+
+
+@cuda.jit
+def cycle_sizes(label, n, size):
+    """size[c] = number of edges labelled c (size preset to 0)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        cuda.atomic.add(size, label[i], 1)
+        i += stride
+# --8<-- [end:verify]
+
+
 # ----------------------------------------------------------------------------- generators and de Bruijn
 
 
@@ -921,6 +972,17 @@ def debruijn_graph(N, k, kn1, ssrc, out_order, in_order, succ):
 
 
 @cuda.jit
+def debruijn_ends(N, k, kn1, tail, head):
+    """Where edge w of B(k, n) starts and ends (for checking a circuit on the device)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < N:
+        tail[i] = i // k
+        head[i] = i % kn1
+        i += stride
+
+
+@cuda.jit
 def debruijn_symbols(circuit, N, kn1, n1, seq):
     """Symbol i of the sequence is the first digit of the i-th edge; the linear sequence repeats
     the first n - 1 symbols at the end."""
@@ -982,9 +1044,13 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("walk_vertices", walk_vertices, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
         ("gather_i32", gather_i32, f"void({I32}, {I32}, {s}, {I32})"),
         ("reverse_walk", reverse_walk, f"void({I32}, {I32}, {s}, {I32}, {I32})"),
+        ("mark_positions", mark_positions, f"void({I32}, {s}, {I32}, {I32})"),
+        ("check_chain", check_chain, f"void({I32}, {I32}, {I32}, {I32}, {s}, {s}, {I32})"),
+        ("cycle_sizes", cycle_sizes, f"void({I32}, {s}, {I32})"),
         ("gen_deep", gen_deep, f"void({s}, {s}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {I32}, {I32})"),
         ("gen_shallow", gen_shallow, f"void({s}, {s}, {s}, {s}, {s}, {s}, {s}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {I32}, {I32})"),
         ("debruijn_graph", debruijn_graph, f"void({s}, {s}, {s}, {I32}, {I32}, {I32}, {I32})"),
+        ("debruijn_ends", debruijn_ends, f"void({s}, {s}, {s}, {I32}, {I32})"),
         ("debruijn_symbols", debruijn_symbols, f"void({I32}, {s}, {s}, {s}, {U8})"),
     ]
     seen = set()
