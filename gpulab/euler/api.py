@@ -73,7 +73,7 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
     d_dst = device_input(dst, "dst")
     cap = (n + 1) * (1 if directed else 2)
     plan = plan_for(v, cap, params)
-    s, d = plan.load(d_src.array, d_dst.array, n, extra=1)
+    s, d = plan.load(d_src.array, d_dst.array, n, extra=1 if path else 0)
     if directed:
         out, m = plan.directed(s, d, n, source=source, path=path)
         fw, tail, head = None, s, d

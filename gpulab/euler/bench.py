@@ -183,7 +183,7 @@ def runner(variant, state):
     ds, dd = state["d_src"], state["d_dst"]
 
     def launch():
-        s, d = plan.load(ds, dd, E, extra=1)
+        s, d = plan.load(ds, dd, E)
         out, _ = plan.directed(s, d, E)
         return out
 

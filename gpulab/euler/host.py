@@ -41,6 +41,25 @@ MAX_GRID = 1 << 16
 ID_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 STAGES = ("validate", "pairing", "labelling", "circuit_graph", "spanning_forest", "splice", "ranking")
 
+# --8<-- [start:slots]
+# Buffers of one stage share memory with the dead buffers of earlier stages: ten scratch slots
+# S0..S9 serve every stage (a name's slot, by stage). Kept for the whole run: src/dst (copies,
+# when needed), ssrc, out_order, in_order, succ, label, out, tree (uint8).
+SLOTS = {
+    # pairing         labelling: ruling set / shared     circuit graph, forest   ranking, checks
+    "sdst": "S0",     "xit": "S0",                       "nodes": "S0",          "vpos": "S0",
+    "sid": "S1",      "mn": "S1",                        "comp": "S1",
+    "splitters": "S2", "cid": "S2",                      "best": "S2",
+    "nxt_s": "S3",    "exits": "S3",                     "lu": "S3",
+    "min_s": "S4",    "cnxt": "S4",                      "lv": "S4",
+    "len_s": "S5",    "cval": "S5",                      "lp": "S5",
+    "J0": "S6",                                          "lu2": "S6",
+    "J1": "S7",                                          "lv2": "S7",
+    "J2": "S8",                                          "lp2": "S8",
+    "J3": "S9",
+}
+# --8<-- [end:slots]
+
 
 # ----------------------------------------------------------------------------- kernel providers
 
@@ -61,6 +80,8 @@ class NumbaKernels:
         kn, p = self.kn, self.params
         if name.startswith("to_i32"):
             return kn.to_i32_kernel(p["BLOCK"])
+        if name == "sum_i32":
+            return kn.sum_kernel(p["BLOCK"])
         if name == "tile_contract":
             return kn.tile_contract_kernel(p["TILE"])
         return getattr(kn, name)
@@ -156,10 +177,11 @@ class EulerPlan:
     # --------------------------------------------------------------- buffers and launch shapes
 
     def buf(self, name: str, dtype=np.int32, size: int | None = None):
-        """A named device buffer of ``capacity`` (or ``size``) elements, allocated on first use."""
+        """A named device buffer of ``capacity`` (or ``size``) elements, allocated on first use;
+        names of different stages share a slot (:data:`SLOTS`)."""
         from numba import cuda
 
-        key = (name, np.dtype(dtype).str)
+        key = (SLOTS.get(name, name), np.dtype(dtype).str)
         b = self._bufs.get(key)
         want = max(int(size if size is not None else self.capacity), 1)
         if b is None or b.size < want:
@@ -167,11 +189,15 @@ class EulerPlan:
         return b
 
     def nbytes(self) -> int:
-        """Device memory this plan holds now (its buffers and its sort plans' buffers)."""
+        """Device memory this plan holds now (its buffers and its sort plans' key/value buffers)."""
         total = sum(b.size * b.dtype.itemsize for b in self._bufs.values())
         for sp in self._sorts.values():
             total += sum(getattr(a, "size", 0) * 4 for a in getattr(sp, "keys", []) + getattr(sp, "vals", []))
         return total
+
+    def buffers(self) -> dict:
+        """{slot: (elements, dtype)} of the buffers allocated so far (memory accounting)."""
+        return {k[0]: (b.size, k[1]) for k, b in self._bufs.items()}
 
     def ew(self, n: int):
         """(grid, block) of an element-wise launch over n items (grid-stride loops)."""
@@ -183,6 +209,13 @@ class EulerPlan:
     def launch(self, name, n, *args):
         g, b = self.ew(n)
         self.K(name, g, b, *args)
+
+    def sum(self, a, n: int) -> int:
+        """sum(a[:n]) on the device (a block reduction), one int64 back."""
+        self.stats64.copy_to_device(np.zeros(2, np.int64))
+        g, b = self.ew(n)
+        self.K("sum_i32", (min(g[0], 1024),) if not self.sim else g, b, a, _i(n), self.stats64)
+        return int(self.stats64.copy_to_host()[0])
 
     def set_ctr(self, *values):
         vals = np.zeros(8, np.int32)
@@ -225,21 +258,22 @@ class EulerPlan:
     # --------------------------------------------------------------- step 0: load the edges
 
     def load(self, src, dst, n: int, extra: int = 0):
-        """Copy (narrowing int64 to int32) the edges into the plan and check every id on the
-        device: non-negative and at most 2^31 - 2. Returns the plan's (src, dst) buffers, with
-        room for ``extra`` more edges."""
+        """Check every id on the device (non-negative, at most 2^31 - 2) and return int32 edge
+        arrays: the inputs themselves when they are int32 and need no room for ``extra`` edges
+        (the pipeline only reads them), else copies in the plan (int64 narrowed to int32)."""
         self._marks = []
         self.mark("validate")
         out = []
         for name, a in (("src", src), ("dst", dst)):
-            b = self.buf(name, size=n + extra)
+            in_place = extra == 0 and np.dtype(a.dtype) == np.int32
+            b = a if in_place else self.buf(name, size=n + extra)
             if n:
                 self.stats64.copy_to_device(np.array([2**63 - 1, -(2**63) + 1], np.int64))
                 kname = "to_i32_i64" if np.dtype(a.dtype) == np.int64 else "to_i32_i32"
                 g, blk = self.ew(n)
                 if not self.sim:
                     g = (min(g[0], 1024),)  # a reduction: few blocks, long grid-stride loops
-                self.K(kname, g, blk, a, _i(n), b, self.stats64, _i(1))
+                self.K(kname, g, blk, a, _i(n), b, self.stats64, _i(0 if in_place else 1))
                 lo, hi = (int(x) for x in self.stats64.copy_to_host())
                 if lo < 0:
                     raise ShapeError(f"{name} contains the negative vertex id {lo}; vertex ids must be >= 0")
@@ -402,18 +436,18 @@ class EulerPlan:
         growth = self.params["GROWTH"]
         seed = int(self.params.get("SEED", 0x5EED))
         rounds, splitters, jump_rounds = 0, [], 0
-        while True:
+        todo = n
+        while todo:
             thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
-            self.set_ctr(0, 0)
+            self.set_ctr(0)
             self.launch("pick_splitters", n, label, _i(n), _u(thresh), _u(seed + rounds * 0x9E3779B9), sid, spl,
                         self.ctr)
-            s, todo = (int(x) for x in self.get_ctr(2))
-            if todo == 0:
-                break
+            s = int(self.get_ctr(1)[0])
             rounds += 1
             splitters.append(s)
             if s:
                 self.launch("walk_sublists", s, succ, sid, spl, _i(s), nxt_s, min_s, len_s)
+                todo -= self.sum(len_s, s)  # the edges labelled in this round
                 clab, jr = self.min_jump(nxt_s, min_s, s, keep_nxt=False)
                 jump_rounds += jr
                 self.launch("write_labels", s, succ, sid, spl, _i(s), clab, label)
@@ -456,7 +490,7 @@ class EulerPlan:
         other = [self.buf(x) for x in ("lu2", "lv2", "lp2")]
         rounds = 0
         while m:
-            self.launch("reset_best", m, links[0], links[1], _i(m), comp, best)
+            self.launch("reset_best", c, nodes, _i(c), best)
             self.set_ctr(0)
             self.launch("min_links", m, *links, _i(m), comp, best, *other, self.ctr)
             m = int(self.get_ctr(1)[0])

@@ -38,12 +38,6 @@ __device__ __forceinline__ int warp_append(bool pred, int *counter, int idx) {
 }
 // --8<-- [end:append]
 
-__device__ __forceinline__ void warp_count(bool pred, int *counter, int idx) {
-    u32 mask = __ballot_sync(FULL, pred);
-    if (mask != 0 && (int)(threadIdx.x & 31) == __popc(mask ^ (mask - 1u)) - 1)
-        atomicAdd(&counter[idx], __popc(mask));
-}
-
 // --8<-- [start:mix32]
 __device__ __forceinline__ u32 mix32(u32 x) {      // lowbias32, as generators.mix32
     x ^= x >> 16;
@@ -109,6 +103,20 @@ __device__ void to_i32_body(const T *a, int n, int *b, i64 *stats, int write) {
 extern "C" __global__ void to_i32_i32(const int *a, int n, int *b, i64 *stats, int write) { to_i32_body(a, n, b, stats, write); }
 extern "C" __global__ void to_i32_i64(const i64 *a, int n, int *b, i64 *stats, int write) { to_i32_body(a, n, b, stats, write); }
 // --8<-- [end:to_i32]
+
+extern "C" __global__ void sum_i32(const int *a, int n, i64 *out) {
+    __shared__ i64 s_sum[BLOCK];
+    int tid = threadIdx.x;
+    i64 acc = 0;
+    GRID_LOOP(i, n) acc += a[i];
+    s_sum[tid] = acc;
+    __syncthreads();
+    for (int half = BLOCK / 2; half > 0; half /= 2) {
+        if (tid < half) s_sum[tid] += s_sum[tid + half];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd((unsigned long long *)&out[0], (unsigned long long)s_sum[0]);
+}
 
 // --8<-- [start:small_sort]
 extern "C" __global__ void small_sort(const int *keys, int n, int *out_keys, int *out_perm) {
@@ -339,9 +347,7 @@ extern "C" __global__ void pick_splitters(const int *label, int n, u32 thresh, u
                                           int *splitters, int *count) {
     i64 n_round = ((i64)n + 31) / 32 * 32;
     GRID_LOOP(i, n_round) {
-        bool todo = i < n && label[i] == NONE;
-        warp_count(todo, count, 1);
-        bool pred = todo && mix32((u32)i ^ seed) <= thresh;
+        bool pred = i < n && label[i] == NONE && mix32((u32)i ^ seed) <= thresh;
         int slot = warp_append(pred, count, 0);
         if (pred) {
             splitters[slot] = (int)i;
@@ -423,11 +429,8 @@ extern "C" __global__ void find_links(const int *ssrc, const int *out_order, con
 // ---------------------------------------------------------------------------- step 4: spanning forest (Boruvka)
 
 // --8<-- [start:boruvka]
-extern "C" __global__ void reset_best(const int *lu, const int *lv, int m, const int *comp, int *best) {
-    GRID_LOOP(i, m) {
-        best[(u32)comp[(u32)lu[i]]] = INT32_MAX_;
-        best[(u32)comp[(u32)lv[i]]] = INT32_MAX_;
-    }
+extern "C" __global__ void reset_best(const int *nodes, int c_count, int *best) {
+    GRID_LOOP(i, c_count) best[(u32)nodes[i]] = INT32_MAX_;
 }
 
 extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp, int m, const int *comp, int *best,
@@ -442,9 +445,9 @@ extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp
             w = lp[i];
             pred = cu != cv;
         }
-        if (pred) {
-            atomicMin(&best[cu], w);
-            atomicMin(&best[cv], w);
+        if (pred) {    // read first: most links are heavier than the best one already found
+            if (w < best[(u32)cu]) atomicMin(&best[cu], w);
+            if (w < best[(u32)cv]) atomicMin(&best[cv], w);
         }
         int slot = warp_append(pred, count, 0);
         if (pred) {

@@ -66,14 +66,6 @@ def warp_append(pred, counter, idx):
 # --8<-- [end:append]
 
 
-@cuda.jit(device=True, inline=True)
-def warp_count(pred, counter, idx):
-    """counter[idx] += number of lanes with ``pred`` (one atomic per warp)."""
-    mask = cuda.ballot_sync(FULL, pred)
-    if mask != 0 and cuda.laneid == cuda.popc(mask ^ (mask - uint32(1))) - 1:
-        cuda.atomic.add(counter, idx, int32(cuda.popc(mask)))
-
-
 # --8<-- [start:mix32]
 @cuda.jit(device=True, inline=True)
 def mix32(x):
@@ -165,6 +157,34 @@ def to_i32_kernel(BLOCK: int):
     # --8<-- [end:to_i32]
 
     return to_i32
+
+
+@lru_cache(maxsize=None)
+def sum_kernel(BLOCK: int):
+    """out[0] += sum(a[0:n]), reduced per block in shared memory (one atomic per block)."""
+
+    @cuda.jit
+    def sum_i32(a, n, out):
+        s_sum = cuda.shared.array(BLOCK, int64)
+        tid = cuda.threadIdx.x
+        acc = int64(0)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:
+            acc += a[i]
+            i += stride
+        s_sum[tid] = acc
+        cuda.syncthreads()
+        half = BLOCK // 2
+        while half > 0:
+            if tid < half:
+                s_sum[tid] += s_sum[tid + half]
+            cuda.syncthreads()
+            half //= 2
+        if tid == 0:
+            cuda.atomic.add(out, 0, s_sum[0])
+
+    return sum_i32
 
 
 # --8<-- [start:small_sort]
@@ -499,16 +519,14 @@ def expand_labels(xit, cid, clab, n, label):
 @cuda.jit
 def pick_splitters(label, n, thresh, seed, sid, splitters, count):
     """Ruling set, one round: every edge not labelled yet is a splitter with probability
-    (thresh + 1) / 2^32 (a hash of its id). count[0] = splitters, count[1] = unlabelled edges."""
+    (thresh + 1) / 2^32 (a hash of its id). count[0] = splitters."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     n_round = (n + 31) // 32 * 32
     while i < n_round:
-        todo = False
+        pred = False
         if i < n:
-            todo = label[i] == NONE
-        warp_count(todo, count, 1)
-        pred = todo and mix32(uint32(i) ^ seed) <= thresh
+            pred = label[i] == NONE and mix32(uint32(i) ^ seed) <= thresh
         slot = warp_append(pred, count, 0)
         if pred:
             splitters[slot] = i
@@ -606,12 +624,13 @@ def find_links(ssrc, out_order, label, n, lu, lv, lp, count):
 
 # --8<-- [start:boruvka]
 @cuda.jit
-def reset_best(lu, lv, m, comp, best):
+def reset_best(nodes, c_count, best):
+    """No lightest link yet for any cycle (per node, not per link: thousands of links may share
+    a root, and as many stores to one address would queue behind each other)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while i < m:
-        best[uint32(comp[uint32(lu[i])])] = INT32_MAX
-        best[uint32(comp[uint32(lv[i])])] = INT32_MAX
+    while i < c_count:
+        best[uint32(nodes[i])] = INT32_MAX
         i += stride
 
 
@@ -632,9 +651,11 @@ def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count):
             cv = comp[uint32(lv[i])]
             w = lp[i]
             pred = cu != cv
-        if pred:
-            cuda.atomic.min(best, cu, w)
-            cuda.atomic.min(best, cv, w)
+        if pred:  # read first: most links are heavier than the best one already found
+            if w < best[uint32(cu)]:
+                cuda.atomic.min(best, cu, w)
+            if w < best[uint32(cv)]:
+                cuda.atomic.min(best, cv, w)
         slot = warp_append(pred, count, 0)
         if pred:
             lu2[slot] = cu
@@ -1030,7 +1051,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("write_labels", write_labels, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32})"),
         ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
         ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
-        ("reset_best", reset_best, f"void({I32}, {I32}, {s}, {I32}, {I32})"),
+        ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),
         ("min_links", min_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {I32})"),
         ("hook", hook, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {U8})"),
         ("shortcut", shortcut, f"void({I32}, {s}, {I32}, {I32})"),
@@ -1063,6 +1084,9 @@ def ptx_targets() -> list[tuple[str, object, str]]:
                 if name not in seen:
                     seen.add(name)
                     targets.append((name, to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s})"))
+            if f"sum_i32[{b}]" not in seen:
+                seen.add(f"sum_i32[{b}]")
+                targets.append((f"sum_i32[{b}]", sum_kernel(b), f"void({I32}, {s}, {I64})"))
         if "TILE" in p and f"tile_contract[{p['TILE']}]" not in seen:
             seen.add(f"tile_contract[{p['TILE']}]")
             targets.append((f"tile_contract[{p['TILE']}]", tile_contract_kernel(p["TILE"]),

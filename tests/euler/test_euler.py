@@ -457,7 +457,7 @@ def test_stage_times_are_recorded(rng):
     src, dst = random_closed_walks(rng, 6, 4, 5)
     plan = plan_for(v, src.size + 1)
     plan.instrument = True
-    s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size, extra=1)
+    s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
     out, m = plan.directed(s, d, src.size)
     assert set(plan.stage_ms) == set(host.STAGES) and all(t >= 0 for t in plan.stage_ms.values())
     assert plan.stats["cycles"] >= 1 and m == src.size
@@ -501,7 +501,7 @@ def test_the_blogs_sizes(backend):
     for kind, E in (("deep", 41_943_040), ("shallow", 41_943_040)):
         ds, dd = (gen.deep_graph if kind == "deep" else gen.shallow_graph)(E, seed=5, device=True)
         plan = plan_for(v, E + 1)
-        s, d = plan.load(ds, dd, E, extra=1)
+        s, d = plan.load(ds, dd, E)
         out, m = plan.directed(s, d, E)
         if kind == "shallow":
             assert plan.stats["cycles"] > 100_000
