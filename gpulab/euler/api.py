@@ -105,9 +105,10 @@ def euler_circuit(src, dst, *, directed: bool = True, source: int | None = None,
     """An Euler circuit of the graph with edges ``(src[e], dst[e])``, as edge ids.
 
     Args:
-        src, dst: vertex ids (int32 or int64, >= 0) of each edge's ends, numpy or device arrays
-            (CuPy, PyTorch, numba ...). Parallel edges and self-loops are fine; vertices without
-            edges are ignored. Edge ids are positions in these arrays.
+        src: vertex id (int32 or int64, >= 0) where each edge starts; a numpy or device array
+            (CuPy, PyTorch, numba ...). Edge ids are positions in it.
+        dst: where each edge ends, the same way. Parallel edges and self-loops are fine;
+            vertices without edges are ignored.
         directed: ``False``: every edge may be walked either way (once).
         source: the circuit starts with an out-edge of this vertex (its smallest id); by default
             it starts with edge 0.

@@ -36,7 +36,7 @@ CPU_MAX_EDGES = M42  # Hierholzer (numba, one thread) is timed up to here
 NX_MAX_EDGES = 2**20  # networkx takes ~20 s per million edges
 PARTITION_MAX_EDGES = M42  # the blog's CPU step 2: seconds per run at 42M
 PROPAGATE_MAX_EDGES = M42
-PROPAGATE_MAX_ROUNDS = 20_000  # propagate on deep graphs needs ~0.6 E rounds: stop it here and report
+PROPAGATE_MAX_ROUNDS = 20_000  # propagate on deep graphs needs up to ~E / 2 rounds: stop it here and report
 HOST_MAX_EDGES = M42  # host -> host timings up to here
 SHALLOW_WALK, BLOG_WALK, BLOG_DEGREE = 64, 400, 3
 PEERS_INCLUDE = {
@@ -73,6 +73,11 @@ def cases(quick: bool) -> list[Case]:
     if quick:
         return [_graph("deep", 2**20), _graph("shallow", 2**20), _graph("deep", M42), _graph("shallow", M42),
                 _db(2, 20)]
+    return full_cases()
+
+
+def full_cases() -> list[Case]:
+    """The GPU benchmark's cases."""
     return ([_graph(kind, E) for E in (2**20, 2**22, 2**24, M42) for kind in ("deep", "shallow")]
             + [_case("blog", 3_145_728, "blog-3M")]
             + [_graph("deep", 2**30), _graph("shallow", 2**30)]
@@ -122,8 +127,8 @@ def _host_graph(state):
 
 
 def _free_plans(state):
-    """Drop every plan of this case (their buffers are freed before the next variant allocates:
-    at 2^30 edges one plan holds tens of GiB)."""
+    """Drop every plan of this case, and free their buffers before the next variant allocates
+    (at 2^30 edges one plan holds about 81 GiB)."""
     from numba import cuda
 
     from gpulab.euler.api import clear_cache
@@ -131,17 +136,23 @@ def _free_plans(state):
     state["plans"].clear()
     clear_cache()
     if not state["sim"]:
-        cuda.current_context().deallocations.clear()
+        ctx = cuda.current_context()
+        for pending in (getattr(getattr(ctx, "memory_manager", None), "deallocations", None),
+                        getattr(ctx, "deallocations", None)):
+            if pending is not None:
+                pending.clear()
 
 
 def _plan(variant, state):
-    from gpulab.euler.variants import effective_params
+    """The variant's plan for this case: the one the public API keeps (``api.plan_for``), so
+    that timing the public call afterwards reuses its buffers instead of allocating a second set."""
+    from gpulab.euler.api import plan_for
 
     key = variant.key
     if key not in state["plans"]:
         _free_plans(state)
-        params = {"MAX_ROUNDS": PROPAGATE_MAX_ROUNDS} if variant.name == "propagate" else {}
-        state["plans"][key] = variant.run(state["E"] + 1, effective_params(variant, params))
+        params = {"MAX_ROUNDS": PROPAGATE_MAX_ROUNDS} if variant.name == "propagate" else None
+        state["plans"][key] = plan_for(variant, state["E"] + 1, params)
     return state["plans"][key]
 
 
@@ -286,10 +297,12 @@ def annotate(variant, state, rec):
         rec["networkx_ms"] = nx_ms
     if state["kind"] == "debruijn" or state["sim"]:
         return
-    # the public call: device arrays in and out (allocates its result), and numpy in and out
+    rec["plan_bytes"] = plan.nbytes()
+    del plan
+    # the public call: device arrays in and out (it allocates its result; its plan is the one
+    # timed above, kept by the API), and numpy in and out
     import gpulab.euler as eu
 
-    _free_plans(state)
     ds, dd = state["d_src"], state["d_dst"]
     call = lambda: eu.euler_circuit(ds, dd, variant=variant.name, backend=variant.backend)  # noqa: E731
     rec["public_device_ms"] = timing.measure(call, warmup=1, repeat=3).median_ms
@@ -337,3 +350,69 @@ def stage_rows(result: dict) -> list[dict]:
             row["cycles"] = r.get("graph", {}).get("cycles_after_pairing")
             rows.append(row)
     return rows
+
+
+def write_stages(result_path, out_dir) -> "Path":
+    """Write ``euler-stages-<device>.json`` (rows for the book's ``gpulab:rows`` marker): the
+    per-stage times of every GPU record of a committed benchmark run."""
+    import json
+    from pathlib import Path
+
+    result = json.loads(Path(result_path).read_text())
+    dev = Path(result_path).stem.split("-", 1)[1]
+    path = Path(out_dir) / f"euler-stages-{dev}.json"
+    path.write_text(json.dumps({"rows": stage_rows(result), "measured": result["date"],
+                                "note": "one instrumented run per record, CUDA events between the stages"},
+                               indent=1) + "\n")
+    return path
+
+
+# ----------------------------------------------------------------------------- graph statistics (CPU)
+
+
+def graph_stats(cases_: list[Case] | None = None) -> list[dict]:
+    """Cycles after pairing and the longest cycle of the benchmark's graphs, computed on the CPU
+    with the reference (numpy sorts and a numba walk): the rounds ``propagate`` needs, the
+    number of nodes of the circuit graph. Deterministic: the graphs are seeded (seed 1 here)."""
+    from gpulab.euler import generators as gen
+    from gpulab.euler import reference as ref
+
+    rows = []
+    for case in cases_ or [c for c in full_cases() if c.size["kind"] != "debruijn" and c.size["E"] <= M42]:
+        E, kind = case.size["E"], case.size["kind"]
+        if kind == "deep":
+            s, d = gen.deep_graph(E, 4, 1)
+            desc = "deep_graph(degree=4)"
+        elif kind == "shallow":
+            s, d = gen.shallow_graph(E, SHALLOW_WALK, 4, 1)
+            desc = f"shallow_graph(walk={SHALLOW_WALK}, degree=4)"
+        else:
+            s, d = gen.shallow_graph(E, BLOG_WALK, BLOG_DEGREE, 1)
+            desc = f"shallow_graph(walk={BLOG_WALK}, degree={BLOG_DEGREE})"
+        succ, _, _ = ref.pairing(s, d)
+        lab = ref.cycle_labels(succ)
+        sizes = np.bincount(lab)
+        rows.append({"graph": case.label, "generator": desc, "edges": E,
+                     "vertices": int(np.unique(np.concatenate([s, d])).size),
+                     "cycles after pairing": int(np.count_nonzero(sizes)), "longest cycle": int(sizes.max()),
+                     "longest / edges": float(sizes.max() / E)})
+    for k, n in ((2, 16), (2, 20), (4, 8), (4, 10)):
+        w = np.arange(k ** n, dtype=np.int64)
+        kn1 = k ** (n - 1)
+        succ = (w % kn1) * k + w // kn1
+        sizes = np.bincount(ref.cycle_labels(succ))
+        rows.append({"graph": f"B({k},{n})", "generator": "de Bruijn graph", "edges": k ** n, "vertices": kn1,
+                     "cycles after pairing": int(np.count_nonzero(sizes)), "longest cycle": int(sizes.max()),
+                     "longest / edges": float(sizes.max() / k ** n)})
+    return rows
+
+
+if __name__ == "__main__":  # python -m gpulab.euler.bench docs/benchmarks  (graph statistics, CPU only)
+    import json
+    import sys
+    from pathlib import Path
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".") / "euler-graphs.json"
+    out.write_text(json.dumps({"rows": graph_stats(), "seed": 1,
+                               "computed": "on the CPU by gpulab.euler.bench.graph_stats"}, indent=1) + "\n")
+    print(f"wrote {out}")
