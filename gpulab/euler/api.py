@@ -42,6 +42,11 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
     from gpulab.arrays import device_input, is_device_array, to_caller, to_host
 
     n = host.check_edges(src, dst)
+    if not directed and 2 * (n + 1) > host.INT32_MAX:
+        from gpulab.errors import LimitError
+
+        raise LimitError(f"{n} undirected edges: their 2 * (n + 1) half-edges get int32 ids on the GPU, so at "
+                         f"most {(host.INT32_MAX - 2) // 2} edges")
     if source is not None:
         if isinstance(source, bool) or not isinstance(source, (int, np.integer)):
             raise TypeError(f"source must be a vertex id (an int), got {type(source).__name__}")

@@ -149,7 +149,7 @@ def test_orientation_is_balanced(rng):
 # ----------------------------------------------------------------------------- source, paths, empty graphs
 
 
-@pytest.mark.parametrize("variant", FAST, ids=ids)
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
 def test_source_is_honoured(variant, rng):
     skip_unless_runnable(variant)
     src, dst = random_closed_walks(rng, 7, 6, 5)
@@ -164,7 +164,7 @@ def test_source_is_honoured(variant, rng):
             eu.euler_circuit(src, dst, source=bad, variant=variant.name, backend=variant.backend)
 
 
-@pytest.mark.parametrize("variant", FAST, ids=ids)
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
 def test_euler_path_directed(variant, rng):
     skip_unless_runnable(variant)
     src, dst = random_closed_walks(rng, 6, 8, 6)
@@ -181,7 +181,7 @@ def test_euler_path_directed(variant, rng):
     assert ref.check_circuit(src, dst, out)[0]
 
 
-@pytest.mark.parametrize("variant", FAST, ids=ids)
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
 def test_euler_path_undirected(variant, rng):
     skip_unless_runnable(variant)
     src, dst = undirected_cases(rng)["walks"]
@@ -254,6 +254,12 @@ def test_bad_inputs_raise_clear_errors():
 
     with pytest.raises(LimitError, match="edge ids are int32"):
         host.check_edges(Huge(), Huge())
+
+    class Big(Huge):  # 2^30 undirected edges: 2^31 + 2 half-edges
+        __cuda_array_interface__ = dict(Huge.__cuda_array_interface__, shape=(2**30,))
+
+    with pytest.raises(LimitError, match="half-edges"):
+        eu.euler_circuit(Big(), Big(), directed=False)
     with pytest.raises(LimitError, match="MAX_ROUNDS"):
         eu.euler_circuit(*gen.from_cycles([list(range(20))]), variant="propagate", params={"MAX_ROUNDS": 3})
 
@@ -339,6 +345,30 @@ def test_a_corrupted_circuit_is_caught(rng):
     j = int(np.nonzero(src[edges] != dst[edges])[0][0])
     fw[j] = not fw[j]
     assert not ref.check_circuit(src, dst, edges, directed=False, forward=fw)[0]
+
+
+def test_the_device_check_catches_a_corrupted_circuit(rng):
+    """plan.verify (the benchmark's check at 2^30 edges) must fail on a broken walk, too."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = random_closed_walks(rng, 6, 6, 5)
+    n = src.size
+    plan = plan_for(v, n + 1)
+    ds, dd = cuda.to_device(src), cuda.to_device(dst)
+    good = ref.hierholzer(src, dst)
+    assert plan.verify(cuda.to_device(good), ds, dd, n)[0]
+    dup = good.copy()
+    dup[-1] = dup[0]
+    ok, why = plan.verify(cuda.to_device(dup), ds, dd, n)
+    assert not ok and "repeat an edge" in why
+    i = int(np.nonzero(src[good[1:]] != src[good[:-1]])[0][0])
+    swapped = good.copy()
+    swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+    ok, why = plan.verify(cuda.to_device(swapped), ds, dd, n)
+    assert not ok and "breaks in the chain" in why
+    bad = good.copy()
+    bad[0] = n + 3
+    assert "out of range" in plan.verify(cuda.to_device(bad), ds, dd, n)[1]
 
 
 # ----------------------------------------------------------------------------- de Bruijn and assembly
