@@ -5,8 +5,8 @@ Cases (labels are what ``--sizes`` selects):
 
 * ``deep-<E>`` / ``shallow-<E>``: :func:`~gpulab.euler.generators.deep_graph` and
   :func:`~gpulab.euler.generators.shallow_graph` (walks of 64 edges) with E edges over E / 4
-  vertices, generated on the GPU, from 2^20 to 42M edges (the blog's V = 10.5M, E = 42M) and
-  2^30; ``blog-3M``: a shallow graph of the blog's second size (V = 1M, E = 3M, walks of 400
+  vertices, generated on the GPU, from 2^18 (where networkx still finishes in seconds) to 42M
+  edges (the blog's V = 10.5M, E = 42M) and 2^30; ``blog-3M``: a shallow graph of the blog's second size (V = 1M, E = 3M, walks of 400
   edges: ~45,000 cycles after pairing, as the blog's 45,514).
 * ``B(k,n)``: de Bruijn sequences; the graph is implicit on the GPU; the CPU peers run on the
   explicit graph (src = w // k, dst = w mod k^(n-1)).
@@ -33,7 +33,8 @@ from gpulab.errors import GpulabError, LimitError
 
 M42 = 41_943_040  # 10 x 2^22: V = 10,485,760 at degree 4, the blog's graph
 CPU_MAX_EDGES = M42  # Hierholzer (numba, one thread) is timed up to here
-NX_MAX_EDGES = 2**20  # networkx takes ~20 s per million edges
+NX_MAX_EDGES = 2**18  # networkx takes ~20 s per million edges (measured on the CPU of the development machine)
+BIG = 2**28  # from here on: fewer repeats (each run takes up to seconds)
 PARTITION_MAX_EDGES = M42  # the blog's CPU step 2: seconds per run at 42M
 PROPAGATE_MAX_EDGES = M42
 PROPAGATE_MAX_ROUNDS = 20_000  # propagate on deep graphs needs up to ~E / 2 rounds: stop it here and report
@@ -78,7 +79,7 @@ def cases(quick: bool) -> list[Case]:
 
 def full_cases() -> list[Case]:
     """The GPU benchmark's cases."""
-    return ([_graph(kind, E) for E in (2**20, 2**22, 2**24, M42) for kind in ("deep", "shallow")]
+    return ([_graph(kind, E) for E in (2**18, 2**20, 2**22, 2**24, M42) for kind in ("deep", "shallow")]
             + [_case("blog", 3_145_728, "blog-3M")]
             + [_graph("deep", 2**30), _graph("shallow", 2**30)]
             + [_db(2, n) for n in (16, 20, 24, 28, 30)] + [_db(4, n) for n in (8, 10, 12, 14, 15)])
@@ -258,11 +259,16 @@ def check(variant, state):
 
 
 def repeats(variant, case):
-    """CPU peers on big graphs run once after numba's compile (done at import): seconds each."""
-    if variant.backend == "cpu" and case.size["E"] > 4_000_000:
-        return (0, 1)
-    if variant.backend == "cpu" and variant.name == "networkx":
-        return (0, 1)
+    """(warmup, repeat) where a run takes seconds: the CPU peers above 4M edges (numba compiled
+    at import), networkx always, the teaching steps above 4M edges (the check already ran them
+    once), every variant from 2^28 edges on."""
+    E = case.size["E"]
+    if variant.backend == "cpu":
+        return (0, 1) if (E > 4_000_000 or variant.name == "networkx") else None
+    if variant.teaching_only and E > 4_000_000:
+        return (0, 2)
+    if E >= BIG:
+        return (1, 3)
     return None
 
 
@@ -295,7 +301,7 @@ def annotate(variant, state, rec):
     if nx_ms:
         rec["speedup_vs_networkx"] = nx_ms / rec["median_ms"]
         rec["networkx_ms"] = nx_ms
-    if state["kind"] == "debruijn" or state["sim"]:
+    if state["kind"] == "debruijn" or state["sim"] or variant.teaching_only:
         return
     rec["plan_bytes"] = plan.nbytes()
     del plan
@@ -305,7 +311,7 @@ def annotate(variant, state, rec):
 
     ds, dd = state["d_src"], state["d_dst"]
     call = lambda: eu.euler_circuit(ds, dd, variant=variant.name, backend=variant.backend)  # noqa: E731
-    rec["public_device_ms"] = timing.measure(call, warmup=1, repeat=3).median_ms
+    rec["public_device_ms"] = timing.measure(call, warmup=1, repeat=3 if E < BIG else 1).median_ms
     if E <= HOST_MAX_EDGES:
         hs, hd = _host_graph(state)
         eu.euler_circuit(hs, hd, variant=variant.name, backend=variant.backend)

@@ -425,13 +425,14 @@ class EulerPlan:
     # --8<-- [start:label_ruling_set]
     def _label_ruling_set(self, succ, n, label):
         """Rounds of random splitters among the edges not labelled yet, each walking its
-        sublist in registers; the short list of splitters is labelled by pointer jumping.
+        sublist in registers (the walk tests "splitter?" by the same hash, so its only memory
+        access per edge is the successor; ``sid`` is read once, at the end); the short list of
+        splitters is labelled by pointer jumping.
         Cycles that drew no splitter wait for the next round, whose splitters are denser; the
         last round makes every remaining edge a splitter."""
         sid, spl = self.buf("sid"), self.buf("splitters")
         nxt_s, min_s, len_s = self.buf("nxt_s"), self.buf("min_s"), self.buf("len_s")
         self.launch("fill_i32", n, label, _i(n), _i(-1))
-        self.launch("fill_i32", n, sid, _i(n), _i(-1))
         spacing = self.params["SPACING"]
         growth = self.params["GROWTH"]
         seed = int(self.params.get("SEED", 0x5EED))
@@ -439,18 +440,18 @@ class EulerPlan:
         todo = n
         while todo:
             thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
+            rseed = _u(seed + rounds * 0x9E3779B9)
             self.set_ctr(0)
-            self.launch("pick_splitters", n, label, _i(n), _u(thresh), _u(seed + rounds * 0x9E3779B9), sid, spl,
-                        self.ctr)
+            self.launch("pick_splitters", n, label, _i(n), _u(thresh), rseed, sid, spl, self.ctr)
             s = int(self.get_ctr(1)[0])
             rounds += 1
             splitters.append(s)
             if s:
-                self.launch("walk_sublists", s, succ, sid, spl, _i(s), nxt_s, min_s, len_s)
+                self.launch("walk_sublists", s, succ, sid, spl, _i(s), _u(thresh), rseed, _i(-1), nxt_s, min_s, len_s)
                 todo -= self.sum(len_s, s)  # the edges labelled in this round
                 clab, jr = self.min_jump(nxt_s, min_s, s, keep_nxt=False)
                 jump_rounds += jr
-                self.launch("write_labels", s, succ, sid, spl, _i(s), clab, label)
+                self.launch("write_labels", s, succ, spl, _i(s), _u(thresh), rseed, clab, label)
             spacing //= growth
         self.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
     # --8<-- [end:label_ruling_set]
@@ -549,16 +550,15 @@ class EulerPlan:
         nxt_s, min_s, len_s = self.buf("nxt_s"), self.buf("min_s"), self.buf("len_s")
         spacing = self.params["RANK_SPACING"]
         thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
-        self.launch("fill_i32", n, sid, _i(n), _i(-1))
+        rseed = _u(int(self.params.get("SEED", 0x5EED)) ^ 0xA5A5)
         self.set_ctr(1)
-        self.launch("pick_rank_splitters", n, _i(n), _u(thresh), _u(int(self.params.get("SEED", 0x5EED)) ^ 0xA5A5),
-                    _i(head), sid, spl, self.ctr)
+        self.launch("pick_rank_splitters", n, _i(n), _u(thresh), rseed, _i(head), sid, spl, self.ctr)
         s = int(self.get_ctr(1)[0])
-        self.launch("walk_sublists", s, succ, sid, spl, _i(s), nxt_s, min_s, len_s)
+        self.launch("walk_sublists", s, succ, sid, spl, _i(s), _u(thresh), rseed, _i(head), nxt_s, min_s, len_s)
         nxt, d = self.buf("J0"), self.buf("J1")
         self.launch("wyllie_init", s, nxt_s, len_s, _i(s), _i(0), _i(0), nxt, d)
         res, rounds = self._wyllie(nxt, d, s)
-        self.launch("write_ranked", s, succ, sid, spl, _i(s), res, _i(n), out)
+        self.launch("write_ranked", s, succ, spl, _i(s), _u(thresh), rseed, _i(head), res, _i(n), out)
         self.stats.update(rank_splitters=s, rank_rounds=rounds)
     # --8<-- [end:ranking]
 

@@ -356,33 +356,35 @@ extern "C" __global__ void pick_splitters(const int *label, int n, u32 thresh, u
     }
 }
 
+__device__ __forceinline__ bool is_splitter(int e, u32 thresh, u32 seed, int head) {
+    return e == head || mix32((u32)e ^ seed) <= thresh;
+}
+
 extern "C" __global__ void walk_sublists(const int *succ, const int *sid, const int *splitters, int s_count,
-                                         int *nxt_s, int *min_s, int *len_s) {
+                                         u32 thresh, u32 seed, int head, int *nxt_s, int *min_s, int *len_s) {
     GRID_LOOP(j, s_count) {
         int s = splitters[j];
         int m = s, length = 1;
         int e = succ[(u32)s];
-        int k = sid[(u32)e];
-        while (k == NONE) {
+        while (!is_splitter(e, thresh, seed, head)) {
             m = min(m, e);
             length++;
             e = succ[(u32)e];
-            k = sid[(u32)e];
         }
-        nxt_s[j] = k;
+        nxt_s[j] = sid[(u32)e];
         min_s[j] = m;
         len_s[j] = length;
     }
 }
 
-extern "C" __global__ void write_labels(const int *succ, const int *sid, const int *splitters, int s_count,
+extern "C" __global__ void write_labels(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
                                         const int *clab, int *label) {
     GRID_LOOP(j, s_count) {
         int s = splitters[j];
         int c = clab[j];
         label[(u32)s] = c;
         int e = succ[(u32)s];
-        while (sid[(u32)e] == NONE) {
+        while (!is_splitter(e, thresh, seed, -1)) {
             label[(u32)e] = c;
             e = succ[(u32)e];
         }
@@ -558,14 +560,14 @@ extern "C" __global__ void pick_rank_splitters(int n, u32 thresh, u32 seed, int 
     }
 }
 
-extern "C" __global__ void write_ranked(const int *succ, const int *sid, const int *splitters, int s_count,
-                                        const int *d, int n, int *out) {
+extern "C" __global__ void write_ranked(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
+                                        int head, const int *d, int n, int *out) {
     GRID_LOOP(j, s_count) {
         int pos = n - d[j];
         int e = splitters[j];
         out[pos] = e;
         e = succ[(u32)e];
-        while (sid[(u32)e] == NONE) {
+        while (!is_splitter(e, thresh, seed, head)) {
             pos++;
             out[pos] = e;
             e = succ[(u32)e];

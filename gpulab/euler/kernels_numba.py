@@ -534,10 +534,18 @@ def pick_splitters(label, n, thresh, seed, sid, splitters, count):
         i += stride
 
 
+@cuda.jit(device=True, inline=True)
+def is_splitter(e, thresh, seed, head):
+    """The same test as the pick: arithmetic, no memory access (within a walked cycle every edge
+    is unlabelled, so the hash alone decides)."""
+    return e == head or mix32(uint32(e) ^ seed) <= thresh
+
+
 @cuda.jit
-def walk_sublists(succ, sid, splitters, s_count, nxt_s, min_s, len_s):
+def walk_sublists(succ, sid, splitters, s_count, thresh, seed, head, nxt_s, min_s, len_s):
     """One thread per splitter walks its sublist up to the next splitter, in registers: the
-    next splitter, the smallest edge id and the length of the sublist. O(E) work in all."""
+    next splitter, the smallest edge id and the length of the sublist. One dependent load per
+    edge (the successor); O(E) work in all."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
     while j < s_count:
@@ -545,20 +553,18 @@ def walk_sublists(succ, sid, splitters, s_count, nxt_s, min_s, len_s):
         m = s
         length = 1
         e = succ[uint32(s)]
-        k = sid[uint32(e)]
-        while k == NONE:
+        while not is_splitter(e, thresh, seed, head):
             m = min(m, e)
             length += 1
             e = succ[uint32(e)]
-            k = sid[uint32(e)]
-        nxt_s[j] = k
+        nxt_s[j] = sid[uint32(e)]
         min_s[j] = m
         len_s[j] = length
         j += stride
 
 
 @cuda.jit
-def write_labels(succ, sid, splitters, s_count, clab, label):
+def write_labels(succ, splitters, s_count, thresh, seed, clab, label):
     """Walk each sublist again, writing its cycle's label on every edge."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -567,7 +573,7 @@ def write_labels(succ, sid, splitters, s_count, clab, label):
         c = clab[j]
         label[uint32(s)] = c
         e = succ[uint32(s)]
-        while sid[uint32(e)] == NONE:
+        while not is_splitter(e, thresh, seed, -1):
             label[uint32(e)] = c
             e = succ[uint32(e)]
         j += stride
@@ -808,7 +814,7 @@ def pick_rank_splitters(n, thresh, seed, head, sid, splitters, count):
 
 
 @cuda.jit
-def write_ranked(succ, sid, splitters, s_count, d, n, out):
+def write_ranked(succ, splitters, s_count, thresh, seed, head, d, n, out):
     """Walk each sublist again and write it at its offset n - d[j] (d from list ranking)."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
@@ -817,7 +823,7 @@ def write_ranked(succ, sid, splitters, s_count, d, n, out):
         e = splitters[j]
         out[pos] = e
         e = succ[uint32(e)]
-        while sid[uint32(e)] == NONE:
+        while not is_splitter(e, thresh, seed, head):
             pos += 1
             out[pos] = e
             e = succ[uint32(e)]
@@ -1047,8 +1053,8 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("build_contracted", build_contracted, f"void({I32}, {I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32})"),
         ("expand_labels", expand_labels, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
         ("pick_splitters", pick_splitters, f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {I32})"),
-        ("walk_sublists", walk_sublists, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32})"),
-        ("write_labels", write_labels, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32})"),
+        ("walk_sublists", walk_sublists, f"void({I32}, {I32}, {I32}, {s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
+        ("write_labels", write_labels, f"void({I32}, {I32}, {s}, {u}, {u}, {I32}, {I32})"),
         ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
         ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
         ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),
@@ -1061,7 +1067,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("wyllie_round", wyllie_round, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32})"),
         ("scatter_rank", scatter_rank, f"void({I32}, {s}, {I32})"),
         ("pick_rank_splitters", pick_rank_splitters, f"void({s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
-        ("write_ranked", write_ranked, f"void({I32}, {I32}, {I32}, {s}, {I32}, {s}, {I32})"),
+        ("write_ranked", write_ranked, f"void({I32}, {I32}, {s}, {u}, {u}, {s}, {I32}, {s}, {I32})"),
         ("walk_vertices", walk_vertices, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
         ("gather_i32", gather_i32, f"void({I32}, {I32}, {s}, {I32})"),
         ("reverse_walk", reverse_walk, f"void({I32}, {I32}, {s}, {I32}, {I32})"),
