@@ -282,6 +282,15 @@ def test_device_arrays_in_device_arrays_out(variant, rng):
     assert np.array_equal(d_e.copy_to_host(), h_e) and np.array_equal(d_f.copy_to_host().astype(bool), h_f)
 
 
+@pytest.mark.skipif(ON_SIMULATOR, reason="CuPy needs a GPU")
+def test_cupy_arrays_in_cupy_arrays_out(rng):
+    cp = pytest.importorskip("cupy")
+    src, dst = random_closed_walks(rng, 50, 200, 20)
+    out = eu.euler_circuit(cp.asarray(src), cp.asarray(dst))
+    assert isinstance(out, cp.ndarray)
+    assert np.array_equal(out.get(), eu.euler_circuit(src, dst))
+
+
 def test_from_csr_and_networkx(rng):
     import networkx as nx
 
