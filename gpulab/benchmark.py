@@ -83,6 +83,11 @@ class BenchSpec:
     peer_timing: Callable[[Case], tuple[int, int]] | None = None
     # called with the finished result (e.g. to add a chapter's derived fields to its records)
     finalize: Callable[[dict], None] | None = None
+    # (variant, case) -> (warmup, repeat), overriding the run's settings (e.g. one run of a
+    # CPU baseline that takes seconds); None keeps them.
+    repeats: Callable[[object, Case], tuple[int, int] | None] | None = None
+    # (variant, state, record) -> None: add fields to a timed record (stage times, counts ...).
+    annotate: Callable[[object, object, dict], None] | None = None
 
 
 def versions() -> dict:
@@ -185,10 +190,14 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                     # Teaching-only steps (deliberately slow) and CPU baselines get fewer repeats:
                     # they can take seconds each at GPU-filling sizes.
                     reps = max(3, repeat // 3) if (v.teaching_only or v.backend == "cpu") else repeat
+                    warm = 1 if v.backend == "cpu" else min(warmup, 1) if v.teaching_only else warmup
+                    custom = spec.repeats(v, case) if spec.repeats else None
+                    if custom:
+                        warm, reps = custom
                     if v.backend == "cpu":
-                        samples = _time_cpu(launch, 1, reps)
+                        samples = _time_cpu(launch, warm, reps)
                     else:
-                        samples = measure(launch, warmup=min(warmup, 1) if v.teaching_only else warmup, repeat=reps).samples_ms
+                        samples = measure(launch, warmup=warm, repeat=reps).samples_ms
                     rec["samples_ms"] = [round(s, 6) for s in samples]
                     med = float(np.median(samples))
                     rec["median_ms"] = med
@@ -197,8 +206,11 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                         rec["ratio_to_peer"] = peer_ms / med
                     if case.ceiling:
                         rec["ratio_to_ceiling"] = rec["throughput"] / case.ceiling
+                    if spec.annotate is not None:
+                        spec.annotate(v, state, rec)
             except GpulabError as exc:
                 rec["skipped"] = str(exc)
+                rec.update(getattr(exc, "record", None) or {})  # measurements of what did not finish
             records.append(rec)
             if progress:
                 elapsed = time.perf_counter() - t_start
@@ -225,12 +237,25 @@ def device_slug(result: dict) -> str:
     return name.lower().replace("nvidia", "").strip().replace(" ", "-") or "gpu"
 
 
-def write(result: dict, out_dir: str | os.PathLike) -> list[Path]:
-    """Write ``<chapter>-<device>.json`` and a PNG chart; return the paths written."""
+def merge(old: dict, new: dict) -> dict:
+    """``new`` with the records of ``old`` that it does not measure again (same size label,
+    variant and backend), in ``old``'s order first: a benchmark run in several parts."""
+    key = lambda r: (r["label"], r["variant"], r["backend"])  # noqa: E731
+    fresh = {key(r) for r in new["records"]}
+    merged = dict(new)
+    merged["records"] = [r for r in old["records"] if key(r) not in fresh] + new["records"]
+    return merged
+
+
+def write(result: dict, out_dir: str | os.PathLike, append: bool = False) -> list[Path]:
+    """Write ``<chapter>-<device>.json`` and a PNG chart; return the paths written. With
+    ``append``, records already in that file for other sizes/variants are kept (:func:`merge`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{result['chapter']}-{device_slug(result)}"
     path = out / f"{stem}.json"
+    if append and path.exists():
+        result = merge(json.loads(path.read_text()), result)
     path.write_text(json.dumps(result, indent=1) + "\n")
     paths = [path]
     png = chart(result, out / f"{stem}.png")

@@ -15,6 +15,7 @@ CHAPTERS: dict[str, str] = {
     "subset": "gpulab.subset",
     "gp": "gpulab.gp",
     "radix": "gpulab.radix",
+    "euler": "gpulab.euler",
 }
 
 

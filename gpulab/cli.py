@@ -55,7 +55,7 @@ def cmd_bench(args) -> int:
             return 2
     result = benchmark.run(spec, variants, quick=args.quick, warmup=args.warmup, repeat=args.repeat,
                            seed=args.seed, cases=cases, progress=None if args.no_progress else print)
-    paths = benchmark.write(result, args.out)
+    paths = benchmark.write(result, args.out, append=args.append)
     print()
     benchmark.main_print(result)
     print("\nwrote " + ", ".join(str(p) for p in paths))
@@ -140,6 +140,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--out", default="bench-results", help="directory for JSON and PNG (default: bench-results)")
     s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--append", action="store_true",
+                   help="keep the records of other sizes/variants already in the JSON (a benchmark run in parts)")
     s.set_defaults(fn=cmd_bench)
 
     s = sub.add_parser("grade", help="grade an exercise set (e.g. matmul); exit status 1 if any exercise fails")

@@ -1,0 +1,424 @@
+"""``gpulab bench euler``: every variant on deep and shallow graphs and de Bruijn graphs, against
+numba Hierholzer (one CPU thread) and networkx, measured in the same run.
+
+Cases (labels are what ``--sizes`` selects):
+
+* ``deep-<E>`` / ``shallow-<E>``: :func:`~gpulab.euler.generators.deep_graph` and
+  :func:`~gpulab.euler.generators.shallow_graph` (walks of 64 edges) with E edges over E / 4
+  vertices, generated on the GPU, from 2^18 (where networkx still finishes in seconds) to 42M
+  edges (the blog's V = 10.5M, E = 42M) and 2^30; ``blog-3M``: a shallow graph of the blog's second size (V = 1M, E = 3M, walks of 400
+  edges: ~45,000 cycles after pairing, as the blog's 45,514).
+* ``B(k,n)``: de Bruijn sequences; the graph is implicit on the GPU; the CPU peers run on the
+  explicit graph (src = w // k, dst = w mod k^(n-1)).
+
+What is timed (``median_ms``): device-resident edges in, device-resident circuit out — the
+plan's ``load`` (validate, narrow ids) and the whole pipeline, buffers allocated beforehand.
+Extra fields per record: ``stages_ms`` (one separate run with events between the stages),
+``stats`` (rounds, splitters, cycles, links), ``graph`` (cycles after pairing, longest cycle),
+``public_device_ms`` (the public call with numba device arrays, which also allocates its
+result), ``host_to_host_ms`` (numpy in, numpy out; up to 42M edges), and for GPU records the
+speed-ups over the CPU peers measured on the same case: ``ratio_to_peer`` (numba Hierholzer)
+and ``speedup_vs_networkx``.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gpulab import device
+from gpulab.benchmark import BenchSpec, Case
+from gpulab.errors import GpulabError, LimitError
+
+M42 = 41_943_040  # 10 x 2^22: V = 10,485,760 at degree 4, the blog's graph
+CPU_MAX_EDGES = M42  # Hierholzer (numba, one thread) is timed up to here
+NX_MAX_EDGES = 2**18  # networkx takes ~20 s per million edges (measured on the CPU of the development machine)
+BIG = 2**28  # from here on: fewer repeats (each run takes up to seconds)
+PARTITION_MAX_EDGES = M42  # the blog's CPU step 2: seconds per run at 42M
+PROPAGATE_MAX_EDGES = M42
+PROPAGATE_MAX_ROUNDS = 20_000  # propagate on deep graphs needs up to ~E / 2 rounds: stop it here and report
+HOST_MAX_EDGES = M42  # host -> host timings up to here
+SHALLOW_WALK, BLOG_WALK, BLOG_DEGREE = 64, 400, 3
+PEERS_INCLUDE = {
+    "hierholzer": "numba njit, one CPU thread: int32 host arrays in, edge ids out; degree check, CSR build "
+                  "(counting sort) and the walk",
+    "networkx": "networkx.eulerian_circuit(G, keys=True) listed, on a MultiDiGraph built beforehand "
+                "(building it is not timed)",
+}
+
+
+def _case(kind: str, E: int, label: str, **extra) -> Case:
+    return Case(label=label, size={"kind": kind, "E": E, **extra}, work=float(E), unit="Medges/s", unit_scale=1e6)
+
+
+def _graph(kind, E):
+    return _case(kind, E, f"{kind}-{_fmt(E)}")
+
+
+def _db(k, n):
+    return _case("debruijn", k ** n, f"B({k},{n})", k=k, n=n)
+
+
+def _fmt(E):
+    if E == M42:
+        return "42M"
+    if E & (E - 1) == 0 and E >= 1024:
+        return f"2^{E.bit_length() - 1}"
+    return str(E) if E < 10**6 else f"{E / 1e6:.3g}M"
+
+
+def cases(quick: bool) -> list[Case]:
+    if device.on_simulator():
+        return [_graph("deep", 96), _graph("shallow", 120), _db(2, 5)]
+    if quick:
+        return [_graph("deep", 2**20), _graph("shallow", 2**20), _graph("deep", M42), _graph("shallow", M42),
+                _db(2, 20)]
+    return full_cases()
+
+
+def full_cases() -> list[Case]:
+    """The GPU benchmark's cases."""
+    return ([_graph(kind, E) for E in (2**18, 2**20, 2**22, 2**24, M42) for kind in ("deep", "shallow")]
+            + [_case("blog", 3_145_728, "blog-3M")]
+            + [_graph("deep", 2**30), _graph("shallow", 2**30)]
+            + [_db(2, n) for n in (16, 20, 24, 28, 30)] + [_db(4, n) for n in (8, 10, 12, 14, 15)])
+
+
+# ----------------------------------------------------------------------------- setup
+
+
+def setup(case: Case, rng: np.random.Generator):
+    from gpulab.euler import generators as gen
+
+    size = case.size
+    E, kind = size["E"], size["kind"]
+    sim = device.on_simulator()
+    seed = int(rng.integers(1 << 30))
+    state = {"case": case, "E": E, "kind": kind, "seed": seed, "plans": {}, "expected": None, "cpu_ms": {},
+             "graph": {"kind": kind, "edges": E}, "sim": sim, "host": None, "nx_graph": None}
+    if kind == "debruijn":
+        k, n = size["k"], size["n"]
+        state["graph"].update(k=k, n=n, vertices=k ** (n - 1))
+        return state
+    if kind == "deep":
+        ds, dd = gen.deep_graph(E, 4, seed, device=True)
+        state["graph"].update(generator="deep_graph", degree=4, vertices=max(1, E // 4))
+    elif kind == "shallow":
+        walk, degree = (6, 2) if sim else (SHALLOW_WALK, 4)  # simulated: short walks, still many cycles
+        ds, dd = gen.shallow_graph(E, walk, degree, seed, device=True)
+        state["graph"].update(generator="shallow_graph", walk=walk, degree=degree)
+    else:  # the blog's shallow size
+        ds, dd = gen.shallow_graph(E, BLOG_WALK, BLOG_DEGREE, seed, device=True)
+        state["graph"].update(generator="shallow_graph", walk=BLOG_WALK, degree=BLOG_DEGREE)
+    state["d_src"], state["d_dst"] = ds, dd
+    return state
+
+
+def _host_graph(state):
+    """(src, dst) on the host, for the CPU peers and the host -> host timing."""
+    if state["host"] is None:
+        if state["kind"] == "debruijn":
+            k, n = state["graph"]["k"], state["graph"]["n"]
+            w = np.arange(k ** n, dtype=np.int64)
+            state["host"] = ((w // k).astype(np.int32), (w % k ** (n - 1)).astype(np.int32))
+        else:
+            state["host"] = (state["d_src"].copy_to_host(), state["d_dst"].copy_to_host())
+    return state["host"]
+
+
+def _free_plans(state):
+    """Drop every plan of this case, and free their buffers before the next variant allocates
+    (at 2^30 edges one plan holds about 81 GiB)."""
+    from numba import cuda
+
+    from gpulab.euler.api import clear_cache
+
+    state["plans"].clear()
+    clear_cache()
+    if not state["sim"]:
+        ctx = cuda.current_context()
+        for pending in (getattr(getattr(ctx, "memory_manager", None), "deallocations", None),
+                        getattr(ctx, "deallocations", None)):
+            if pending is not None:
+                pending.clear()
+
+
+def _plan(variant, state):
+    """The variant's plan for this case: the one the public API keeps (``api.plan_for``), so
+    that timing the public call afterwards reuses its buffers instead of allocating a second set."""
+    from gpulab.euler.api import plan_for
+
+    key = variant.key
+    if key not in state["plans"]:
+        _free_plans(state)
+        params = {"MAX_ROUNDS": PROPAGATE_MAX_ROUNDS} if variant.name == "propagate" else None
+        state["plans"][key] = plan_for(variant, state["E"] + 1, params)
+    return state["plans"][key]
+
+
+# ----------------------------------------------------------------------------- run, check
+
+
+def runner(variant, state):
+    E, kind = state["E"], state["kind"]
+    if variant.backend == "cpu":
+        cap = CPU_MAX_EDGES if variant.name == "hierholzer" else NX_MAX_EDGES
+        if E > cap:
+            raise GpulabError(f"{variant.name} is timed up to {cap} edges")
+        src, dst = _host_graph(state)
+        if variant.name == "hierholzer":
+            from gpulab.euler.reference import hierholzer
+
+            return lambda: hierholzer(src, dst)
+        from gpulab.euler import host
+
+        if state["nx_graph"] is None:
+            state["nx_graph"] = host.networkx_graph(src, dst)
+        G = state["nx_graph"]
+        return lambda: host.networkx_walk(G, src)
+    if variant.name == "partition" and E > PARTITION_MAX_EDGES:
+        raise GpulabError(f"the CPU partition is timed up to {PARTITION_MAX_EDGES} edges (seconds per run)")
+    if variant.name == "propagate" and E > PROPAGATE_MAX_EDGES:
+        raise GpulabError(f"propagate is timed up to {PROPAGATE_MAX_EDGES} edges")
+    plan = _plan(variant, state)
+    if kind == "debruijn":
+        k, n = state["graph"]["k"], state["graph"]["n"]
+        seq = plan.buf("seq", np.uint8, size=E + n - 1)
+
+        def launch():
+            out = plan.de_bruijn(k, n)
+            plan.launch("debruijn_symbols", E, out, np.int32(E), np.int32(k ** (n - 1)), np.int32(n - 1), seq)
+            return out
+
+        return launch
+    ds, dd = state["d_src"], state["d_dst"]
+
+    def launch():
+        s, d = plan.load(ds, dd, E)
+        out, _ = plan.directed(s, d, E)
+        return out
+
+    return launch
+
+
+class NotTimed(GpulabError):
+    """A variant that did not finish, with what was measured on the way (goes into its record)."""
+
+    def __init__(self, message: str, record: dict):
+        super().__init__(message)
+        self.record = record
+
+
+def check(variant, state):
+    from numba import cuda
+
+    E = state["E"]
+    launch = runner(variant, state)
+    if variant.backend == "cpu":
+        from gpulab.euler.reference import check_circuit
+
+        src, dst = _host_graph(state)
+        return check_circuit(src, dst, launch()[0] if variant.name == "networkx" else launch())
+    plan = state["plans"][variant.key]
+    out = plan.buf("out")
+    out.copy_to_device(np.full(out.size, -0x21524111, np.int32))  # poison
+    t0 = time.perf_counter()
+    try:
+        res = launch()
+    except LimitError as exc:
+        cuda.synchronize()
+        ms = (time.perf_counter() - t0) * 1e3
+        rounds = plan.stats.get("label_rounds", 0)
+        raise NotTimed(f"{exc} — {rounds} rounds took {ms:.4g} ms ({ms / max(rounds, 1):.4g} ms per round)",
+                       {"rounds_run": rounds, "ms_for_rounds_run": ms, "ms_per_round": ms / max(rounds, 1),
+                        "graph": state["graph"]}) from None
+    cuda.synchronize()
+    if state["kind"] == "debruijn":
+        k, n = state["graph"]["k"], state["graph"]["n"]
+        tail, head = plan.buf("vsrc"), plan.buf("vdst")
+        plan.launch("debruijn_ends", E, np.int32(E), np.int32(k), np.int32(k ** (n - 1)), tail, head)
+    else:
+        tail, head = state["d_src"], state["d_dst"]
+    ok, why = plan.verify(res, tail, head, E)
+    if not ok:
+        return ok, why
+    if state["expected"] is None:  # every variant must return the same circuit: keep the first
+        state["expected"] = cuda.device_array(E, np.int32)
+        state["expected"].copy_to_device(res[:E])
+        return ok, why
+    plan.set_ctr(0, 2**31 - 1)
+    plan.launch("mismatch", E, res, state["expected"], np.int32(E), plan.ctr)
+    diff, first = (int(x) for x in plan.get_ctr(2))
+    if diff:
+        return False, f"a valid circuit, but it differs from the first variant's at {diff} positions (first {first})"
+    return True, why + "; identical to the other variants'"
+
+
+# ----------------------------------------------------------------------------- annotations
+
+
+def repeats(variant, case):
+    """(warmup, repeat) where a run takes seconds: the CPU peers above 4M edges (numba compiled
+    at import), networkx always, the teaching steps above 4M edges (the check already ran them
+    once), every variant from 2^28 edges on."""
+    E = case.size["E"]
+    if variant.backend == "cpu":
+        return (0, 1) if (E > 4_000_000 or variant.name == "networkx") else None
+    if variant.teaching_only and E > 4_000_000:
+        return (0, 2)
+    if E >= BIG:
+        return (1, 3)
+    return None
+
+
+def annotate(variant, state, rec):
+    from numba import cuda
+
+    from gpulab import timing
+
+    E = state["E"]
+    rec["graph"] = state["graph"]
+    if variant.backend == "cpu":
+        state["cpu_ms"][variant.name] = rec["median_ms"]
+        rec["peer_includes"] = PEERS_INCLUDE[variant.name]
+        return
+    plan = state["plans"][variant.key]
+    plan.instrument = True
+    try:
+        runner(variant, state)()
+    finally:
+        plan.instrument = False
+    rec["stages_ms"] = dict(plan.stage_ms)
+    rec["stats"] = {k: v for k, v in plan.stats.items()}
+    if "cycles_after_pairing" not in state["graph"]:
+        cycles, longest = plan.cycle_stats(E)
+        state["graph"].update(cycles_after_pairing=cycles, longest_cycle=longest, links=plan.stats.get("links"))
+    hier, nx_ms = state["cpu_ms"].get("hierholzer"), state["cpu_ms"].get("networkx")
+    if hier:
+        rec.update(peer="numba Hierholzer (1 CPU thread)", peer_median_ms=hier, ratio_to_peer=hier / rec["median_ms"],
+                   peers_include=PEERS_INCLUDE)
+    if nx_ms:
+        rec["speedup_vs_networkx"] = nx_ms / rec["median_ms"]
+        rec["networkx_ms"] = nx_ms
+    if state["kind"] == "debruijn" or state["sim"] or variant.teaching_only:
+        return
+    rec["plan_bytes"] = plan.nbytes()
+    del plan
+    # the public call: device arrays in and out (it allocates its result; its plan is the one
+    # timed above, kept by the API), and numpy in and out
+    import gpulab.euler as eu
+
+    ds, dd = state["d_src"], state["d_dst"]
+    call = lambda: eu.euler_circuit(ds, dd, variant=variant.name, backend=variant.backend)  # noqa: E731
+    rec["public_device_ms"] = timing.measure(call, warmup=1, repeat=3 if E < BIG else 1).median_ms
+    if E <= HOST_MAX_EDGES:
+        hs, hd = _host_graph(state)
+        eu.euler_circuit(hs, hd, variant=variant.name, backend=variant.backend)
+        samples = []
+        for _ in range(3):
+            t0 = time.perf_counter()
+            eu.euler_circuit(hs, hd, variant=variant.name, backend=variant.backend)
+            samples.append((time.perf_counter() - t0) * 1e3)
+        rec["host_to_host_ms"] = float(np.median(samples))
+    _free_plans(state)
+    cuda.synchronize()
+
+
+def teardown(state):
+    _free_plans(state)
+
+
+def _warm_numba():
+    """Compile the CPU peers once, outside any timing."""
+    from gpulab.euler.reference import hierholzer
+
+    hierholzer(np.array([0, 1]), np.array([1, 0]))
+
+
+SPEC = BenchSpec(chapter="euler", cases=cases, setup=setup, runner=runner, check=check,
+                 peer_name="numba Hierholzer (1 CPU thread)", peer=None, teardown=teardown, repeats=repeats,
+                 annotate=annotate)
+
+_warm_numba()
+
+
+# ----------------------------------------------------------------------------- the book's tables
+
+
+def stage_rows(result: dict) -> list[dict]:
+    """Per-stage times of every GPU record (for the book's ``gpulab:rows`` tables)."""
+    rows = []
+    for r in result["records"]:
+        if r.get("stages_ms"):
+            row = {"size": r["label"], "variant": r["variant"], "backend": r["backend"], "total ms": r["median_ms"]}
+            row.update({k: v for k, v in r["stages_ms"].items()})
+            row["cycles"] = r.get("graph", {}).get("cycles_after_pairing")
+            rows.append(row)
+    return rows
+
+
+def write_stages(result_path, out_dir) -> "Path":
+    """Write ``euler-stages-<device>.json`` (rows for the book's ``gpulab:rows`` marker): the
+    per-stage times of every GPU record of a committed benchmark run."""
+    import json
+    from pathlib import Path
+
+    result = json.loads(Path(result_path).read_text())
+    dev = Path(result_path).stem.split("-", 1)[1]
+    path = Path(out_dir) / f"euler-stages-{dev}.json"
+    path.write_text(json.dumps({"rows": stage_rows(result), "measured": result["date"],
+                                "note": "one instrumented run per record, CUDA events between the stages"},
+                               indent=1) + "\n")
+    return path
+
+
+# ----------------------------------------------------------------------------- graph statistics (CPU)
+
+
+def graph_stats(cases_: list[Case] | None = None) -> list[dict]:
+    """Cycles after pairing and the longest cycle of the benchmark's graphs, computed on the CPU
+    with the reference (numpy sorts and a numba walk): the rounds ``propagate`` needs, the
+    number of nodes of the circuit graph. Deterministic: the graphs are seeded (seed 1 here)."""
+    from gpulab.euler import generators as gen
+    from gpulab.euler import reference as ref
+
+    rows = []
+    for case in cases_ or [c for c in full_cases() if c.size["kind"] != "debruijn" and c.size["E"] <= M42]:
+        E, kind = case.size["E"], case.size["kind"]
+        if kind == "deep":
+            s, d = gen.deep_graph(E, 4, 1)
+            desc = "deep_graph(degree=4)"
+        elif kind == "shallow":
+            s, d = gen.shallow_graph(E, SHALLOW_WALK, 4, 1)
+            desc = f"shallow_graph(walk={SHALLOW_WALK}, degree=4)"
+        else:
+            s, d = gen.shallow_graph(E, BLOG_WALK, BLOG_DEGREE, 1)
+            desc = f"shallow_graph(walk={BLOG_WALK}, degree={BLOG_DEGREE})"
+        succ, _, _ = ref.pairing(s, d)
+        lab = ref.cycle_labels(succ)
+        sizes = np.bincount(lab)
+        rows.append({"graph": case.label, "generator": desc, "edges": E,
+                     "vertices": int(np.unique(np.concatenate([s, d])).size),
+                     "cycles after pairing": int(np.count_nonzero(sizes)), "longest cycle": int(sizes.max()),
+                     "longest / edges": float(sizes.max() / E)})
+    for k, n in ((2, 16), (2, 20), (4, 8), (4, 10)):
+        w = np.arange(k ** n, dtype=np.int64)
+        kn1 = k ** (n - 1)
+        succ = (w % kn1) * k + w // kn1
+        sizes = np.bincount(ref.cycle_labels(succ))
+        rows.append({"graph": f"B({k},{n})", "generator": "de Bruijn graph", "edges": k ** n, "vertices": kn1,
+                     "cycles after pairing": int(np.count_nonzero(sizes)), "longest cycle": int(sizes.max()),
+                     "longest / edges": float(sizes.max() / k ** n)})
+    return rows
+
+
+if __name__ == "__main__":  # python -m gpulab.euler.bench docs/benchmarks  (graph statistics, CPU only)
+    import json
+    import sys
+    from pathlib import Path
+
+    out = Path(sys.argv[1] if len(sys.argv) > 1 else ".") / "euler-graphs.json"
+    out.write_text(json.dumps({"rows": graph_stats(), "seed": 1,
+                               "computed": "on the CPU by gpulab.euler.bench.graph_stats"}, indent=1) + "\n")
+    print(f"wrote {out}")

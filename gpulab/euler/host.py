@@ -1,0 +1,879 @@
+"""Host side of chapter 5: validation, buffers, and the launch sequence of the whole pipeline.
+
+The sequence is written once, here, and runs on either backend through a *kernel provider*
+``K(name, grid, block, *args)`` (as in chapter 4): the numba and CUDA C variants of a step
+differ only inside the kernels. An :class:`EulerPlan` owns every buffer a graph of up to
+``capacity`` edges needs (allocated once, outside any timed region) and runs:
+
+1. **pairing** — sort the edge ids by source and by destination (chapter 4's radix sort, or a
+   one-launch rank sort for short inputs), check in = out at every vertex, pair;
+2. **labelling** — the variant's step: ``propagate``, ``jump``, ``shared``, ``ruling_set`` or
+   the blog's CPU ``partition``; every one labels a cycle with its smallest edge id;
+3. **circuit graph** — one node per cycle, one link per pair of neighbouring out-slots of a
+   vertex in different cycles;
+4. **spanning forest** — Borůvka with atomics (weight = slot, unique, so the forest is the
+   unique minimum one whatever the schedule); more than one tree = not weakly connected;
+5. **splice** — rotate the successors along each run of tree links;
+6. **ranking** — order the single cycle from the start edge: Wyllie's pointer jumping, or
+   (``ruling_set``) splitters walked in registers.
+
+Small counters go back to the host between rounds (one int each): they decide how many rounds
+to launch. Nothing of size E crosses the bus except in the ``partition`` variant, whose point
+is exactly that.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from gpulab import cudac, device
+from gpulab.errors import DtypeError, LimitError, ShapeError
+from gpulab.euler.reference import NotEulerian
+from gpulab.launch import ceil_div
+
+PACKAGE = "gpulab.euler"
+SOURCE = "kernels.cu"
+INT32_MAX = 2**31 - 1
+MAX_VERTEX = 2**31 - 2  # lower_bound(v + 1) must not overflow
+MAX_GRID = 1 << 16
+ID_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
+STAGES = ("validate", "pairing", "labelling", "circuit_graph", "spanning_forest", "splice", "ranking")
+
+# --8<-- [start:slots]
+# Buffers of one stage share memory with the dead buffers of earlier stages: ten scratch slots
+# S0..S9 serve every stage (a name's slot, by stage). Kept for the whole run: src/dst (copies,
+# when needed), ssrc, out_order, in_order, succ, label, out, tree (uint8).
+SLOTS = {
+    # pairing         labelling: ruling set / shared     circuit graph, forest   ranking, checks
+    "sdst": "S0",     "xit": "S0",                       "nodes": "S0",          "vpos": "S0",
+    "sid": "S1",      "mn": "S1",                        "comp": "S1",
+    "splitters": "S2", "cid": "S2",                      "best": "S2",
+    "nxt_s": "S3",    "exits": "S3",                     "lu": "S3",
+    "min_s": "S4",    "cnxt": "S4",                      "lv": "S4",
+    "len_s": "S5",    "cval": "S5",                      "lp": "S5",
+    "J0": "S6",                                          "lu2": "S6",
+    "J1": "S7",                                          "lv2": "S7",
+    "J2": "S8",                                          "lp2": "S8",
+    "J3": "S9",
+}
+# --8<-- [end:slots]
+
+
+# ----------------------------------------------------------------------------- kernel providers
+
+
+class NumbaKernels:
+    """``K(name, grid, block, *args)`` for the numba kernels."""
+
+    backend = "numba"
+
+    def __init__(self, params: dict):
+        from gpulab.euler import kernels_numba as kn
+
+        self.kn = kn
+        self.params = params
+        self._cache: dict = {}
+
+    def _make(self, name):
+        kn, p = self.kn, self.params
+        if name.startswith("to_i32"):
+            return kn.to_i32_kernel(p["BLOCK"])
+        if name == "sum_i32":
+            return kn.sum_kernel(p["BLOCK"])
+        if name == "tile_contract":
+            return kn.tile_contract_kernel(p["TILE"])
+        return getattr(kn, name)
+
+    def __call__(self, name, grid, block, *args):
+        k = self._cache.get(name)
+        if k is None:
+            k = self._cache[name] = self._make(name)
+        k[grid, block](*args)
+
+
+class CudaCKernels:
+    """``K(name, grid, block, *args)`` for the CUDA C kernels (pycuda), compiled with the
+    variant's parameters as ``-D`` macros."""
+
+    backend = "cuda-c"
+
+    def __init__(self, params: dict):
+        self.defines = cuda_defines(params)
+        self._cache: dict = {}
+
+    def __call__(self, name, grid, block, *args):
+        fn = self._cache.get(name)
+        if fn is None:
+            fn = self._cache[name] = cudac.kernel(PACKAGE, SOURCE, name, self.defines)
+        cudac.launch(fn, grid, block, *args)
+
+
+def cuda_defines(params: dict) -> dict:
+    """The -D macros of the CUDA C source (one module serves every variant of a BLOCK)."""
+    return {"BLOCK": params["BLOCK"], "TILE": params.get("TILE", 1024)}
+
+
+def provider(backend: str, params: dict):
+    return CudaCKernels(params) if backend == "cuda-c" else NumbaKernels(params)
+
+
+def _i(x) -> np.int32:
+    return np.int32(x)
+
+
+def _u(x) -> np.uint32:
+    return np.uint32(int(x) & 0xFFFFFFFF)
+
+
+# ----------------------------------------------------------------------------- validation
+
+
+# --8<-- [start:validate]
+def check_edges(src, dst) -> int:
+    """Shapes and dtypes of the edge arrays (read from the array interfaces, host or device);
+    returns the number of edges. Values are checked on the device (:meth:`EulerPlan.load`)."""
+    from gpulab.arrays import check_array
+
+    s_shape, s_dt = check_array(src, "src", ndim=1)
+    d_shape, d_dt = check_array(dst, "dst", ndim=1)
+    if s_shape != d_shape:
+        raise ShapeError(f"src has {s_shape[0]} edges but dst has {d_shape[0]}: one (src, dst) pair per edge")
+    for name, dt in (("src", s_dt), ("dst", d_dt)):
+        if dt not in ID_DTYPES:
+            raise DtypeError(f"{name} has dtype {dt}; vertex ids must be int32 or int64")
+    n = s_shape[0]
+    if n > INT32_MAX - 1:
+        raise LimitError(f"{n} edges: edge ids are int32 on the GPU, so at most {INT32_MAX - 1} edges "
+                         "(one id is kept for the extra edge of an Euler path)")
+    return n
+# --8<-- [end:validate]
+
+
+# ----------------------------------------------------------------------------- the plan
+
+
+class EulerPlan:
+    """Buffers and launches of one variant for graphs of up to ``capacity`` edges (or darts)."""
+
+    def __init__(self, labelling: str, backend: str, capacity: int, params: dict, ranking: str = "wyllie"):
+        from numba import cuda
+
+        self.labelling, self.backend, self.capacity = labelling, backend, max(int(capacity), 1)
+        self.params = dict(params)
+        self.ranking = ranking
+        self.sim = device.on_simulator()
+        self.K = provider(backend, self.params)
+        self._bufs: dict = {}
+        self._sorts: dict = {}
+        self.ctr = cuda.device_array(8, np.int32)
+        self.stats64 = cuda.device_array(2, np.int64)
+        self.stats: dict = {}
+        self.instrument = False
+        self.stage_ms: dict = {}
+        self._marks: list = []
+
+    # --------------------------------------------------------------- buffers and launch shapes
+
+    def buf(self, name: str, dtype=np.int32, size: int | None = None):
+        """A named device buffer of ``capacity`` (or ``size``) elements, allocated on first use;
+        names of different stages share a slot (:data:`SLOTS`)."""
+        from numba import cuda
+
+        key = (SLOTS.get(name, name), np.dtype(dtype).str)
+        b = self._bufs.get(key)
+        want = max(int(size if size is not None else self.capacity), 1)
+        if b is None or b.size < want:
+            b = self._bufs[key] = cuda.device_array(want, dtype)
+        return b
+
+    def nbytes(self) -> int:
+        """Device memory this plan holds now (its buffers and its sort plans' key/value buffers)."""
+        total = sum(b.size * b.dtype.itemsize for b in self._bufs.values())
+        for sp in self._sorts.values():
+            total += sum(getattr(a, "size", 0) * 4 for a in getattr(sp, "keys", []) + getattr(sp, "vals", []))
+        return total
+
+    def buffers(self) -> dict:
+        """{slot: (elements, dtype)} of the buffers allocated so far (memory accounting)."""
+        return {k[0]: (b.size, k[1]) for k, b in self._bufs.items()}
+
+    def ew(self, n: int):
+        """(grid, block) of an element-wise launch over n items (grid-stride loops)."""
+        b = self.params["BLOCK"]
+        if self.sim:  # the simulator pays per thread: one block, the loop does the rest
+            return (1,), (b,)
+        return (max(1, min(ceil_div(n, b), MAX_GRID)),), (b,)
+
+    def launch(self, name, n, *args):
+        g, b = self.ew(n)
+        self.K(name, g, b, *args)
+
+    def sum(self, a, n: int) -> int:
+        """sum(a[:n]) on the device (a block reduction), one int64 back."""
+        self.stats64.copy_to_device(np.zeros(2, np.int64))
+        g, b = self.ew(n)
+        self.K("sum_i32", (min(g[0], 1024),) if not self.sim else g, b, a, _i(n), self.stats64)
+        return int(self.stats64.copy_to_host()[0])
+
+    def set_ctr(self, *values):
+        vals = np.zeros(8, np.int32)
+        vals[: len(values)] = values
+        self.ctr.copy_to_device(vals)
+
+    def get_ctr(self, k: int = 8) -> np.ndarray:
+        return self.ctr.copy_to_host()[:k]
+
+    # --------------------------------------------------------------- stage timing
+
+    def mark(self, stage: str):
+        """Close the previous stage and open ``stage`` (only when instrumented)."""
+        if not self.instrument:
+            return
+        from numba import cuda
+
+        if self.sim:
+            cuda.synchronize()
+            self._marks.append((stage, time.perf_counter()))
+        else:
+            ev = cuda.event()
+            ev.record()
+            self._marks.append((stage, ev))
+
+    def _close_marks(self):
+        if not self.instrument or not self._marks:
+            return
+        from numba import cuda
+
+        self.mark("end")
+        cuda.synchronize()
+        ms: dict = {}
+        for (stage, a), (_, b) in zip(self._marks[:-1], self._marks[1:]):
+            dt = (b - a) * 1e3 if self.sim else cuda.event_elapsed_time(a, b)
+            ms[stage] = ms.get(stage, 0.0) + dt
+        self.stage_ms = ms
+        self._marks = []
+
+    # --------------------------------------------------------------- step 0: load the edges
+
+    def load(self, src, dst, n: int, extra: int = 0):
+        """Check every id on the device (non-negative, at most 2^31 - 2) and return int32 edge
+        arrays: the inputs themselves when they are int32 and need no room for ``extra`` edges
+        (the pipeline only reads them), else copies in the plan (int64 narrowed to int32)."""
+        self._marks = []
+        self.mark("validate")
+        out = []
+        for name, a in (("src", src), ("dst", dst)):
+            in_place = extra == 0 and np.dtype(a.dtype) == np.int32
+            b = a if in_place else self.buf(name, size=n + extra)
+            if n:
+                self.stats64.copy_to_device(np.array([2**63 - 1, -(2**63) + 1], np.int64))
+                kname = "to_i32_i64" if np.dtype(a.dtype) == np.int64 else "to_i32_i32"
+                g, blk = self.ew(n)
+                if not self.sim:
+                    g = (min(g[0], 1024),)  # a reduction: few blocks, long grid-stride loops
+                self.K(kname, g, blk, a, _i(n), b, self.stats64, _i(0 if in_place else 1))
+                lo, hi = (int(x) for x in self.stats64.copy_to_host())
+                if lo < 0:
+                    raise ShapeError(f"{name} contains the negative vertex id {lo}; vertex ids must be >= 0")
+                if hi > MAX_VERTEX:
+                    raise LimitError(f"{name} contains the vertex id {hi}; vertex ids are int32 on the GPU "
+                                     f"(at most {MAX_VERTEX})")
+            out.append(b)
+        return out
+
+    def put(self, arr, index: int, value: int):
+        """One int into a device buffer (the extra edge of an Euler path)."""
+        arr[index:index + 1].copy_to_device(np.array([value], np.int32))
+
+    # --------------------------------------------------------------- step 1: pairing
+
+    def sort(self, keys, n: int, out_keys, out_perm):
+        """Stable argsort of n int32 keys into (out_keys, out_perm)."""
+        if n <= self.params.get("SMALL_SORT", 0):
+            self.launch("small_sort", n, keys, _i(n), out_keys, out_perm)
+            return
+        sp = self._sorts.get(n)
+        if sp is None:
+            from gpulab.radix import host as rh
+            from gpulab.radix.variants import KIND
+
+            name = self.params["SORT"]
+            rp = dict(self.params.get("SORT_PARAMS") or radix_params(name, self.backend))
+            sp = self._sorts[n] = rh.SortPlan(KIND[name], self.backend, n, True, rp)
+        ks, vs = sp.sort(keys.view(np.uint32), iota=True)
+        out_keys[:n].copy_to_device(ks.view(np.int32))
+        out_perm[:n].copy_to_device(vs.view(np.int32))
+
+    # --8<-- [start:pairing]
+    def pairing(self, src, dst, n: int):
+        """Sort by source and by destination; return the mismatch count and first position
+        (in = out everywhere exactly when the two sorted key arrays are equal)."""
+        self.mark("pairing")
+        ssrc, out_order = self.buf("ssrc"), self.buf("out_order")
+        sdst, in_order = self.buf("sdst"), self.buf("in_order")
+        self.sort(src[:n], n, ssrc, out_order)
+        self.sort(dst[:n], n, sdst, in_order)
+        self.set_ctr(0, INT32_MAX)
+        self.launch("mismatch", n, ssrc, sdst, _i(n), self.ctr)
+        bad, first = self.get_ctr(2)
+        return int(bad), int(first)
+
+    def make_succ(self, n: int):
+        succ = self.buf("succ")
+        self.launch("pair", n, self.buf("in_order"), self.buf("out_order"), _i(n), succ)
+        return succ
+    # --8<-- [end:pairing]
+
+    def imbalance(self, n: int) -> dict:
+        """Which vertices are unbalanced (after :meth:`pairing`)."""
+        self.set_ctr(0, 0, INT32_MAX, 0, INT32_MAX, INT32_MAX)
+        ssrc, sdst = self.buf("ssrc"), self.buf("sdst")
+        self.launch("imbalance", 2 * n, ssrc, sdst, _i(n), self.ctr)
+        c = self.get_ctr(6)
+        info = dict(unbalanced=int(c[0]), plus=int(c[1]), start=int(c[2]), minus=int(c[3]), end=int(c[4]),
+                    first=int(c[5]))
+        self.K("degrees_of", (1,), (1,), ssrc, sdst, _i(n), _i(info["first"]), self.ctr)
+        d = self.get_ctr(2)
+        info["first_in"], info["first_out"] = int(d[0]), int(d[1])
+        return info
+
+    def first_out_edge(self, vertex: int, n: int) -> int:
+        """The smallest-id out-edge of ``vertex`` (NONE if it has none)."""
+        if vertex < 0 or vertex > MAX_VERTEX:
+            return -1
+        self.K("find_first", (1,), (1,), self.buf("ssrc"), self.buf("out_order"), _i(n), _i(vertex), self.ctr)
+        return int(self.get_ctr(1)[0])
+
+    # --------------------------------------------------------------- step 2: labelling
+
+    def min_jump(self, nxt, lab, m: int, keep_nxt: bool):
+        """Min-label pointer jumping on the cycles of ``nxt`` (m elements) with values ``lab``;
+        returns (the buffer holding each element's cycle minimum, rounds). ``nxt`` is only read
+        when ``keep_nxt``; otherwise ``nxt`` and ``lab`` serve as scratch."""
+        a, b, c = self.buf("J0"), self.buf("J1"), self.buf("J2")
+        spare_n = [a, b] if keep_nxt else [a, nxt]
+        spare_l = [c, lab]
+        n_cur, l_cur = nxt, lab
+        r = 0
+        while True:
+            n_new, l_new = spare_n[r % 2], spare_l[r % 2]
+            self.set_ctr(0)
+            self.launch("jump_round", m, n_cur, l_cur, n_new, l_new, _i(m), self.ctr)
+            n_cur, l_cur = n_new, l_new
+            r += 1
+            if self.get_ctr(1)[0] == 0:
+                return l_cur, r
+
+    def label_cycles(self, succ, n: int):
+        """Step 2 with this plan's labelling variant: label[e] = smallest edge id of e's cycle."""
+        self.mark("labelling")
+        label = self.buf("label")
+        kind = self.labelling
+        if kind == "propagate":
+            self.launch("iota", n, label, _i(n))
+            rounds = 0
+            cap = self.params.get("MAX_ROUNDS")
+            while True:
+                self.set_ctr(0)
+                self.launch("propagate_round", n, succ, label, _i(n), self.ctr)
+                rounds += 1
+                if self.get_ctr(1)[0] == 0:
+                    break
+                if cap and rounds >= cap:
+                    self.stats["label_rounds"] = rounds
+                    raise LimitError(f"propagate: labels still moving after {rounds} rounds (MAX_ROUNDS); a "
+                                     "round moves a label one edge, so a cycle of L edges needs about L rounds")
+            self.stats["label_rounds"] = rounds
+        elif kind == "jump":
+            self.launch("iota", n, label, _i(n))
+            res, rounds = self.min_jump(succ, label, n, keep_nxt=True)
+            if res is not label:
+                label[:n].copy_to_device(res[:n])
+            self.stats["label_rounds"] = rounds
+        elif kind == "shared":
+            self._label_shared(succ, n, label)
+        elif kind == "ruling_set":
+            self._label_ruling_set(succ, n, label)
+        elif kind == "partition":
+            self._label_partition(succ, n, label)
+        else:
+            raise ValueError(f"unknown labelling {kind!r}")
+        return label
+
+    # --8<-- [start:label_shared]
+    def _label_shared(self, succ, n, label):
+        """Contract the chains inside each tile in shared memory, label the contracted cycles by
+        pointer jumping in global memory, expand."""
+        T = self.params["TILE"]
+        xit, mn, cid, exits = self.buf("xit"), self.buf("mn"), self.buf("cid"), self.buf("exits")
+        self.K("tile_contract", (ceil_div(n, T),), (T,), succ, _i(n), xit, mn, label)
+        self.set_ctr(0)
+        self.launch("compact_exits", n, xit, _i(n), cid, exits, self.ctr)
+        m = int(self.get_ctr(1)[0])
+        self.stats["contracted"] = m
+        rounds = 0
+        if m:
+            cnxt, cval = self.buf("cnxt"), self.buf("cval")
+            self.launch("build_contracted", m, succ, xit, mn, cid, exits, _i(m), cnxt, cval)
+            clab, rounds = self.min_jump(cnxt, cval, m, keep_nxt=False)
+            self.launch("expand_labels", n, xit, cid, clab, _i(n), label)
+        self.stats["label_rounds"] = rounds
+    # --8<-- [end:label_shared]
+
+    # --8<-- [start:label_ruling_set]
+    def _label_ruling_set(self, succ, n, label):
+        """Rounds of random splitters among the edges not labelled yet, each walking its
+        sublist in registers (the walk tests "splitter?" by the same hash, so its only memory
+        access per edge is the successor; ``sid`` is read once, at the end); the short list of
+        splitters is labelled by pointer jumping.
+        Cycles that drew no splitter wait for the next round, whose splitters are denser; the
+        last round makes every remaining edge a splitter."""
+        sid, spl = self.buf("sid"), self.buf("splitters")
+        nxt_s, min_s, len_s = self.buf("nxt_s"), self.buf("min_s"), self.buf("len_s")
+        self.launch("fill_i32", n, label, _i(n), _i(-1))
+        spacing = self.params["SPACING"]
+        growth = self.params["GROWTH"]
+        seed = int(self.params.get("SEED", 0x5EED))
+        rounds, splitters, jump_rounds = 0, [], 0
+        todo = n
+        while todo:
+            thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
+            rseed = _u(seed + rounds * 0x9E3779B9)
+            self.set_ctr(0)
+            self.launch("pick_splitters", n, label, _i(n), _u(thresh), rseed, sid, spl, self.ctr)
+            s = int(self.get_ctr(1)[0])
+            rounds += 1
+            splitters.append(s)
+            if s:
+                self.launch("walk_sublists", s, succ, sid, spl, _i(s), _u(thresh), rseed, _i(-1), nxt_s, min_s, len_s)
+                todo -= self.sum(len_s, s)  # the edges labelled in this round
+                clab, jr = self.min_jump(nxt_s, min_s, s, keep_nxt=False)
+                jump_rounds += jr
+                self.launch("write_labels", s, succ, spl, _i(s), _u(thresh), rseed, clab, label)
+            spacing //= growth
+        self.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
+    # --8<-- [end:label_ruling_set]
+
+    def _label_partition(self, succ, n, label):
+        """The blog's step 2: copy the successors to the host, walk the cycles on the CPU (one
+        thread), copy the labels back."""
+        from gpulab.euler.reference import _walk_labels
+
+        host_succ = succ[:n].copy_to_host().astype(np.int64)
+        lab = _walk_labels(host_succ).astype(np.int32)
+        label[:n].copy_to_device(lab)
+        self.stats["label_rounds"] = 1
+
+    # --------------------------------------------------------------- steps 3 and 4: circuit graph and spanning forest
+
+    # --8<-- [start:forest]
+    def spanning_forest(self, label, n: int):
+        """Links between cycles, then Borůvka: every component takes its lightest link (an
+        atomicMin on its root), hooks along it, and pointer jumping flattens the hooks; links
+        inside a component are dropped each round. Marks the tree links in ``tree``; returns
+        the number of trees (1 = the edges are weakly connected)."""
+        self.mark("circuit_graph")
+        nodes, comp = self.buf("nodes"), self.buf("comp")
+        self.set_ctr(0)
+        self.launch("list_nodes", n, label, _i(n), nodes, comp, self.ctr)
+        c = int(self.get_ctr(1)[0])
+        links = [self.buf(x) for x in ("lu", "lv", "lp")]
+        self.set_ctr(0)
+        self.launch("find_links", n, self.buf("ssrc"), self.buf("out_order"), label, _i(n), *links, self.ctr)
+        m = int(self.get_ctr(1)[0])
+        self.stats.update(cycles=c, links=m)
+        self.mark("spanning_forest")
+        tree = self.buf("tree", np.uint8)
+        self.launch("fill_u8", n, tree, _i(n), _i(0))
+        best = self.buf("best")
+        other = [self.buf(x) for x in ("lu2", "lv2", "lp2")]
+        rounds = 0
+        while m:
+            self.launch("reset_best", c, nodes, _i(c), best)
+            self.set_ctr(0)
+            self.launch("min_links", m, *links, _i(m), comp, best, *other, self.ctr)
+            m = int(self.get_ctr(1)[0])
+            if m == 0:
+                break
+            rounds += 1
+            self.launch("hook", m, *other, _i(m), best, comp, tree)
+            while True:
+                self.set_ctr(0)
+                self.launch("shortcut", c, nodes, _i(c), comp, self.ctr)
+                if self.get_ctr(1)[0] == 0:
+                    break
+            links, other = other, links
+        self.set_ctr(0, INT32_MAX, -1)
+        self.launch("count_roots", c, nodes, _i(c), comp, self.ctr)
+        trees, r1, r2 = (int(x) for x in self.get_ctr(3))
+        self.stats["forest_rounds"] = rounds
+        return trees, r1, r2
+    # --8<-- [end:forest]
+
+    # --------------------------------------------------------------- step 5: splice
+
+    def splice(self, succ, n: int):
+        self.mark("splice")
+        self.launch("splice", n, self.buf("tree", np.uint8), self.buf("in_order"), self.buf("out_order"), _i(n), succ)
+
+    # --------------------------------------------------------------- step 6: ranking
+
+    # --8<-- [start:ranking]
+    def rank(self, succ, n: int, head: int, out):
+        """Write the single cycle of ``succ`` into ``out``, starting with edge ``head``."""
+        self.mark("ranking")
+        if self.ranking == "ruling_set":
+            self._rank_ruling_set(succ, n, head, out)
+            return
+        nxt, d = self.buf("J0"), self.buf("J1")
+        self.launch("wyllie_init", n, succ, d, _i(n), _i(head), _i(1), nxt, d)
+        res, rounds = self._wyllie(nxt, d, n)
+        self.launch("scatter_rank", n, res, _i(n), out)
+        self.stats["rank_rounds"] = rounds
+
+    def _wyllie(self, nxt, d, m: int):
+        n2, d2 = self.buf("J2"), self.buf("J3")
+        bufs = [(nxt, d), (n2, d2)]
+        rounds = 0
+        while True:
+            (a, b), (c, e) = bufs[rounds % 2], bufs[(rounds + 1) % 2]
+            self.set_ctr(0)
+            self.launch("wyllie_round", m, a, b, c, e, _i(m), self.ctr)
+            rounds += 1
+            if self.get_ctr(1)[0] == 0:
+                return e, rounds
+
+    def _rank_ruling_set(self, succ, n, head, out):
+        sid, spl = self.buf("sid"), self.buf("splitters")
+        nxt_s, min_s, len_s = self.buf("nxt_s"), self.buf("min_s"), self.buf("len_s")
+        spacing = self.params["RANK_SPACING"]
+        thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
+        rseed = _u(int(self.params.get("SEED", 0x5EED)) ^ 0xA5A5)
+        self.set_ctr(1)
+        self.launch("pick_rank_splitters", n, _i(n), _u(thresh), rseed, _i(head), sid, spl, self.ctr)
+        s = int(self.get_ctr(1)[0])
+        self.launch("walk_sublists", s, succ, sid, spl, _i(s), _u(thresh), rseed, _i(head), nxt_s, min_s, len_s)
+        nxt, d = self.buf("J0"), self.buf("J1")
+        self.launch("wyllie_init", s, nxt_s, len_s, _i(s), _i(0), _i(0), nxt, d)
+        res, rounds = self._wyllie(nxt, d, s)
+        self.launch("write_ranked", s, succ, spl, _i(s), _u(thresh), rseed, _i(head), res, _i(n), out)
+        self.stats.update(rank_splitters=s, rank_rounds=rounds)
+    # --8<-- [end:ranking]
+
+    # --------------------------------------------------------------- the whole directed pipeline
+
+    # --8<-- [start:directed]
+    def directed(self, src, dst, n: int, *, source=None, path: bool = False):
+        """Euler circuit (or path) of the n edges (src, dst) already in plan buffers. Returns
+        ``(out, m)``: the edge ids in ``out[:m]``; raises :class:`NotEulerian` with the reason."""
+        out = self.buf("out")
+        if n == 0:
+            if source is not None:
+                raise NotEulerian(f"source vertex {source} has no edges (the graph is empty)")
+            return out, 0
+        bad, first = self.pairing(src, dst, n)
+        virtual = None
+        if bad:
+            info = self.imbalance(n)
+            if not path:
+                raise NotEulerian(_imbalance_message(info, path=False))
+            if not (info["unbalanced"] == 2 and info["plus"] == 1 and info["minus"] == 1):
+                raise NotEulerian(_imbalance_message(info, path=True))
+            s, t = info["start"], info["end"]
+            if source is not None and source != s:
+                raise NotEulerian(f"an Euler path of this graph must start at vertex {s} (out = in + 1), "
+                                  f"not at source {source}")
+            virtual = n  # the extra edge t -> s closes the path into a circuit
+            self.put(src, n, t)
+            self.put(dst, n, s)
+            n += 1
+            self.pairing(src, dst, n)
+        succ = self.make_succ(n)
+        head = 0
+        if virtual is None and source is not None:
+            head = self.first_out_edge(int(source), n)
+            if head < 0:
+                raise NotEulerian(f"source vertex {source} has no edges")
+        label = self.label_cycles(succ, n)
+        trees, r1, r2 = self.spanning_forest(label, n)
+        if trees > 1:
+            raise NotEulerian(self._components_message(src, trees, r1, r2))
+        self.splice(succ, n)
+        if virtual is not None:
+            head = int(succ[virtual:virtual + 1].copy_to_host()[0])  # the path starts after the extra edge
+        self.rank(succ, n, head, out)
+        self._close_marks()
+        return out, n - (virtual is not None)
+    # --8<-- [end:directed]
+
+    def _components_message(self, src, trees, r1, r2):
+        a = int(src[r1:r1 + 1].copy_to_host()[0])
+        b = int(src[r2:r2 + 1].copy_to_host()[0])
+        return (f"the edges form {trees} weakly connected components (vertices {a} and {b} are not connected); "
+                "an Euler circuit needs one")
+
+    # --------------------------------------------------------------- undirected graphs
+
+    # --8<-- [start:undirected]
+    def orient(self, src, dst, n: int, *, path: bool = False):
+        """Pair the half-edges at every vertex, label the closed trails, keep one direction of
+        each: returns (osrc, odst, flip, n, virtual) for the directed pipeline."""
+        self.mark("pairing")
+        keys, skeys, order = self.buf("hkeys"), self.buf("hskeys"), self.buf("horder")
+        m = 2 * n
+
+        def sort_half_edges(count):
+            self.launch("half_keys", count, src, dst, _i(count), keys)
+            self.sort(keys[:2 * count], 2 * count, skeys, order)
+            self.set_ctr(0, INT32_MAX, -1)
+            self.launch("odd_vertices", 2 * count, skeys, _i(2 * count), self.ctr)
+            return (int(x) for x in self.get_ctr(3))
+
+        odd, lo, hi = sort_half_edges(n)
+        virtual = None
+        if odd:
+            if not path or odd != 2:
+                self.K("degrees_of", (1,), (1,), skeys, skeys, _i(m), _i(lo), self.ctr)
+                deg = int(self.get_ctr(1)[0])
+                if path:
+                    raise NotEulerian(f"an undirected Euler path needs exactly two vertices of odd degree; there "
+                                      f"are {odd} (e.g. vertex {lo}, degree {deg})")
+                raise NotEulerian(f"vertex {lo} has odd degree {deg} ({odd} vertices have odd degree): "
+                                  "no Euler circuit")
+            virtual = n
+            self.put(src, n, lo)
+            self.put(dst, n, hi)
+            n += 1
+            m = 2 * n
+            sort_half_edges(n)
+        darts = self.buf("dsucc")
+        self.launch("dart_succ", n, order, _i(n), darts)
+        label = self.label_cycles(darts, m)
+        osrc, odst, fwd = self.buf("osrc"), self.buf("odst"), self.buf("fwd")
+        self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd)
+        return osrc, odst, fwd, n, virtual
+    # --8<-- [end:undirected]
+
+    def undirected(self, src, dst, n: int, *, source=None, path: bool = False):
+        """Returns (out, fwd, m, tail, head): edge ids in out[:m], fwd = 1 where an edge was
+        walked src -> dst, and the arrays of where each edge starts / ends as walked."""
+        out = self.buf("out")
+        fw = self.buf("fwd_out")
+        if n == 0:
+            if source is not None:
+                raise NotEulerian(f"source vertex {source} has no edges (the graph is empty)")
+            return out, fw, 0, src, dst
+        osrc, odst, fwd, n2, virtual = self.orient(src, dst, n, path=path)
+        if virtual is None:
+            res, m = self.directed(osrc, odst, n2, source=source)
+            self.launch("gather_i32", m, fwd, res, _i(m), fw)
+            return res, fw, m, osrc, odst
+        # a path: the circuit of the oriented graph, begun right after the extra edge
+        vt = int(osrc[virtual:virtual + 1].copy_to_host()[0])
+        vh = int(odst[virtual:virtual + 1].copy_to_host()[0])
+        if source is not None and source not in (vt, vh):
+            raise NotEulerian(f"an Euler path of this graph starts at vertex {min(vt, vh)} or {max(vt, vh)} "
+                              f"(the odd-degree vertices), not at source {source}")
+        res, m = self._circuit_after(osrc, odst, n2, virtual)
+        self.launch("gather_i32", m, fwd, res, _i(m), fw)
+        if source is not None and source != vh:  # walk it the other way round
+            out2, fw2 = self.buf("out2"), self.buf("fwd2")
+            self.launch("reverse_walk", m, res, fw, _i(m), out2, fw2)
+            return out2, fw2, m, odst, osrc
+        return res, fw, m, osrc, odst
+
+    def _circuit_after(self, src, dst, n, virtual):
+        """The circuit of a balanced graph begun right after edge ``virtual``, without it."""
+        bad, _ = self.pairing(src, dst, n)
+        assert bad == 0, "an orientation is always balanced"
+        succ = self.make_succ(n)
+        label = self.label_cycles(succ, n)
+        trees, r1, r2 = self.spanning_forest(label, n)
+        if trees > 1:
+            raise NotEulerian(self._components_message(src, trees, r1, r2))
+        self.splice(succ, n)
+        head = int(succ[virtual:virtual + 1].copy_to_host()[0])
+        out = self.buf("out")
+        self.rank(succ, n, head, out)
+        self._close_marks()
+        return out, n - 1
+
+    # --------------------------------------------------------------- checks and statistics
+
+    def verify(self, out, tail, head, n: int, closed: bool = True) -> tuple[bool, str]:
+        """Check a walk of n edges on the device (benchmarks at sizes where a host check would
+        dominate): every edge once, chained, closed. Returns (ok, reason)."""
+        if n == 0:
+            return True, "empty"
+        pos = self.buf("vpos")
+        self.launch("fill_i32", n, pos, _i(n), _i(-1))
+        self.set_ctr(0, 0, 0, INT32_MAX)
+        self.launch("mark_positions", n, out, _i(n), pos, self.ctr)
+        self.launch("check_chain", n, out, tail, head, pos, _i(n), _i(int(closed)), self.ctr)
+        bad_id, dup, broken, first = (int(x) for x in self.get_ctr(4))
+        if bad_id or dup or broken:
+            return False, (f"{bad_id} ids out of range, {dup} positions repeat an edge, {broken} breaks in the "
+                           f"chain (first at position {first})")
+        return True, "every edge once, chained" + (", closed" if closed else "") + " (checked on the device)"
+
+    def cycle_stats(self, n: int) -> tuple[int, int]:
+        """(cycles, longest cycle) of the pairing, from the labels of the last run."""
+        size = self.buf("vpos")
+        self.launch("fill_i32", n, size, _i(n), _i(0))
+        self.launch("cycle_sizes", n, self.buf("label"), _i(n), size)
+        self.stats64.copy_to_device(np.array([2**63 - 1, -(2**63) + 1], np.int64))
+        g, blk = self.ew(n)
+        self.K("to_i32_i32", (min(g[0], 1024),) if not self.sim else g, blk, size, _i(n), size, self.stats64, _i(0))
+        longest = int(self.stats64.copy_to_host()[1])
+        return int(self.stats.get("cycles", 0)), longest
+
+    # --------------------------------------------------------------- de Bruijn sequences
+
+    def de_bruijn(self, k: int, n: int):
+        """The Euler circuit of B(k, n) from edge 0, with the graph generated in place."""
+        N = k ** n
+        kn1 = k ** (n - 1)
+        self.mark("pairing")
+        ssrc, oo, io, succ = (self.buf(x) for x in ("ssrc", "out_order", "in_order", "succ"))
+        self.launch("debruijn_graph", N, _i(N), _i(k), _i(kn1), ssrc, oo, io, succ)
+        label = self.label_cycles(succ, N)
+        trees, _, _ = self.spanning_forest(label, N)
+        assert trees == 1, "de Bruijn graphs are connected"
+        self.splice(succ, N)
+        out = self.buf("out")
+        self.rank(succ, N, 0, out)
+        self._close_marks()
+        return out
+
+
+def _imbalance_message(info: dict, path: bool) -> str:
+    v, a, b = info["first"], info["first_in"], info["first_out"]
+    if not path:
+        return (f"vertex {v} has {a} in-edges and {b} out-edges (in != out; {info['unbalanced']} "
+                "vertices are unbalanced): no Euler circuit")
+    return (f"an Euler path needs exactly one vertex with out = in + 1 and one with in = out + 1; here "
+            f"{info['unbalanced']} vertices are unbalanced (e.g. vertex {v}: {a} in-edges, {b} out-edges)")
+
+
+def radix_params(name: str, backend: str) -> dict:
+    """Chapter 4's parameters for the radix-sort variant used by the pairing."""
+    from gpulab.radix.variants import REGISTRY
+
+    return dict(REGISTRY.get(name, backend).params)
+
+
+# ----------------------------------------------------------------------------- generators on the device
+
+
+def _gen_plan():
+    p = {"BLOCK": 32 if device.on_simulator() else 256}
+    return EulerPlan("none", "numba", 1, p)
+
+
+def generate_deep(p: dict):
+    from numba import cuda
+
+    from gpulab.euler.generators import feistel_bits
+
+    E, V = p["E"], p["V"]
+    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
+    bv, be = feistel_bits(V), feistel_bits(E)
+    plan = _gen_plan()
+    plan.launch("gen_deep", E, _i(E), _i(V), _u(bv // 2), _u((1 << (bv // 2)) - 1), _u(be // 2),
+                _u((1 << (be // 2)) - 1), *(_u(k) for k in p["kv"]), *(_u(k) for k in p["ke"]), _u(p["kr"]), src, dst)
+    return src, dst
+
+
+def generate_shallow(p: dict):
+    from numba import cuda
+
+    from gpulab.euler.generators import feistel_bits
+
+    E = p["E"]
+    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
+    be = feistel_bits(E)
+    plan = _gen_plan()
+    plan.launch("gen_shallow", E, _i(E), _i(p["L"]), _i(p["C"]), _i(p["M0"]), _i(p["M"]), _i(p["degree"]),
+                _i(p["path"]), _u(be // 2), _u((1 << (be // 2)) - 1), *(_u(k) for k in p["ke"]), _u(p["kr"]),
+                _u(p["kp"]), _u(p["kq"]), src, dst)
+    return src, dst
+
+
+# ----------------------------------------------------------------------------- the CPU peers
+
+
+class CpuPlan:
+    """Hierholzer (numba, one thread) or networkx on host arrays, with the plan interface."""
+
+    backend = "cpu"
+
+    def __init__(self, kind: str, capacity: int, params: dict):
+        self.kind, self.capacity, self.params, self.stats, self.stage_ms = kind, capacity, dict(params), {}, {}
+
+    def solve(self, src: np.ndarray, dst: np.ndarray, *, directed=True, source=None, path=False):
+        """Returns (edge ids, forward flags or None) as numpy arrays."""
+        from gpulab.euler import reference
+
+        if self.kind == "hierholzer":
+            res = reference.hierholzer(src, dst, directed=directed, source=source, path=path)
+            return (res, None) if directed else res
+        return networkx_circuit(src, dst, directed=directed, source=source, path=path)
+
+
+def networkx_graph(src, dst, directed=True):
+    """A networkx multigraph whose edge keys are our edge ids."""
+    import networkx as nx
+
+    G = nx.MultiDiGraph() if directed else nx.MultiGraph()
+    G.add_edges_from((int(u), int(v), e) for e, (u, v) in enumerate(zip(np.asarray(src).tolist(),
+                                                                           np.asarray(dst).tolist())))
+    return G
+
+
+def networkx_walk(G, src, directed=True, source=None, path=False):
+    """``networkx.eulerian_circuit`` / ``eulerian_path`` with keys, as our (edge ids, forward)."""
+    import networkx as nx
+
+    try:
+        if path:
+            walk = list(nx.eulerian_path(G, source=source, keys=True))
+        else:
+            walk = list(nx.eulerian_circuit(G, source=source, keys=True))
+    except nx.NetworkXError as exc:
+        raise NotEulerian(f"networkx: {exc}") from None
+    edges = np.array([k for _, _, k in walk], np.int32)
+    if directed:
+        return edges, None
+    fw = np.array([int(src[k]) == int(u) for u, _, k in walk], bool)
+    return edges, fw
+
+
+def networkx_circuit(src, dst, *, directed=True, source=None, path=False):
+    src, dst = np.asarray(src), np.asarray(dst)
+    if src.size == 0:
+        return np.zeros(0, np.int32), (None if directed else np.zeros(0, bool))
+    G = networkx_graph(src, dst, directed)
+    return networkx_walk(G, src, directed, source, path)
+
+
+def cpu_factory(kind: str):
+    def make(capacity: int, params: dict) -> CpuPlan:
+        return CpuPlan(kind, capacity, params)
+
+    make.kind, make.backend = kind, "cpu"
+    return make
+
+
+# ----------------------------------------------------------------------------- registry glue
+
+
+def plan_factory(labelling: str, backend: str, ranking: str = "wyllie"):
+    """The ``run`` callable of a registry entry: ``(capacity, params) -> EulerPlan``."""
+
+    def make(capacity: int, params: dict) -> EulerPlan:
+        return EulerPlan(labelling, backend, capacity, params, ranking=ranking)
+
+    make.labelling, make.backend, make.ranking = labelling, backend, ranking
+    return make

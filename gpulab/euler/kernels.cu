@@ -1,0 +1,705 @@
+// Chapter 5 kernels in CUDA C: the Awerbuch-Israeli-Shiloach pipeline for Euler circuits.
+// The same kernels as kernels_numba.py, line for line, launched by the same host code
+// (gpulab/euler/host.py). Every array is int (int32); NONE = -1 marks "not set".
+// Compile-time sizes come in as -D macros from the variant registry.
+
+#ifndef BLOCK
+#define BLOCK 256        // threads per block of the element-wise kernels (a multiple of 32)
+#endif
+#ifndef TILE
+#define TILE 1024        // edges per block of the shared-memory contraction (a power of two)
+#endif
+
+#define NONE (-1)
+#define INT32_MAX_ 2147483647
+#define FULL 0xFFFFFFFFu
+
+typedef unsigned int u32;
+typedef unsigned char u8;
+typedef long long i64;
+
+// grid-stride loop over [0, n): 64-bit index, so i + stride cannot overflow near n = 2^31
+#define GRID_LOOP(i, n) for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < (i64)(n); \
+                             i += (i64)gridDim.x * blockDim.x)
+
+// ---------------------------------------------------------------------------- device helpers
+
+// --8<-- [start:append]
+__device__ __forceinline__ int warp_append(bool pred, int *counter, int idx) {
+    u32 mask = __ballot_sync(FULL, pred);
+    if (mask == 0) return NONE;
+    int lane = threadIdx.x & 31;
+    int leader = __popc(mask ^ (mask - 1u)) - 1;   // the lowest lane that appends
+    int base = 0;
+    if (lane == leader) base = atomicAdd(&counter[idx], __popc(mask));
+    base = __shfl_sync(FULL, base, leader);
+    if (!pred) return NONE;
+    return base + __popc(mask & ((1u << lane) - 1u));
+}
+// --8<-- [end:append]
+
+// --8<-- [start:mix32]
+__device__ __forceinline__ u32 mix32(u32 x) {      // lowbias32, as generators.mix32
+    x ^= x >> 16;
+    x *= 0x7FEB352Du;
+    x ^= x >> 15;
+    x *= 0x846CA68Bu;
+    return x ^ (x >> 16);
+}
+// --8<-- [end:mix32]
+
+__device__ __forceinline__ int feistel(u32 x, u32 n, u32 half, u32 mask, u32 k0, u32 k1, u32 k2, u32 k3) {
+    u32 y = x;
+    while (true) {
+        u32 left = y >> half, right = y & mask, t;
+        t = left ^ (mix32(right ^ k0) & mask); left = right; right = t;
+        t = left ^ (mix32(right ^ k1) & mask); left = right; right = t;
+        t = left ^ (mix32(right ^ k2) & mask); left = right; right = t;
+        t = left ^ (mix32(right ^ k3) & mask); left = right; right = t;
+        y = (left << half) | right;
+        if (y < n) return (int)y;
+    }
+}
+
+__device__ __forceinline__ int lower_bound(const int *a, int n, int v) {
+    int lo = 0, hi = n;
+    while (lo < hi) {
+        int mid = (int)(((unsigned)lo + (unsigned)hi) / 2);
+        if (a[(u32)mid] < v) lo = mid + 1; else hi = mid;
+    }
+    return lo;
+}
+
+// ---------------------------------------------------------------------------- step 1: input and pairing
+
+// --8<-- [start:to_i32]
+template <typename T>
+__device__ void to_i32_body(const T *a, int n, int *b, i64 *stats, int write) {
+    __shared__ i64 s_min[BLOCK];
+    __shared__ i64 s_max[BLOCK];
+    int tid = threadIdx.x;
+    i64 lo = 0x7FFFFFFFFFFFFFFFLL, hi = -0x7FFFFFFFFFFFFFFFLL;
+    GRID_LOOP(i, n) {
+        i64 v = (i64)a[i];
+        lo = min(lo, v);
+        hi = max(hi, v);
+        if (write) b[i] = (int)v;
+    }
+    s_min[tid] = lo;
+    s_max[tid] = hi;
+    __syncthreads();
+    for (int half = BLOCK / 2; half > 0; half /= 2) {
+        if (tid < half) {
+            s_min[tid] = min(s_min[tid], s_min[tid + half]);
+            s_max[tid] = max(s_max[tid], s_max[tid + half]);
+        }
+        __syncthreads();
+    }
+    if (tid == 0) {
+        atomicMin(&stats[0], s_min[0]);
+        atomicMax(&stats[1], s_max[0]);
+    }
+}
+extern "C" __global__ void to_i32_i32(const int *a, int n, int *b, i64 *stats, int write) { to_i32_body(a, n, b, stats, write); }
+extern "C" __global__ void to_i32_i64(const i64 *a, int n, int *b, i64 *stats, int write) { to_i32_body(a, n, b, stats, write); }
+// --8<-- [end:to_i32]
+
+extern "C" __global__ void sum_i32(const int *a, int n, i64 *out) {
+    __shared__ i64 s_sum[BLOCK];
+    int tid = threadIdx.x;
+    i64 acc = 0;
+    GRID_LOOP(i, n) acc += a[i];
+    s_sum[tid] = acc;
+    __syncthreads();
+    for (int half = BLOCK / 2; half > 0; half /= 2) {
+        if (tid < half) s_sum[tid] += s_sum[tid + half];
+        __syncthreads();
+    }
+    if (tid == 0) atomicAdd((unsigned long long *)&out[0], (unsigned long long)s_sum[0]);
+}
+
+// --8<-- [start:small_sort]
+extern "C" __global__ void small_sort(const int *keys, int n, int *out_keys, int *out_perm) {
+    GRID_LOOP(i, n) {
+        int k = keys[i], r = 0;
+        for (int j = 0; j < n; j++) {
+            int kj = keys[(u32)j];
+            if (kj < k || (kj == k && j < i)) r++;
+        }
+        out_keys[r] = k;
+        out_perm[r] = (int)i;
+    }
+}
+// --8<-- [end:small_sort]
+
+// --8<-- [start:pair]
+extern "C" __global__ void mismatch(const int *a, const int *b, int n, int *out) {
+    GRID_LOOP(i, n) {
+        if (a[i] != b[i]) {
+            atomicAdd(&out[0], 1);
+            atomicMin(&out[1], (int)i);
+        }
+    }
+}
+
+extern "C" __global__ void pair(const int *in_order, const int *out_order, int n, int *succ) {
+    GRID_LOOP(i, n) succ[(u32)in_order[i]] = out_order[i];
+}
+// --8<-- [end:pair]
+
+extern "C" __global__ void imbalance(const int *ssrc, const int *sdst, int n, int *out) {
+    GRID_LOOP(i, 2 * (i64)n) {
+        bool first;
+        int v;
+        if (i < n) {
+            v = ssrc[i];
+            first = i == 0 || ssrc[i - 1] != v;
+        } else {
+            i64 j = i - n;
+            v = sdst[j];
+            first = j == 0 || sdst[j - 1] != v;
+            if (first) {
+                int k = lower_bound(ssrc, n, v);
+                first = k >= n || ssrc[k] != v;
+            }
+        }
+        if (first) {
+            int out_deg = lower_bound(ssrc, n, v + 1) - lower_bound(ssrc, n, v);
+            int in_deg = lower_bound(sdst, n, v + 1) - lower_bound(sdst, n, v);
+            int d = out_deg - in_deg;
+            if (d != 0) {
+                atomicAdd(&out[0], 1);
+                atomicMin(&out[5], v);
+                if (d == 1) { atomicAdd(&out[1], 1); atomicMin(&out[2], v); }
+                else if (d == -1) { atomicAdd(&out[3], 1); atomicMin(&out[4], v); }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void degrees_of(const int *ssrc, const int *sdst, int n, int v, int *out) {
+    if (blockIdx.x * blockDim.x + threadIdx.x == 0) {
+        out[0] = lower_bound(sdst, n, v + 1) - lower_bound(sdst, n, v);
+        out[1] = lower_bound(ssrc, n, v + 1) - lower_bound(ssrc, n, v);
+    }
+}
+
+extern "C" __global__ void find_first(const int *skeys, const int *order, int n, int v, int *out) {
+    if (blockIdx.x * blockDim.x + threadIdx.x == 0) {
+        int k = lower_bound(skeys, n, v);
+        out[0] = (k < n && skeys[k] == v) ? order[k] : NONE;
+    }
+}
+
+// ---------------------------------------------------------------------------- undirected graphs
+
+extern "C" __global__ void half_keys(const int *src, const int *dst, int n, int *keys) {
+    GRID_LOOP(i, n) {
+        keys[2 * i] = src[i];
+        keys[2 * i + 1] = dst[i];
+    }
+}
+
+extern "C" __global__ void odd_vertices(const int *skeys, int m, int *out) {
+    GRID_LOOP(i, m) {
+        int v = skeys[i];
+        if (i == 0 || skeys[i - 1] != v) {
+            int deg = lower_bound(skeys, m, v + 1) - (int)i;
+            if (deg % 2 == 1) {
+                atomicAdd(&out[0], 1);
+                atomicMin(&out[1], v);
+                atomicMax(&out[2], v);
+            }
+        }
+    }
+}
+
+// --8<-- [start:darts]
+extern "C" __global__ void dart_succ(const int *order, int m, int *succ) {
+    GRID_LOOP(j, m) {
+        int h0 = order[2 * j], h1 = order[2 * j + 1];
+        succ[(u32)(h0 ^ 1)] = h1;
+        succ[(u32)(h1 ^ 1)] = h0;
+    }
+}
+
+extern "C" __global__ void orient(const int *label, const int *src, const int *dst, int n,
+                                  int *osrc, int *odst, int *fwd) {
+    GRID_LOOP(e, n) {
+        if (label[2 * e] < label[2 * e + 1]) {
+            osrc[e] = src[e]; odst[e] = dst[e]; fwd[e] = 1;
+        } else {
+            osrc[e] = dst[e]; odst[e] = src[e]; fwd[e] = 0;
+        }
+    }
+}
+// --8<-- [end:darts]
+
+// ---------------------------------------------------------------------------- small element-wise kernels
+
+extern "C" __global__ void fill_i32(int *a, int n, int v) { GRID_LOOP(i, n) a[i] = v; }
+extern "C" __global__ void fill_u8(u8 *a, int n, int v) { GRID_LOOP(i, n) a[i] = (u8)v; }
+extern "C" __global__ void iota(int *a, int n) { GRID_LOOP(i, n) a[i] = (int)i; }
+
+// ---------------------------------------------------------------------------- step 2: labelling the cycles
+
+// --8<-- [start:propagate]
+extern "C" __global__ void propagate_round(const int *succ, int *label, int n, int *changed) {
+    GRID_LOOP(e, n) {
+        int lab = label[e];
+        u32 s = (u32)succ[e];
+        if (lab < label[s]) {
+            atomicMin(&label[s], lab);
+            changed[0] = 1;
+        }
+    }
+}
+// --8<-- [end:propagate]
+
+// --8<-- [start:jump]
+extern "C" __global__ void jump_round(const int *nxt, const int *lab, int *nxt2, int *lab2, int n, int *changed) {
+    GRID_LOOP(e, n) {
+        u32 x = (u32)nxt[e];
+        int a = lab[e], b = lab[x];
+        if (b < a) {
+            lab2[e] = b;
+            changed[0] = 1;
+        } else {
+            lab2[e] = a;
+        }
+        nxt2[e] = nxt[x];
+    }
+}
+// --8<-- [end:jump]
+
+// --8<-- [start:tile_contract]
+extern "C" __global__ void tile_contract(const int *succ, int n, int *xit, int *mn, int *label) {
+    __shared__ int s_nxt[TILE];
+    __shared__ int s_min[TILE];
+    __shared__ u8 s_exit[TILE];
+    int tid = threadIdx.x;
+    i64 base = (i64)blockIdx.x * TILE;
+    i64 e = base + tid;
+    if (e < n) {
+        int s = succ[e];
+        bool inside = s >= base && s < base + TILE;
+        s_nxt[tid] = inside ? (int)(s - base) : tid;   // an exit points to itself
+        s_exit[tid] = inside ? 0 : 1;
+        s_min[tid] = (int)e;
+    } else {
+        s_nxt[tid] = tid;
+        s_exit[tid] = 0;
+        s_min[tid] = INT32_MAX_;
+    }
+    __syncthreads();
+    for (int w = 1; w < TILE; w *= 2) {     // log2(TILE) rounds
+        int x = s_nxt[tid];
+        int m = min(s_min[tid], s_min[x]);
+        int xx = s_nxt[x];
+        __syncthreads();
+        s_min[tid] = m;
+        s_nxt[tid] = xx;
+        __syncthreads();
+    }
+    if (e < n) {
+        int x = s_nxt[tid];
+        if (s_exit[x]) {
+            xit[e] = (int)(base + x);
+            mn[e] = s_min[tid];
+        } else {                               // a cycle inside the tile
+            xit[e] = NONE;
+            label[e] = s_min[tid];
+        }
+    }
+}
+// --8<-- [end:tile_contract]
+
+extern "C" __global__ void compact_exits(const int *xit, int n, int *cid, int *exits, int *count) {
+    i64 n_round = ((i64)n + 31) / 32 * 32;
+    GRID_LOOP(i, n_round) {
+        bool pred = i < n && xit[i] == i;
+        int slot = warp_append(pred, count, 0);
+        if (pred) {
+            exits[slot] = (int)i;
+            cid[i] = slot;
+        }
+    }
+}
+
+extern "C" __global__ void build_contracted(const int *succ, const int *xit, const int *mn, const int *cid,
+                                            const int *exits, int m, int *cnxt, int *cval) {
+    GRID_LOOP(j, m) {
+        u32 s = (u32)succ[(u32)exits[j]];
+        cnxt[j] = cid[(u32)xit[s]];
+        cval[j] = mn[s];
+    }
+}
+
+extern "C" __global__ void expand_labels(const int *xit, const int *cid, const int *clab, int n, int *label) {
+    GRID_LOOP(e, n) {
+        int x = xit[e];
+        if (x != NONE) label[e] = clab[(u32)cid[(u32)x]];
+    }
+}
+
+// --8<-- [start:ruling_set]
+extern "C" __global__ void pick_splitters(const int *label, int n, u32 thresh, u32 seed, int *sid,
+                                          int *splitters, int *count) {
+    i64 n_round = ((i64)n + 31) / 32 * 32;
+    GRID_LOOP(i, n_round) {
+        bool pred = i < n && label[i] == NONE && mix32((u32)i ^ seed) <= thresh;
+        int slot = warp_append(pred, count, 0);
+        if (pred) {
+            splitters[slot] = (int)i;
+            sid[i] = slot;
+        }
+    }
+}
+
+__device__ __forceinline__ bool is_splitter(int e, u32 thresh, u32 seed, int head) {
+    return e == head || mix32((u32)e ^ seed) <= thresh;
+}
+
+extern "C" __global__ void walk_sublists(const int *succ, const int *sid, const int *splitters, int s_count,
+                                         u32 thresh, u32 seed, int head, int *nxt_s, int *min_s, int *len_s) {
+    GRID_LOOP(j, s_count) {
+        int s = splitters[j];
+        int m = s, length = 1;
+        int e = succ[(u32)s];
+        while (!is_splitter(e, thresh, seed, head)) {
+            m = min(m, e);
+            length++;
+            e = succ[(u32)e];
+        }
+        nxt_s[j] = sid[(u32)e];
+        min_s[j] = m;
+        len_s[j] = length;
+    }
+}
+
+extern "C" __global__ void write_labels(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
+                                        const int *clab, int *label) {
+    GRID_LOOP(j, s_count) {
+        int s = splitters[j];
+        int c = clab[j];
+        label[(u32)s] = c;
+        int e = succ[(u32)s];
+        while (!is_splitter(e, thresh, seed, -1)) {
+            label[(u32)e] = c;
+            e = succ[(u32)e];
+        }
+    }
+}
+// --8<-- [end:ruling_set]
+
+// ---------------------------------------------------------------------------- step 3: the circuit graph
+
+// --8<-- [start:links]
+extern "C" __global__ void list_nodes(const int *label, int n, int *nodes, int *comp, int *count) {
+    i64 n_round = ((i64)n + 31) / 32 * 32;
+    GRID_LOOP(i, n_round) {
+        bool pred = i < n && label[i] == i;
+        int slot = warp_append(pred, count, 0);
+        if (pred) {
+            nodes[slot] = (int)i;
+            comp[i] = (int)i;
+        }
+    }
+}
+
+extern "C" __global__ void find_links(const int *ssrc, const int *out_order, const int *label, int n,
+                                      int *lu, int *lv, int *lp, int *count) {
+    i64 n_round = ((i64)n + 31) / 32 * 32;
+    GRID_LOOP(p, n_round) {
+        bool pred = false;
+        int a = 0, b = 0;
+        if (p + 1 < n && ssrc[p] == ssrc[p + 1]) {
+            a = label[(u32)out_order[p]];
+            b = label[(u32)out_order[p + 1]];
+            pred = a != b;
+        }
+        int slot = warp_append(pred, count, 0);
+        if (pred) {
+            lu[slot] = a;
+            lv[slot] = b;
+            lp[slot] = (int)p;
+        }
+    }
+}
+// --8<-- [end:links]
+
+// ---------------------------------------------------------------------------- step 4: spanning forest (Boruvka)
+
+// --8<-- [start:boruvka]
+extern "C" __global__ void reset_best(const int *nodes, int c_count, int *best) {
+    GRID_LOOP(i, c_count) best[(u32)nodes[i]] = INT32_MAX_;
+}
+
+extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp, int m, const int *comp, int *best,
+                                     int *lu2, int *lv2, int *lp2, int *count) {
+    i64 m_round = ((i64)m + 31) / 32 * 32;
+    GRID_LOOP(i, m_round) {
+        bool pred = false;
+        int cu = 0, cv = 0, w = 0;
+        if (i < m) {
+            cu = comp[(u32)lu[i]];
+            cv = comp[(u32)lv[i]];
+            w = lp[i];
+            pred = cu != cv;
+        }
+        if (pred) {    // read first: most links are heavier than the best one already found
+            if (w < best[(u32)cu]) atomicMin(&best[cu], w);
+            if (w < best[(u32)cv]) atomicMin(&best[cv], w);
+        }
+        int slot = warp_append(pred, count, 0);
+        if (pred) {
+            lu2[slot] = cu;
+            lv2[slot] = cv;
+            lp2[slot] = w;
+        }
+    }
+}
+
+extern "C" __global__ void hook(const int *lu, const int *lv, const int *lp, int m, const int *best, int *comp,
+                                u8 *tree) {
+    GRID_LOOP(i, m) {
+        int cu = lu[i], cv = lv[i], w = lp[i];
+        bool bu = best[(u32)cu] == w, bv = best[(u32)cv] == w;
+        if (bu && bv) comp[(u32)max(cu, cv)] = min(cu, cv);
+        else if (bu) comp[(u32)cu] = cv;
+        else if (bv) comp[(u32)cv] = cu;
+        if (bu || bv) tree[(u32)w] = 1;
+    }
+}
+
+extern "C" __global__ void shortcut(const int *nodes, int c_count, int *comp, int *changed) {
+    GRID_LOOP(i, c_count) {
+        u32 x = (u32)nodes[i];
+        int c = comp[x];
+        int cc = comp[(u32)c];
+        if (c != cc) {
+            comp[x] = cc;
+            changed[0] = 1;
+        }
+    }
+}
+
+extern "C" __global__ void count_roots(const int *nodes, int c_count, const int *comp, int *out) {
+    GRID_LOOP(i, c_count) {
+        int x = nodes[i];
+        if (comp[(u32)x] == x) {
+            atomicAdd(&out[0], 1);
+            atomicMin(&out[1], x);
+            atomicMax(&out[2], x);
+        }
+    }
+}
+// --8<-- [end:boruvka]
+
+// ---------------------------------------------------------------------------- step 5: splice
+
+// --8<-- [start:splice]
+extern "C" __global__ void splice(const u8 *tree, const int *in_order, const int *out_order, int n, int *succ) {
+    GRID_LOOP(k, n) {
+        if (tree[k]) {
+            succ[(u32)in_order[k]] = out_order[k + 1];
+        } else if (k > 0 && tree[k - 1]) {       // k ends a run: find where it starts
+            i64 k0 = k - 1;
+            while (k0 > 0 && tree[k0 - 1]) k0--;
+            succ[(u32)in_order[k]] = out_order[k0];
+        }
+    }
+}
+// --8<-- [end:splice]
+
+// ---------------------------------------------------------------------------- step 6: ranking
+
+// --8<-- [start:wyllie]
+extern "C" __global__ void wyllie_init(const int *nxt_in, const int *w, int n, int head, int unit, int *nxt, int *d) {
+    GRID_LOOP(i, n) {
+        int x = nxt_in[i];
+        nxt[i] = x == head ? NONE : x;
+        d[i] = unit ? 1 : w[i];
+    }
+}
+
+extern "C" __global__ void wyllie_round(const int *nxt, const int *d, int *nxt2, int *d2, int n, int *changed) {
+    GRID_LOOP(i, n) {
+        int x = nxt[i];
+        if (x != NONE) {
+            d2[i] = d[i] + d[(u32)x];
+            nxt2[i] = nxt[(u32)x];
+            changed[0] = 1;
+        } else {
+            d2[i] = d[i];
+            nxt2[i] = NONE;
+        }
+    }
+}
+
+extern "C" __global__ void scatter_rank(const int *d, int n, int *out) {
+    GRID_LOOP(e, n) out[n - d[e]] = (int)e;
+}
+// --8<-- [end:wyllie]
+
+// --8<-- [start:rank_ruling]
+extern "C" __global__ void pick_rank_splitters(int n, u32 thresh, u32 seed, int head, int *sid, int *splitters,
+                                               int *count) {
+    i64 n_round = ((i64)n + 31) / 32 * 32;
+    GRID_LOOP(i, n_round) {
+        bool pred = i < n && i != head && mix32((u32)i ^ seed) <= thresh;
+        int slot = warp_append(pred, count, 0);
+        if (pred) {
+            splitters[slot] = (int)i;
+            sid[i] = slot;
+        }
+        if (i == head) {
+            splitters[0] = (int)i;
+            sid[i] = 0;
+        }
+    }
+}
+
+extern "C" __global__ void write_ranked(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
+                                        int head, const int *d, int n, int *out) {
+    GRID_LOOP(j, s_count) {
+        int pos = n - d[j];
+        int e = splitters[j];
+        out[pos] = e;
+        e = succ[(u32)e];
+        while (!is_splitter(e, thresh, seed, head)) {
+            pos++;
+            out[pos] = e;
+            e = succ[(u32)e];
+        }
+    }
+}
+// --8<-- [end:rank_ruling]
+
+extern "C" __global__ void walk_vertices(const int *out, const int *tail, const int *head, int m, int *vs) {
+    GRID_LOOP(i, (i64)m + 1) {
+        if (i < m) vs[i] = tail[(u32)out[i]];
+        else vs[i] = head[(u32)out[m - 1]];
+    }
+}
+
+extern "C" __global__ void gather_i32(const int *a, const int *idx, int n, int *out) {
+    GRID_LOOP(i, n) out[i] = a[(u32)idx[i]];
+}
+
+extern "C" __global__ void reverse_walk(const int *out, const int *fwd, int n, int *out2, int *fwd2) {
+    GRID_LOOP(i, n) {
+        out2[i] = out[n - 1 - i];
+        fwd2[i] = 1 - fwd[n - 1 - i];
+    }
+}
+
+// ---------------------------------------------------------------------------- checking on the device
+
+// --8<-- [start:verify]
+extern "C" __global__ void mark_positions(const int *out, int n, int *pos, int *bad) {
+    GRID_LOOP(i, n) {
+        int e = out[i];
+        if (e < 0 || e >= n) atomicAdd(&bad[0], 1);
+        else pos[e] = (int)i;
+    }
+}
+
+extern "C" __global__ void check_chain(const int *out, const int *tail, const int *head, const int *pos, int n,
+                                       int closed, int *bad) {
+    GRID_LOOP(i, n) {
+        int e = out[i];
+        if (e >= 0 && e < n) {
+            if (pos[e] != i) {
+                atomicAdd(&bad[1], 1);
+                atomicMin(&bad[3], (int)i);
+            }
+            if (i + 1 < n || closed) {
+                int f = i + 1 < n ? out[i + 1] : out[0];
+                if (f >= 0 && f < n && head[e] != tail[f]) {
+                    atomicAdd(&bad[2], 1);
+                    atomicMin(&bad[3], (int)i);
+                }
+            }
+        }
+    }
+}
+
+extern "C" __global__ void cycle_sizes(const int *label, int n, int *size) {
+    GRID_LOOP(i, n) atomicAdd(&size[label[i]], 1);
+}
+// --8<-- [end:verify]
+
+// ---------------------------------------------------------------------------- generators and de Bruijn
+
+// --8<-- [start:gen_deep]
+extern "C" __global__ void gen_deep(int E, int V, u32 half_v, u32 mask_v, u32 half_e, u32 mask_e,
+                                    u32 kv0, u32 kv1, u32 kv2, u32 kv3, u32 ke0, u32 ke1, u32 ke2, u32 ke3, u32 kr,
+                                    int *src, int *dst) {
+    GRID_LOOP(i, E) {
+        i64 j = i + 1 < E ? i + 1 : 0;
+        int a = i < V ? feistel((u32)i, V, half_v, mask_v, kv0, kv1, kv2, kv3) : (int)(mix32((u32)i ^ kr) % (u32)V);
+        int b = j < V ? feistel((u32)j, V, half_v, mask_v, kv0, kv1, kv2, kv3) : (int)(mix32((u32)j ^ kr) % (u32)V);
+        int e = feistel((u32)i, E, half_e, mask_e, ke0, ke1, ke2, ke3);
+        src[e] = a;
+        dst[e] = b;
+    }
+}
+// --8<-- [end:gen_deep]
+
+__device__ int shallow_vertex(i64 j, i64 t, int E, int L, int C, int M0, int M, int degree, int path,
+                              u32 kr, u32 kp, u32 kq) {
+    i64 length = j == C - 1 ? (i64)E - (i64)(C - 1) * L : L;
+    u32 h = mix32((u32)(j * L + t) ^ kr);
+    if (j == 0) return t < M0 ? (int)t : (int)(h % (u32)M0);
+    if (t == 0) {
+        i64 parent = path ? j - 1 : (i64)(mix32((u32)j ^ kp) % (u32)j);
+        int pm = parent == 0 ? M0 : M;
+        i64 pbase = parent == 0 ? 0 : M0 + (parent - 1) * M;
+        return (int)(pbase + (i64)(mix32((u32)j ^ kq) % (u32)pm));
+    }
+    i64 m = M;
+    if (j == C - 1) m = (length - 1 + degree - 1) / degree;
+    i64 base = M0 + (j - 1) * M;
+    if (t <= m) return (int)(base + t - 1);
+    return (int)(base + (i64)(h % (u32)max(m, (i64)1)));
+}
+
+extern "C" __global__ void gen_shallow(int E, int L, int C, int M0, int M, int degree, int path, u32 half_e,
+                                       u32 mask_e, u32 ke0, u32 ke1, u32 ke2, u32 ke3, u32 kr, u32 kp, u32 kq,
+                                       int *src, int *dst) {
+    GRID_LOOP(i, E) {
+        i64 j = i / L, t = i - j * L;
+        i64 length = j == C - 1 ? (i64)E - (i64)(C - 1) * L : L;
+        i64 t2 = t + 1 < length ? t + 1 : 0;
+        int e = feistel((u32)i, E, half_e, mask_e, ke0, ke1, ke2, ke3);
+        src[e] = shallow_vertex(j, t, E, L, C, M0, M, degree, path, kr, kp, kq);
+        dst[e] = shallow_vertex(j, t2, E, L, C, M0, M, degree, path, kr, kp, kq);
+    }
+}
+
+// --8<-- [start:debruijn]
+extern "C" __global__ void debruijn_graph(int N, int k, int kn1, int *ssrc, int *out_order, int *in_order, int *succ) {
+    GRID_LOOP(i, N) {
+        ssrc[i] = (int)(i / k);
+        out_order[i] = (int)i;
+        in_order[i] = (int)((i % k) * kn1 + i / k);
+        succ[i] = (int)((i % kn1) * k + i / kn1);
+    }
+}
+
+extern "C" __global__ void debruijn_ends(int N, int k, int kn1, int *tail, int *head) {
+    GRID_LOOP(i, N) {
+        tail[i] = (int)(i / k);
+        head[i] = (int)(i % kn1);
+    }
+}
+
+extern "C" __global__ void debruijn_symbols(const int *circuit, int N, int kn1, int n1, u8 *seq) {
+    GRID_LOOP(i, N) {
+        u8 s = (u8)(circuit[i] / kn1);
+        seq[i] = s;
+        if (i < n1) seq[N + i] = s;
+    }
+}
+// --8<-- [end:debruijn]

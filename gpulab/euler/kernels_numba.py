@@ -1,0 +1,1103 @@
+"""Chapter 5 kernels in numba.cuda: the Awerbuch–Israeli–Shiloach pipeline for Euler circuits.
+
+Every array is int32: vertex ids, edge ids, cycle labels, positions (``NONE = -1`` marks "not
+set"). Element-wise kernels are grid-stride loops, so the host may launch any grid (a few
+thousand blocks on a GPU, one small block on the simulator). Kernels that *append* to a list
+(links, splitters, nodes ...) use a warp-aggregated atomic: one ``atomic.add`` per warp, not per
+thread — their loops run in whole warps (``n`` rounded up to 32) so that every lane reaches the
+``ballot_sync``; their blocks are multiples of 32 threads.
+
+Hot loops index with ``uint32(...)``: numba indexes like NumPy, and a signed index costs a
+compare and a select per load (chapter 1 measured it).
+
+The steps, in the order the host (``host.py``) launches them:
+
+1. pairing: ``to_i32`` (validate and narrow ids), ``small_sort`` or chapter 4's radix sort,
+   ``mismatch`` (in-degree = out-degree everywhere?), ``pair`` (the successor permutation);
+2. labelling: ``propagate_round`` | ``jump_round`` | ``tile_contract`` + contraction |
+   ruling set (``pick_splitters``, ``walk_sublists``, ``write_labels``);
+3. circuit graph: ``list_nodes``, ``find_links``;
+4. spanning forest (Borůvka): ``reset_best``, ``min_links``, ``hook``, ``shortcut``, ``count_roots``;
+5. ``splice``;
+6. ranking: ``wyllie_init`` / ``wyllie_round`` / ``scatter_rank``, or the ruling set's
+   ``pick_rank_splitters``, ``walk_sublists``, ``write_ranked``.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+from numba import cuda, int32, int64, uint8, uint32, uint64
+
+NONE = -1
+INT32_MAX = 2**31 - 1
+FULL = 0xFFFFFFFF
+
+I32 = "int32[::1]"
+I64 = "int64[::1]"
+U8 = "uint8[::1]"
+
+
+# ----------------------------------------------------------------------------- device helpers
+
+
+# --8<-- [start:append]
+@cuda.jit(device=True, inline=True)
+def warp_append(pred, counter, idx):
+    """Slot of this lane in a list that whole warps append to (its length is counter[idx]);
+    NONE where ``pred`` is false.
+
+    One lane per warp (the lowest with ``pred``) reserves room for every lane of the warp that
+    appends, with one atomic; the others learn the base by a shuffle and add their rank among
+    the appending lanes below them. Every lane of the warp must call this together.
+    """
+    mask = cuda.ballot_sync(FULL, pred)
+    if mask == 0:
+        return int32(NONE)
+    leader = cuda.popc(mask ^ (mask - uint32(1))) - 1  # the lowest lane that appends
+    base = int32(0)
+    if cuda.laneid == leader:
+        base = cuda.atomic.add(counter, idx, int32(cuda.popc(mask)))
+    base = cuda.shfl_sync(FULL, base, leader)
+    if not pred:
+        return int32(NONE)
+    return int32(base + cuda.popc(mask & cuda.lanemask_lt()))
+# --8<-- [end:append]
+
+
+# --8<-- [start:mix32]
+@cuda.jit(device=True, inline=True)
+def mix32(x):
+    """lowbias32: the same 32-bit hash as ``generators.mix32``."""
+    x = uint32(x)
+    x = uint32(x ^ (x >> uint32(16)))
+    x = uint32((uint64(x) * uint64(0x7FEB352D)) & uint64(0xFFFFFFFF))  # wraps mod 2^32, as in C
+    x = uint32(x ^ (x >> uint32(15)))
+    x = uint32((uint64(x) * uint64(0x846CA68B)) & uint64(0xFFFFFFFF))
+    return uint32(x ^ (x >> uint32(16)))
+# --8<-- [end:mix32]
+
+
+@cuda.jit(device=True, inline=True)
+def feistel(x, n, half, mask, k0, k1, k2, k3):
+    """``generators.feistel`` for one value: a 4-round Feistel permutation of [0, n), cycle-walked."""
+    y = uint32(x)
+    while True:
+        left = uint32(y >> half)
+        right = uint32(y & mask)
+        t = uint32(left ^ (mix32(right ^ k0) & mask))
+        left = right
+        right = t
+        t = uint32(left ^ (mix32(right ^ k1) & mask))
+        left = right
+        right = t
+        t = uint32(left ^ (mix32(right ^ k2) & mask))
+        left = right
+        right = t
+        t = uint32(left ^ (mix32(right ^ k3) & mask))
+        left = right
+        right = t
+        y = uint32((left << half) | right)
+        if y < uint32(n):
+            return int32(y)
+
+
+@cuda.jit(device=True, inline=True)
+def lower_bound(a, n, v):
+    """First index i with a[i] >= v in the sorted a[0:n]."""
+    lo = int32(0)
+    hi = int32(n)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if a[uint32(mid)] < v:
+            lo = mid + 1
+        else:
+            hi = mid
+    return lo
+
+
+# ----------------------------------------------------------------------------- step 1: input and pairing
+
+
+@lru_cache(maxsize=None)
+def to_i32_kernel(BLOCK: int):
+    """b = int32(a) (if ``write``) and the min/max of a, reduced per block in shared memory."""
+
+    # --8<-- [start:to_i32]
+    @cuda.jit
+    def to_i32(a, n, b, stats, write):
+        s_min = cuda.shared.array(BLOCK, int64)
+        s_max = cuda.shared.array(BLOCK, int64)
+        tid = cuda.threadIdx.x
+        lo = int64(0x7FFFFFFFFFFFFFFF)
+        hi = int64(-0x7FFFFFFFFFFFFFFF)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:
+            v = int64(a[i])
+            lo = min(lo, v)
+            hi = max(hi, v)
+            if write:
+                b[i] = int32(v)
+            i += stride
+        s_min[tid] = lo
+        s_max[tid] = hi
+        cuda.syncthreads()
+        half = BLOCK // 2
+        while half > 0:
+            if tid < half:
+                s_min[tid] = min(s_min[tid], s_min[tid + half])
+                s_max[tid] = max(s_max[tid], s_max[tid + half])
+            cuda.syncthreads()
+            half //= 2
+        if tid == 0:
+            cuda.atomic.min(stats, 0, s_min[0])
+            cuda.atomic.max(stats, 1, s_max[0])
+    # --8<-- [end:to_i32]
+
+    return to_i32
+
+
+@lru_cache(maxsize=None)
+def sum_kernel(BLOCK: int):
+    """out[0] += sum(a[0:n]), reduced per block in shared memory (one atomic per block)."""
+
+    @cuda.jit
+    def sum_i32(a, n, out):
+        s_sum = cuda.shared.array(BLOCK, int64)
+        tid = cuda.threadIdx.x
+        acc = int64(0)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        while i < n:
+            acc += a[i]
+            i += stride
+        s_sum[tid] = acc
+        cuda.syncthreads()
+        half = BLOCK // 2
+        while half > 0:
+            if tid < half:
+                s_sum[tid] += s_sum[tid + half]
+            cuda.syncthreads()
+            half //= 2
+        if tid == 0:
+            cuda.atomic.add(out, 0, s_sum[0])
+
+    return sum_i32
+
+
+# --8<-- [start:small_sort]
+@cuda.jit
+def small_sort(keys, n, out_keys, out_perm):
+    """Stable sort of a short array in one launch: the rank of element i is the number of keys
+    smaller than keys[i] plus the number of equal keys before i. O(n^2) work, which for a few
+    thousand keys costs less than the ~20 launches of a radix sort."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        k = keys[i]
+        r = 0
+        for j in range(n):
+            kj = keys[uint32(j)]
+            if kj < k or (kj == k and j < i):
+                r += 1
+        out_keys[r] = k
+        out_perm[r] = i
+        i += stride
+# --8<-- [end:small_sort]
+
+
+# --8<-- [start:pair]
+@cuda.jit
+def mismatch(a, b, n, out):
+    """out[0] = number of i with a[i] != b[i]; out[1] = the smallest such i (host sets INT32_MAX)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        if a[i] != b[i]:
+            cuda.atomic.add(out, 0, 1)
+            cuda.atomic.min(out, 1, int32(i))
+        i += stride
+
+
+@cuda.jit
+def pair(in_order, out_order, n, succ):
+    """Step 1: the k-th in-edge of every vertex is followed by its k-th out-edge."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        succ[uint32(in_order[i])] = out_order[i]
+        i += stride
+# --8<-- [end:pair]
+
+
+@cuda.jit
+def imbalance(ssrc, sdst, n, out):
+    """Degree balance of every vertex, from the two sorted key arrays (binary searches).
+
+    out[0] unbalanced vertices, out[1] those with out = in + 1, out[2] the smallest of them,
+    out[3] those with in = out + 1, out[4] the smallest of them, out[5] the smallest unbalanced
+    vertex. (Host presets out[2], out[4], out[5] to INT32_MAX.)
+    """
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < 2 * n:
+        first = False
+        v = int32(0)
+        if i < n:  # every vertex with out-edges, at the start of its segment in ssrc
+            v = ssrc[i]
+            first = i == 0 or ssrc[i - 1] != v
+        else:  # vertices with in-edges only
+            j = i - n
+            v = sdst[j]
+            first = (j == 0 or sdst[j - 1] != v)
+            if first:
+                k = lower_bound(ssrc, n, v)
+                first = k >= n or ssrc[k] != v
+        if first:
+            out_deg = lower_bound(ssrc, n, v + 1) - lower_bound(ssrc, n, v)
+            in_deg = lower_bound(sdst, n, v + 1) - lower_bound(sdst, n, v)
+            d = out_deg - in_deg
+            if d != 0:
+                cuda.atomic.add(out, 0, 1)
+                cuda.atomic.min(out, 5, v)
+                if d == 1:
+                    cuda.atomic.add(out, 1, 1)
+                    cuda.atomic.min(out, 2, v)
+                elif d == -1:
+                    cuda.atomic.add(out, 3, 1)
+                    cuda.atomic.min(out, 4, v)
+        i += stride
+
+
+@cuda.jit
+def degrees_of(ssrc, sdst, n, v, out):
+    """out = (in-degree, out-degree) of vertex v (one thread)."""
+    if cuda.grid(1) == 0:
+        out[0] = lower_bound(sdst, n, v + 1) - lower_bound(sdst, n, v)
+        out[1] = lower_bound(ssrc, n, v + 1) - lower_bound(ssrc, n, v)
+
+
+@cuda.jit
+def find_first(skeys, order, n, v, out):
+    """out[0] = the first edge of vertex v in a sorted grouping (its smallest id), or NONE."""
+    if cuda.grid(1) == 0:
+        k = lower_bound(skeys, n, v)
+        out[0] = order[k] if (k < n and skeys[k] == v) else NONE
+
+
+# ----------------------------------------------------------------------------- undirected graphs
+
+
+@cuda.jit
+def half_keys(src, dst, n, keys):
+    """Half-edge 2e is edge e at its src end, 2e + 1 at its dst end."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        keys[2 * i] = src[i]
+        keys[2 * i + 1] = dst[i]
+        i += stride
+
+
+@cuda.jit
+def odd_vertices(skeys, m, out):
+    """Vertices of odd degree, from the sorted half-edge keys: out[0] how many, out[1] the
+    smallest, out[2] the largest (host presets INT32_MAX, -1)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < m:
+        v = skeys[i]
+        if i == 0 or skeys[i - 1] != v:
+            deg = lower_bound(skeys, m, v + 1) - i
+            if deg % 2 == 1:
+                cuda.atomic.add(out, 0, 1)
+                cuda.atomic.min(out, 1, v)
+                cuda.atomic.max(out, 2, v)
+        i += stride
+
+
+# --8<-- [start:darts]
+@cuda.jit
+def dart_succ(order, m, succ):
+    """Pair the sorted half-edges two by two; dart d leaves through half-edge d and arrives
+    through d ^ 1, so the dart after it leaves through the partner of d ^ 1."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < m:
+        h0 = order[2 * j]
+        h1 = order[2 * j + 1]
+        succ[uint32(h0 ^ 1)] = h1
+        succ[uint32(h1 ^ 1)] = h0
+        j += stride
+
+
+@cuda.jit
+def orient(label, src, dst, n, osrc, odst, fwd):
+    """Keep the dart of edge e whose closed trail has the smaller label: a balanced orientation
+    (fwd[e] = 1 where e keeps the direction src -> dst)."""
+    e = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while e < n:
+        if label[2 * e] < label[2 * e + 1]:
+            osrc[e] = src[e]
+            odst[e] = dst[e]
+            fwd[e] = 1
+        else:
+            osrc[e] = dst[e]
+            odst[e] = src[e]
+            fwd[e] = 0
+        e += stride
+# --8<-- [end:darts]
+
+
+# ----------------------------------------------------------------------------- small element-wise kernels
+
+
+@cuda.jit
+def fill_i32(a, n, v):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        a[i] = v
+        i += stride
+
+
+@cuda.jit
+def fill_u8(a, n, v):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        a[i] = uint8(v)
+        i += stride
+
+
+@cuda.jit
+def iota(a, n):
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        a[i] = i
+        i += stride
+
+
+# ----------------------------------------------------------------------------- step 2: labelling the cycles
+
+
+# --8<-- [start:propagate]
+@cuda.jit
+def propagate_round(succ, label, n, changed):
+    """One round of min-label propagation: every edge pushes its label one step along its cycle.
+    A label needs as many rounds as the cycle is long to get around it."""
+    e = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while e < n:
+        lab = label[e]
+        s = uint32(succ[e])
+        if lab < label[s]:
+            cuda.atomic.min(label, s, lab)
+            changed[0] = 1
+        e += stride
+# --8<-- [end:propagate]
+
+
+# --8<-- [start:jump]
+@cuda.jit
+def jump_round(nxt, lab, nxt2, lab2, n, changed):
+    """Pointer jumping on cycles: lab[e] is the minimum over a window of w elements starting at
+    e and nxt[e] the element w steps ahead; one round doubles w. A round that changes no label
+    means every window already covers its whole cycle (the proof is in the chapter)."""
+    e = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while e < n:
+        x = uint32(nxt[e])
+        a = lab[e]
+        b = lab[x]
+        if b < a:
+            lab2[e] = b
+            changed[0] = 1
+        else:
+            lab2[e] = a
+        nxt2[e] = nxt[x]
+        e += stride
+# --8<-- [end:jump]
+
+
+@lru_cache(maxsize=None)
+def tile_contract_kernel(TILE: int):
+    """Pointer jumping inside one tile of TILE consecutive edge ids, in shared memory."""
+    assert TILE & (TILE - 1) == 0 and TILE >= 2, "TILE must be a power of two"
+    LOG = TILE.bit_length() - 1
+
+    # --8<-- [start:tile_contract]
+    @cuda.jit
+    def tile_contract(succ, n, xit, mn, label):
+        """For every edge e of the tile: follow successors while they stay in the tile. A chain
+        ends at an *exit* (an edge whose successor lies outside): xit[e] = that exit, mn[e] = the
+        smallest id from e to it. Cycles entirely inside the tile get their label here."""
+        s_nxt = cuda.shared.array(TILE, int32)
+        s_min = cuda.shared.array(TILE, int32)
+        s_exit = cuda.shared.array(TILE, uint8)
+        tid = cuda.threadIdx.x
+        base = cuda.blockIdx.x * TILE
+        e = base + tid
+        if e < n:
+            s = succ[e]
+            inside = s >= base and s < base + TILE
+            s_nxt[tid] = s - base if inside else tid  # an exit points to itself
+            s_exit[tid] = 0 if inside else 1
+            s_min[tid] = e
+        else:
+            s_nxt[tid] = tid
+            s_exit[tid] = 0
+            s_min[tid] = INT32_MAX
+        cuda.syncthreads()
+        for _ in range(LOG):  # windows of 2, 4, ... TILE: enough to reach any exit, or go round any cycle
+            x = s_nxt[tid]
+            m = min(s_min[tid], s_min[x])
+            xx = s_nxt[x]
+            cuda.syncthreads()
+            s_min[tid] = m
+            s_nxt[tid] = xx
+            cuda.syncthreads()
+        if e < n:
+            x = s_nxt[tid]
+            if s_exit[x]:
+                xit[e] = base + x
+                mn[e] = s_min[tid]
+            else:  # a cycle inside the tile: the window went all the way round
+                xit[e] = NONE
+                label[e] = s_min[tid]
+    # --8<-- [end:tile_contract]
+
+    return tile_contract
+
+
+@cuda.jit
+def compact_exits(xit, n, cid, exits, count):
+    """Number the exits (edges with xit[e] == e): exits[j] = e, cid[e] = j."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n_round = (n + 31) // 32 * 32
+    while i < n_round:
+        pred = False
+        if i < n:
+            pred = xit[i] == i
+        slot = warp_append(pred, count, 0)
+        if pred:
+            exits[slot] = i
+            cid[i] = slot
+        i += stride
+
+
+@cuda.jit
+def build_contracted(succ, xit, mn, cid, exits, m, cnxt, cval):
+    """The contracted cycle: exit j is followed by the exit of the chain after it, and carries
+    that chain's minimum."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < m:
+        s = uint32(succ[uint32(exits[j])])
+        cnxt[j] = cid[uint32(xit[s])]
+        cval[j] = mn[s]
+        j += stride
+
+
+@cuda.jit
+def expand_labels(xit, cid, clab, n, label):
+    e = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while e < n:
+        x = xit[e]
+        if x != NONE:
+            label[e] = clab[uint32(cid[uint32(x)])]
+        e += stride
+
+
+# --8<-- [start:ruling_set]
+@cuda.jit
+def pick_splitters(label, n, thresh, seed, sid, splitters, count):
+    """Ruling set, one round: every edge not labelled yet is a splitter with probability
+    (thresh + 1) / 2^32 (a hash of its id). count[0] = splitters."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n_round = (n + 31) // 32 * 32
+    while i < n_round:
+        pred = False
+        if i < n:
+            pred = label[i] == NONE and mix32(uint32(i) ^ seed) <= thresh
+        slot = warp_append(pred, count, 0)
+        if pred:
+            splitters[slot] = i
+            sid[i] = slot
+        i += stride
+
+
+@cuda.jit(device=True, inline=True)
+def is_splitter(e, thresh, seed, head):
+    """The same test as the pick: arithmetic, no memory access (within a walked cycle every edge
+    is unlabelled, so the hash alone decides)."""
+    return e == head or mix32(uint32(e) ^ seed) <= thresh
+
+
+@cuda.jit
+def walk_sublists(succ, sid, splitters, s_count, thresh, seed, head, nxt_s, min_s, len_s):
+    """One thread per splitter walks its sublist up to the next splitter, in registers: the
+    next splitter, the smallest edge id and the length of the sublist. One dependent load per
+    edge (the successor); O(E) work in all."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < s_count:
+        s = splitters[j]
+        m = s
+        length = 1
+        e = succ[uint32(s)]
+        while not is_splitter(e, thresh, seed, head):
+            m = min(m, e)
+            length += 1
+            e = succ[uint32(e)]
+        nxt_s[j] = sid[uint32(e)]
+        min_s[j] = m
+        len_s[j] = length
+        j += stride
+
+
+@cuda.jit
+def write_labels(succ, splitters, s_count, thresh, seed, clab, label):
+    """Walk each sublist again, writing its cycle's label on every edge."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < s_count:
+        s = splitters[j]
+        c = clab[j]
+        label[uint32(s)] = c
+        e = succ[uint32(s)]
+        while not is_splitter(e, thresh, seed, -1):
+            label[uint32(e)] = c
+            e = succ[uint32(e)]
+        j += stride
+# --8<-- [end:ruling_set]
+
+
+# ----------------------------------------------------------------------------- step 3: the circuit graph
+
+
+# --8<-- [start:links]
+@cuda.jit
+def list_nodes(label, n, nodes, comp, count):
+    """The cycles, one node each: the edges that are their cycle's label (smallest id)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n_round = (n + 31) // 32 * 32
+    while i < n_round:
+        pred = False
+        if i < n:
+            pred = label[i] == i
+        slot = warp_append(pred, count, 0)
+        if pred:
+            nodes[slot] = i
+            comp[i] = i
+        i += stride
+
+
+@cuda.jit
+def find_links(ssrc, out_order, label, n, lu, lv, lp, count):
+    """Link p joins the cycles of out-slots p and p + 1 when both leave the same vertex."""
+    p = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n_round = (n + 31) // 32 * 32
+    while p < n_round:
+        pred = False
+        a = int32(0)
+        b = int32(0)
+        if p + 1 < n:
+            if ssrc[p] == ssrc[p + 1]:
+                a = label[uint32(out_order[p])]
+                b = label[uint32(out_order[p + 1])]
+                pred = a != b
+        slot = warp_append(pred, count, 0)
+        if pred:
+            lu[slot] = a
+            lv[slot] = b
+            lp[slot] = p
+        p += stride
+# --8<-- [end:links]
+
+
+# ----------------------------------------------------------------------------- step 4: spanning forest (Borůvka)
+
+
+# --8<-- [start:boruvka]
+@cuda.jit
+def reset_best(nodes, c_count, best):
+    """No lightest link yet for any cycle (per node, not per link: thousands of links may share
+    a root, and as many stores to one address would queue behind each other)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < c_count:
+        best[uint32(nodes[i])] = INT32_MAX
+        i += stride
+
+
+@cuda.jit
+def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count):
+    """Every component finds its lightest link to another component (weight = slot, unique);
+    links inside a component are dropped, the others copied (as root pairs) for the next round."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    m_round = (m + 31) // 32 * 32
+    while i < m_round:
+        pred = False
+        cu = int32(0)
+        cv = int32(0)
+        w = int32(0)
+        if i < m:
+            cu = comp[uint32(lu[i])]
+            cv = comp[uint32(lv[i])]
+            w = lp[i]
+            pred = cu != cv
+        if pred:  # read first: most links are heavier than the best one already found
+            if w < best[uint32(cu)]:
+                cuda.atomic.min(best, cu, w)
+            if w < best[uint32(cv)]:
+                cuda.atomic.min(best, cv, w)
+        slot = warp_append(pred, count, 0)
+        if pred:
+            lu2[slot] = cu
+            lv2[slot] = cv
+            lp2[slot] = w
+        i += stride
+
+
+@cuda.jit
+def hook(lu, lv, lp, m, best, comp, tree):
+    """A component whose lightest link is this one hangs below the component at its other end;
+    when both ends chose it, the larger root hangs below the smaller (no 2-cycles)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < m:
+        cu = lu[i]
+        cv = lv[i]
+        w = lp[i]
+        bu = best[uint32(cu)] == w
+        bv = best[uint32(cv)] == w
+        if bu and bv:
+            comp[uint32(max(cu, cv))] = min(cu, cv)
+        elif bu:
+            comp[uint32(cu)] = cv
+        elif bv:
+            comp[uint32(cv)] = cu
+        if bu or bv:
+            tree[uint32(w)] = 1
+        i += stride
+
+
+@cuda.jit
+def shortcut(nodes, c_count, comp, changed):
+    """Pointer jumping on the forest of hooks until every node points at its root."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < c_count:
+        x = uint32(nodes[i])
+        c = comp[x]
+        cc = comp[uint32(c)]
+        if c != cc:
+            comp[x] = cc
+            changed[0] = 1
+        i += stride
+
+
+@cuda.jit
+def count_roots(nodes, c_count, comp, out):
+    """out[0] = trees in the forest (weakly connected components), out[1] / out[2] = the
+    smallest / largest root (host presets INT32_MAX / -1)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < c_count:
+        x = nodes[i]
+        if comp[uint32(x)] == x:
+            cuda.atomic.add(out, 0, 1)
+            cuda.atomic.min(out, 1, x)
+            cuda.atomic.max(out, 2, x)
+        i += stride
+# --8<-- [end:boruvka]
+
+
+# ----------------------------------------------------------------------------- step 5: splice
+
+
+# --8<-- [start:splice]
+@cuda.jit
+def splice(tree, in_order, out_order, n, succ):
+    """At every vertex, a run of tree links k0..k1-1 joins the cycles of slots k0..k1 (all
+    different): rotate their successors, succ[p_k] = e_{k+1} and succ[p_k1] = e_k0, where p_k
+    is slot k's in-edge and e_k its out-edge. One rotation merges the whole run."""
+    k = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while k < n:
+        if tree[k]:
+            succ[uint32(in_order[k])] = out_order[k + 1]
+        elif k > 0 and tree[k - 1]:  # k ends a run: find where it starts
+            k0 = k - 1
+            while k0 > 0 and tree[k0 - 1]:
+                k0 -= 1
+            succ[uint32(in_order[k])] = out_order[k0]
+        k += stride
+# --8<-- [end:splice]
+
+
+# ----------------------------------------------------------------------------- step 6: ranking
+
+
+# --8<-- [start:wyllie]
+@cuda.jit
+def wyllie_init(nxt_in, w, n, head, unit, nxt, d):
+    """A list from a cycle: cut the link into ``head``; d = 1 per element (or its weight w)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        x = nxt_in[i]
+        nxt[i] = NONE if x == head else x
+        d[i] = 1 if unit else w[i]
+        i += stride
+
+
+@cuda.jit
+def wyllie_round(nxt, d, nxt2, d2, n, changed):
+    """Wyllie's list ranking: d[i] = the sum from i to the end of the list, by pointer jumping."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        x = nxt[i]
+        if x != NONE:
+            d2[i] = d[i] + d[uint32(x)]
+            nxt2[i] = nxt[uint32(x)]
+            changed[0] = 1
+        else:
+            d2[i] = d[i]
+            nxt2[i] = NONE
+        i += stride
+
+
+@cuda.jit
+def scatter_rank(d, n, out):
+    """Edge e is d[e] edges from the end: it goes to position n - d[e]."""
+    e = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while e < n:
+        out[n - d[e]] = e
+        e += stride
+# --8<-- [end:wyllie]
+
+
+# --8<-- [start:rank_ruling]
+@cuda.jit
+def pick_rank_splitters(n, thresh, seed, head, sid, splitters, count):
+    """Splitters for ranking: the start edge is splitter 0 (host presets count[0] = 1), the
+    others are picked by a hash of their id."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n_round = (n + 31) // 32 * 32
+    while i < n_round:
+        pred = False
+        if i < n:
+            pred = i != head and mix32(uint32(i) ^ seed) <= thresh
+        slot = warp_append(pred, count, 0)
+        if pred:
+            splitters[slot] = i
+            sid[i] = slot
+        if i == head:
+            splitters[0] = i
+            sid[i] = 0
+        i += stride
+
+
+@cuda.jit
+def write_ranked(succ, splitters, s_count, thresh, seed, head, d, n, out):
+    """Walk each sublist again and write it at its offset n - d[j] (d from list ranking)."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < s_count:
+        pos = n - d[j]
+        e = splitters[j]
+        out[pos] = e
+        e = succ[uint32(e)]
+        while not is_splitter(e, thresh, seed, head):
+            pos += 1
+            out[pos] = e
+            e = succ[uint32(e)]
+        j += stride
+# --8<-- [end:rank_ruling]
+
+
+@cuda.jit
+def walk_vertices(out, tail, head, m, vs):
+    """The vertices of a walk of m edges: vs[i] = where edge out[i] starts, vs[m] = where the
+    last one ends (= vs[0] for a circuit)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i <= m:
+        if i < m:
+            vs[i] = tail[uint32(out[i])]
+        else:
+            vs[i] = head[uint32(out[m - 1])]
+        i += stride
+
+
+@cuda.jit
+def gather_i32(a, idx, n, out):
+    """out[i] = a[idx[i]]."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        out[i] = a[uint32(idx[i])]
+        i += stride
+
+
+@cuda.jit
+def reverse_walk(out, fwd, n, out2, fwd2):
+    """The same walk backwards (undirected): reverse the order and every direction."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        out2[i] = out[n - 1 - i]
+        fwd2[i] = 1 - fwd[n - 1 - i]
+        i += stride
+
+
+# ----------------------------------------------------------------------------- checking on the device
+
+
+# --8<-- [start:verify]
+@cuda.jit
+def mark_positions(out, n, pos, bad):
+    """pos[e] = the position of edge e in the walk (pos preset to NONE); bad[0] counts ids out
+    of range."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        e = out[i]
+        if e < 0 or e >= n:
+            cuda.atomic.add(bad, 0, 1)
+        else:
+            pos[e] = i
+        i += stride
+
+
+@cuda.jit
+def check_chain(out, tail, head, pos, n, closed, bad):
+    """bad[1]: positions whose edge is also written elsewhere (so some edge is missing);
+    bad[2]: edges that do not start where the previous one ended (and, if ``closed``, the
+    last one not where the first started). bad[3]: the smallest such position."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        e = out[i]
+        if e >= 0 and e < n:
+            if pos[e] != i:
+                cuda.atomic.add(bad, 1, 1)
+                cuda.atomic.min(bad, 3, int32(i))
+            if i + 1 < n or closed:
+                f = out[i + 1] if i + 1 < n else out[0]
+                if f >= 0 and f < n and head[e] != tail[f]:
+                    cuda.atomic.add(bad, 2, 1)
+                    cuda.atomic.min(bad, 3, int32(i))
+        i += stride
+
+
+@cuda.jit
+def cycle_sizes(label, n, size):
+    """size[c] = number of edges labelled c (size preset to 0)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        cuda.atomic.add(size, label[i], 1)
+        i += stride
+# --8<-- [end:verify]
+
+
+# ----------------------------------------------------------------------------- generators and de Bruijn
+
+
+# --8<-- [start:gen_deep]
+@cuda.jit
+def gen_deep(E, V, half_v, mask_v, half_e, mask_e, kv0, kv1, kv2, kv3, ke0, ke1, ke2, ke3, kr, src, dst):
+    """``generators.deep_graph`` on the GPU: step i of the closed walk is edge feistel(i)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < E:
+        j = i + 1 if i + 1 < E else 0
+        if i < V:
+            a = feistel(i, V, half_v, mask_v, kv0, kv1, kv2, kv3)
+        else:
+            a = int32(mix32(uint32(i) ^ kr) % uint32(V))
+        if j < V:
+            b = feistel(j, V, half_v, mask_v, kv0, kv1, kv2, kv3)
+        else:
+            b = int32(mix32(uint32(j) ^ kr) % uint32(V))
+        e = feistel(i, E, half_e, mask_e, ke0, ke1, ke2, ke3)
+        src[e] = a
+        dst[e] = b
+        i += stride
+# --8<-- [end:gen_deep]
+
+
+@cuda.jit(device=True, inline=True)
+def shallow_vertex(j, t, E, L, C, M0, M, degree, path, kr, kp, kq):
+    length = E - (C - 1) * L if j == C - 1 else L
+    h = mix32(uint32(j * L + t) ^ kr)
+    if j == 0:
+        if t < M0:
+            return int32(t)
+        return int32(h % uint32(M0))
+    if t == 0:
+        parent = j - 1 if path else int32(mix32(uint32(j) ^ kp) % uint32(j))
+        pm = M0 if parent == 0 else M
+        pbase = 0 if parent == 0 else M0 + (parent - 1) * M
+        return int32(pbase + int32(mix32(uint32(j) ^ kq) % uint32(pm)))
+    m = M
+    if j == C - 1:
+        m = (length - 1 + degree - 1) // degree
+    base = M0 + (j - 1) * M
+    if t <= m:
+        return int32(base + t - 1)
+    return int32(base + int32(h % uint32(max(m, 1))))
+
+
+@cuda.jit
+def gen_shallow(E, L, C, M0, M, degree, path, half_e, mask_e, ke0, ke1, ke2, ke3, kr, kp, kq, src, dst):
+    """``generators.shallow_graph`` on the GPU."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < E:
+        j = i // L
+        t = i - j * L
+        length = E - (C - 1) * L if j == C - 1 else L
+        t2 = t + 1 if t + 1 < length else 0
+        e = feistel(i, E, half_e, mask_e, ke0, ke1, ke2, ke3)
+        src[e] = shallow_vertex(j, t, E, L, C, M0, M, degree, path, kr, kp, kq)
+        dst[e] = shallow_vertex(j, t2, E, L, C, M0, M, degree, path, kr, kp, kq)
+        i += stride
+
+
+# --8<-- [start:debruijn]
+@cuda.jit
+def debruijn_graph(N, k, kn1, ssrc, out_order, in_order, succ):
+    """The de Bruijn graph B(k, n) without building it: edge w (an n-gram, base k) leaves vertex
+    w // k and enters vertex w % k^(n-1). Out-edges of a vertex are consecutive ids (so
+    ``out_order`` is the identity), in-edges are ``c * k^(n-1) + v``, and the pairing is a
+    rotation of the n digits: succ(w) = (w % k^(n-1)) * k + w // k^(n-1)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < N:
+        ssrc[i] = i // k
+        out_order[i] = i
+        in_order[i] = (i % k) * kn1 + i // k
+        succ[i] = (i % kn1) * k + i // kn1
+        i += stride
+
+
+@cuda.jit
+def debruijn_ends(N, k, kn1, tail, head):
+    """Where edge w of B(k, n) starts and ends (for checking a circuit on the device)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < N:
+        tail[i] = i // k
+        head[i] = i % kn1
+        i += stride
+
+
+@cuda.jit
+def debruijn_symbols(circuit, N, kn1, n1, seq):
+    """Symbol i of the sequence is the first digit of the i-th edge; the linear sequence repeats
+    the first n - 1 symbols at the end."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < N:
+        s = uint8(circuit[i] // kn1)
+        seq[i] = s
+        if i < n1:
+            seq[N + i] = s
+        i += stride
+# --8<-- [end:debruijn]
+
+
+# ----------------------------------------------------------------------------- compile checks
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel of this chapter with the signatures the host launches it with."""
+    from gpulab.euler.variants import REGISTRY
+
+    s = "int32"
+    u = "uint32"
+    targets = [
+        ("small_sort", small_sort, f"void({I32}, {s}, {I32}, {I32})"),
+        ("mismatch", mismatch, f"void({I32}, {I32}, {s}, {I32})"),
+        ("pair", pair, f"void({I32}, {I32}, {s}, {I32})"),
+        ("imbalance", imbalance, f"void({I32}, {I32}, {s}, {I32})"),
+        ("degrees_of", degrees_of, f"void({I32}, {I32}, {s}, {s}, {I32})"),
+        ("find_first", find_first, f"void({I32}, {I32}, {s}, {s}, {I32})"),
+        ("half_keys", half_keys, f"void({I32}, {I32}, {s}, {I32})"),
+        ("odd_vertices", odd_vertices, f"void({I32}, {s}, {I32})"),
+        ("dart_succ", dart_succ, f"void({I32}, {s}, {I32})"),
+        ("orient", orient, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32})"),
+        ("fill_i32", fill_i32, f"void({I32}, {s}, {s})"),
+        ("fill_u8", fill_u8, f"void({U8}, {s}, {s})"),
+        ("iota", iota, f"void({I32}, {s})"),
+        ("propagate_round", propagate_round, f"void({I32}, {I32}, {s}, {I32})"),
+        ("jump_round", jump_round, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32})"),
+        ("compact_exits", compact_exits, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
+        ("build_contracted", build_contracted, f"void({I32}, {I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32})"),
+        ("expand_labels", expand_labels, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
+        ("pick_splitters", pick_splitters, f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {I32})"),
+        ("walk_sublists", walk_sublists, f"void({I32}, {I32}, {I32}, {s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
+        ("write_labels", write_labels, f"void({I32}, {I32}, {s}, {u}, {u}, {I32}, {I32})"),
+        ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
+        ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
+        ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),
+        ("min_links", min_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {I32})"),
+        ("hook", hook, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {U8})"),
+        ("shortcut", shortcut, f"void({I32}, {s}, {I32}, {I32})"),
+        ("count_roots", count_roots, f"void({I32}, {s}, {I32}, {I32})"),
+        ("splice", splice, f"void({U8}, {I32}, {I32}, {s}, {I32})"),
+        ("wyllie_init", wyllie_init, f"void({I32}, {I32}, {s}, {s}, {s}, {I32}, {I32})"),
+        ("wyllie_round", wyllie_round, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32})"),
+        ("scatter_rank", scatter_rank, f"void({I32}, {s}, {I32})"),
+        ("pick_rank_splitters", pick_rank_splitters, f"void({s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
+        ("write_ranked", write_ranked, f"void({I32}, {I32}, {s}, {u}, {u}, {s}, {I32}, {s}, {I32})"),
+        ("walk_vertices", walk_vertices, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
+        ("gather_i32", gather_i32, f"void({I32}, {I32}, {s}, {I32})"),
+        ("reverse_walk", reverse_walk, f"void({I32}, {I32}, {s}, {I32}, {I32})"),
+        ("mark_positions", mark_positions, f"void({I32}, {s}, {I32}, {I32})"),
+        ("check_chain", check_chain, f"void({I32}, {I32}, {I32}, {I32}, {s}, {s}, {I32})"),
+        ("cycle_sizes", cycle_sizes, f"void({I32}, {s}, {I32})"),
+        ("gen_deep", gen_deep, f"void({s}, {s}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {I32}, {I32})"),
+        ("gen_shallow", gen_shallow, f"void({s}, {s}, {s}, {s}, {s}, {s}, {s}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {u}, {I32}, {I32})"),
+        ("debruijn_graph", debruijn_graph, f"void({s}, {s}, {s}, {I32}, {I32}, {I32}, {I32})"),
+        ("debruijn_ends", debruijn_ends, f"void({s}, {s}, {s}, {I32}, {I32})"),
+        ("debruijn_symbols", debruijn_symbols, f"void({I32}, {s}, {s}, {s}, {U8})"),
+    ]
+    seen = set()
+    for v in REGISTRY.select():
+        p = v.params
+        if "BLOCK" in p:
+            b = p["BLOCK"]
+            for dt in (I32, I64):
+                name = f"to_i32[{b}]({dt[:5]})"
+                if name not in seen:
+                    seen.add(name)
+                    targets.append((name, to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s})"))
+            if f"sum_i32[{b}]" not in seen:
+                seen.add(f"sum_i32[{b}]")
+                targets.append((f"sum_i32[{b}]", sum_kernel(b), f"void({I32}, {s}, {I64})"))
+        if "TILE" in p and f"tile_contract[{p['TILE']}]" not in seen:
+            seen.add(f"tile_contract[{p['TILE']}]")
+            targets.append((f"tile_contract[{p['TILE']}]", tile_contract_kernel(p["TILE"]),
+                            f"void({I32}, {s}, {I32}, {I32}, {I32})"))
+    return targets
+
+
+__all__ = [n for n in dir() if not n.startswith("_")] + ["np"]

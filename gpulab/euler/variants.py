@@ -1,0 +1,81 @@
+"""Chapter 5's variant registry: Hierholzer on the CPU, then the GPU pipeline with each way of
+labelling the cycles (step 2), in the order the book climbs them.
+
+Every GPU variant runs the whole pipeline; only step 2 differs (and ``ruling_set`` also ranks
+the final cycle with splitters, step 6, where the others use Wyllie's pointer jumping). All of
+them compute the same circuit, edge for edge, as :func:`gpulab.euler.reference.ais_reference`.
+"""
+
+from __future__ import annotations
+
+from gpulab import device
+from gpulab.euler import host
+from gpulab.registry import Registry, Variant
+
+# Compile-time and launch parameters, the same for numba and CUDA C.
+#   BLOCK: threads per block of every element-wise kernel (a multiple of 32: warp appends).
+#   TILE: edges per block (= threads) of the shared-memory contraction.
+#   SMALL_SORT: up to this many keys the pairing sorts with one O(n^2) launch, above with
+#     chapter 4's radix sort (SORT names its variant).
+#   SPACING / GROWTH: ruling-set labelling: about one splitter per SPACING unlabelled edges,
+#     SPACING / GROWTH in the next round. RANK_SPACING: splitters of the final ranking.
+BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="local")
+PARAMS = {
+    "partition": dict(BASE),
+    "propagate": dict(BASE),
+    "jump": dict(BASE),
+    "shared": dict(BASE, TILE=1024),
+    "ruling_set": dict(BASE, SPACING=64, GROWTH=8, RANK_SPACING=64),
+}
+
+# On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
+# costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),
+# small tiles, and dense splitters so that several rounds still happen on a few hundred edges.
+SIM_PARAMS = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4)
+
+_LADDER = [
+    ("partition", ("global", "host"),
+     "the blog's step 2: copy the successors to the CPU, walk the cycles there, copy the labels back"),
+    ("propagate", ("global",),
+     "min-label propagation in global memory: one edge per round, so rounds = the longest cycle"),
+    ("jump", ("global",),
+     "pointer jumping (Wyllie): log2 rounds, but every round touches all E edges: O(E log E) work"),
+    ("shared", ("global", "shared"),
+     "contract the chains inside each tile in shared memory, then jump on the contracted cycles"),
+    ("ruling_set", ("global", "registers"),
+     "random splitters walk their sublists in registers: O(E) work; also ranks the circuit that way"),
+]
+
+REGISTRY = Registry("euler")
+REGISTRY.add(Variant("hierholzer", "cpu", ("host",), "Hierholzer's walk compiled with numba, one CPU thread: O(E)",
+                     host.cpu_factory("hierholzer")))
+REGISTRY.add(Variant("networkx", "cpu", ("host",), "networkx.eulerian_circuit: what a Python user has at hand",
+                     host.cpu_factory("networkx")))
+for name, memory, lesson in _LADDER:
+    for backend in ("numba", "cuda-c"):
+        REGISTRY.add(Variant(name, backend, memory, lesson,
+                             host.plan_factory(name, backend, "ruling_set" if name == "ruling_set" else "wyllie"),
+                             kernels=(), params=dict(PARAMS[name]), needs_warp_intrinsics=True,
+                             teaching_only=name in ("partition", "propagate")))
+
+
+def effective_params(variant, overrides: dict | None = None) -> dict:
+    """The variant's parameters, with the simulator's small sizes there, and ``overrides``."""
+    p = dict(variant.params)
+    if device.on_simulator():
+        p.update({k: v for k, v in SIM_PARAMS.items() if k in p or k in ("BLOCK", "SMALL_SORT")})
+    p.update(overrides or {})
+    return p
+
+
+def cuda_builds() -> list[tuple[str, dict]]:
+    """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
+    seen, out = set(), []
+    for v in REGISTRY.select(backend="cuda-c"):
+        d = host.cuda_defines(v.params)
+        d.setdefault("TILE", 1024)
+        key = tuple(sorted(d.items()))
+        if key not in seen:
+            seen.add(key)
+            out.append((host.SOURCE, d))
+    return out

@@ -1,0 +1,551 @@
+"""Chapter 5: every variant of the Euler-circuit pipeline against the sequential reference.
+
+Every GPU variant must return *exactly* the circuit of ``reference.ais_reference`` (the pairing
+is ordered by edge id, cycles are labelled by their smallest edge id, the spanning forest is the
+unique minimum one), and that circuit must pass ``check_circuit``. On the simulator the graphs
+have a few hundred edges (every kernel loops over them in one block of 8 threads); on a GPU the
+same tests run with up to a million edges, and a few GPU-only tests add the blog's sizes.
+"""
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from numba import cuda
+
+import gpulab.euler as eu
+from gpulab.checking import INT_SENTINEL
+from gpulab.errors import DtypeError, LimitError, ShapeError
+from gpulab.euler import generators as gen
+from gpulab.euler import host, reference as ref
+from gpulab.euler.api import plan_for
+from gpulab.euler.variants import REGISTRY, effective_params
+from tests.conftest import ON_SIMULATOR, skip_unless_runnable
+
+GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
+CPU_VARIANTS = [v for v in REGISTRY if v.backend == "cpu"]
+FAST = [v for v in GPU_VARIANTS if v.name in ("jump", "ruling_set")]  # for the API-level tests
+S = 1 if ON_SIMULATOR else 100  # size scale: a few hundred edges simulated, tens of thousands on a GPU
+
+
+def ids(v):
+    return v.key
+
+
+def run(variant, src, dst, **kw):
+    """The public call, on a plan whose output buffers were poisoned first."""
+    skip_unless_runnable(variant)
+    n = len(src)
+    directed = kw.get("directed", True)
+    plan = plan_for(variant, (n + 1) * (1 if directed else 2), kw.pop("params", None))
+    for name in ("out", "out2", "fwd_out", "label"):
+        b = plan.buf(name)
+        b.copy_to_device(np.full(b.size, INT_SENTINEL[np.dtype(np.int32)], np.int32))
+    return eu.euler_circuit(src, dst, variant=variant.name, backend=variant.backend, **kw)
+
+
+# ----------------------------------------------------------------------------- graphs
+
+
+def random_closed_walks(rng, n_vertices, n_walks, max_len):
+    """A random Eulerian multigraph: closed walks over a few vertices (parallel edges and
+    self-loops likely), the first walk visiting every vertex so that it is connected."""
+    walks = [list(rng.permutation(n_vertices))]
+    for _ in range(n_walks):
+        walk = list(rng.integers(0, n_vertices, rng.integers(1, max_len + 1)))
+        walk[0] = int(rng.integers(0, n_vertices))
+        walks.append(walk)
+    return gen.from_cycles(walks, rng)
+
+
+def graph_cases(rng):
+    """(name, src, dst): the issue's list of shapes, ids shuffled unless the shape needs them."""
+    g = {
+        "self_loop": gen.from_cycles([[0]]),
+        "parallel_loops": gen.from_cycles([[3], [3]]),
+        "parallel_edges": gen.from_cycles([[0, 1], [0, 1]], rng),
+        "single_cycle_37": gen.from_cycles([list(rng.permutation(37 * S))], rng),
+        "flower_12x3": gen.flower(12 * S, 3, rng),
+        "star_of_cycles": gen.star_of_cycles(6 * S, 4, rng),
+        "path_of_cycles": gen.path_of_cycles(20 * S, 4, rng),
+        "multigraph": random_closed_walks(rng, 5, 12 * S, 7),
+        "deep": gen.deep_graph(300 * S, 4, int(rng.integers(1 << 30))),
+        "shallow": gen.shallow_graph(400 * S, 6, 2, int(rng.integers(1 << 30))),
+    }
+    return g
+
+
+CASE_NAMES = ["self_loop", "parallel_loops", "parallel_edges", "single_cycle_37", "flower_12x3", "star_of_cycles",
+              "path_of_cycles", "multigraph", "deep", "shallow"]
+
+
+@pytest.mark.parametrize("case", CASE_NAMES)
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_variant_finds_the_reference_circuit(variant, case, rng):
+    skip_unless_runnable(variant)
+    src, dst = graph_cases(rng)[case]
+    out = run(variant, src, dst)
+    ok, why = ref.check_circuit(src, dst, out)
+    assert ok, f"{variant.key} {case}: {why}"
+    expected, steps = ref.ais_reference(src, dst)
+    assert np.array_equal(out, expected), f"{variant.key} {case}: a valid circuit, but not the reference's"
+
+
+def test_the_shallow_case_has_hundreds_of_cycles(rng):
+    src, dst = graph_cases(rng)["shallow"]
+    succ, _, _ = ref.pairing(src, dst)
+    assert np.unique(ref.cycle_labels(succ)).size >= 50 * S
+
+
+@pytest.mark.parametrize("variant", CPU_VARIANTS, ids=ids)
+@pytest.mark.parametrize("case", ["parallel_edges", "flower_12x3", "path_of_cycles", "multigraph", "shallow"])
+def test_cpu_variants_find_a_circuit(variant, case, rng):
+    src, dst = graph_cases(rng)[case]
+    out = eu.euler_circuit(src, dst, variant=variant.name)
+    assert ref.check_circuit(src, dst, out)[0]
+
+
+def test_hierholzer_python_and_numba_agree(rng):
+    for _ in range(5):
+        src, dst = random_closed_walks(rng, 6, 10, 6)
+        a = ref.hierholzer_python(src, dst)
+        b = ref.hierholzer(src, dst)
+        assert ref.check_circuit(src, dst, a)[0] and np.array_equal(a, b)
+
+
+# ----------------------------------------------------------------------------- undirected graphs
+
+
+def undirected_cases(rng):
+    s, d = random_closed_walks(rng, 6, 8 * S, 6)
+    flip = rng.random(s.size) < 0.5  # the same graph, half the edges written the other way
+    s, d = np.where(flip, d, s), np.where(flip, s, d)
+    f_s, f_d = gen.flower(5 * S, 2, rng)  # 2-cycles: pairs of parallel undirected edges
+    return {"walks": (s, d), "flower_of_digons": (f_s, f_d), "loop": (np.array([4]), np.array([4]))}
+
+
+@pytest.mark.parametrize("case", ["walks", "flower_of_digons", "loop"])
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_undirected(variant, case, rng):
+    skip_unless_runnable(variant)
+    src, dst = undirected_cases(rng)[case]
+    edges, forward = run(variant, src, dst, directed=False)
+    assert forward.dtype == bool
+    ok, why = ref.check_circuit(src, dst, edges, directed=False, forward=forward)
+    assert ok, why
+    keep = ref.orient_reference(src, dst)
+    osrc, odst = np.where(keep, src, dst), np.where(keep, dst, src)
+    expected, _ = ref.ais_reference(osrc, odst)
+    assert np.array_equal(edges, expected)
+    assert np.array_equal(forward, keep[edges])
+
+
+def test_orientation_is_balanced(rng):
+    src, dst = undirected_cases(rng)["walks"]
+    keep = ref.orient_reference(src, dst)
+    assert ref.degree_problem(np.where(keep, src, dst), np.where(keep, dst, src)) is None
+
+
+# ----------------------------------------------------------------------------- source, paths, empty graphs
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_source_is_honoured(variant, rng):
+    skip_unless_runnable(variant)
+    src, dst = random_closed_walks(rng, 7, 6, 5)
+    for source in rng.choice(np.unique(src), 3, replace=False):
+        out, verts = run(variant, src, dst, source=int(source), vertices=True)
+        assert ref.check_circuit(src, dst, out, source=int(source))[0]
+        assert out[0] == np.nonzero(src == source)[0][0], "the circuit starts with the source's smallest out-edge"
+        assert np.array_equal(verts, np.append(src[out], src[out[0]]))
+        assert np.array_equal(out, ref.ais_reference(src, dst, int(source))[0])
+    for bad in (int(src.max()) + 5, -1):
+        with pytest.raises(eu.NotEulerian, match="no edges"):
+            eu.euler_circuit(src, dst, source=bad, variant=variant.name, backend=variant.backend)
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_euler_path_directed(variant, rng):
+    skip_unless_runnable(variant)
+    src, dst = random_closed_walks(rng, 6, 8, 6)
+    k = int(np.nonzero(src != dst)[0][0])  # drop one non-loop edge: a path from dst[k] to src[k]
+    ps, pd = np.delete(src, k), np.delete(dst, k)
+    out, verts = eu.euler_path(ps, pd, variant=variant.name, backend=variant.backend, vertices=True)
+    ok, why = ref.check_circuit(ps, pd, out, path=True, source=int(dst[k]))
+    assert ok, why
+    assert verts[0] == dst[k] and verts[-1] == src[k] and verts.size == ps.size + 1
+    with pytest.raises(eu.NotEulerian, match="must start at vertex"):
+        eu.euler_path(ps, pd, source=int(src[k]), variant=variant.name, backend=variant.backend)
+    # a graph with a circuit gets a circuit
+    out = eu.euler_path(src, dst, variant=variant.name, backend=variant.backend)
+    assert ref.check_circuit(src, dst, out)[0]
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_euler_path_undirected(variant, rng):
+    skip_unless_runnable(variant)
+    src, dst = undirected_cases(rng)["walks"]
+    k = int(np.nonzero(src != dst)[0][0])
+    ps, pd = np.delete(src, k), np.delete(dst, k)
+    for source in (int(src[k]), int(dst[k])):
+        out, fw = eu.euler_path(ps, pd, directed=False, source=source, variant=variant.name, backend=variant.backend)
+        ok, why = ref.check_circuit(ps, pd, out, directed=False, forward=fw, path=True, source=source)
+        assert ok, why
+    others = np.setdiff1d(np.concatenate([ps, pd]), [src[k], dst[k]])
+    if others.size:
+        with pytest.raises(eu.NotEulerian, match="odd-degree"):
+            eu.euler_path(ps, pd, directed=False, source=int(others[0]), variant=variant.name, backend=variant.backend)
+
+
+@pytest.mark.parametrize("variant", FAST, ids=ids)
+def test_empty_graph(variant):
+    skip_unless_runnable(variant)
+    empty = np.zeros(0, np.int32)
+    assert eu.euler_circuit(empty, empty, variant=variant.name, backend=variant.backend).size == 0
+    e, f = eu.euler_circuit(empty, empty, directed=False, variant=variant.name, backend=variant.backend)
+    assert e.size == 0 and f.size == 0
+    with pytest.raises(eu.NotEulerian, match="no edges"):
+        eu.euler_circuit(empty, empty, source=0, variant=variant.name, backend=variant.backend)
+
+
+# ----------------------------------------------------------------------------- not Eulerian
+
+
+@pytest.mark.parametrize("variant", FAST + CPU_VARIANTS[:1], ids=ids)
+def test_not_eulerian_says_why(variant, rng):
+    skip_unless_runnable(variant)
+    call = lambda s, d, **kw: eu.euler_circuit(s, d, variant=variant.name, backend=variant.backend, **kw)  # noqa: E731
+    # in != out: the message names the smallest unbalanced vertex and its degrees
+    src, dst = gen.from_cycles([[0, 1, 2], [2, 3, 4]], rng)
+    bad_s, bad_d = np.append(src, 1), np.append(dst, 4)
+    with pytest.raises(eu.NotEulerian, match=r"vertex 1 has 1 in-edges and 2 out-edges"):
+        call(bad_s, bad_d)
+    # two components: the message names one vertex of each
+    src, dst = gen.from_cycles([[0, 1, 2], [5, 6]], rng)
+    with pytest.raises(eu.NotEulerian, match="weakly connected") as err:
+        call(src, dst)
+    a, b = (int(x) for x in __import__("re").findall(r"vertices (\d+) and (\d+)", str(err.value))[0])
+    comp = ref.weak_components(src, dst)
+    assert comp[a] >= 0 and comp[b] >= 0 and comp[a] != comp[b]
+    # undirected: odd degree
+    with pytest.raises(eu.NotEulerian, match=r"vertex 0 has odd degree 1"):
+        call(np.array([0, 1]), np.array([1, 2]), directed=False)
+    # a path needs exactly one start and one end
+    with pytest.raises(eu.NotEulerian, match="exactly one vertex with out = in \\+ 1"):
+        eu.euler_path(np.array([0, 0, 1]), np.array([1, 2, 3]), variant=variant.name, backend=variant.backend)
+
+
+def test_bad_inputs_raise_clear_errors():
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    with pytest.raises(ShapeError, match="negative vertex id -2"):
+        eu.euler_circuit(np.array([0, -2]), np.array([-2, 0]))
+    with pytest.raises(DtypeError, match="float64"):
+        eu.euler_circuit(np.array([0.0, 1.0]), np.array([1.0, 0.0]))
+    with pytest.raises(ShapeError, match="one \\(src, dst\\) pair per edge"):
+        eu.euler_circuit(np.array([0, 1]), np.array([1]))
+    with pytest.raises(ShapeError, match="1-D"):
+        eu.euler_circuit(np.zeros((2, 2), np.int32), np.zeros((2, 2), np.int32))
+    with pytest.raises(LimitError, match="2147483646"):
+        eu.euler_circuit(np.array([0, 2**31 - 1]), np.array([2**31 - 1, 0]))
+
+    class Huge:  # a device array that claims 2^31 edges (never read: the shape check comes first)
+        __cuda_array_interface__ = {"shape": (2**31,), "typestr": "<i4", "data": (0, False), "version": 3}
+
+    with pytest.raises(LimitError, match="edge ids are int32"):
+        host.check_edges(Huge(), Huge())
+
+    class Big(Huge):  # 2^30 undirected edges: 2^31 + 2 half-edges
+        __cuda_array_interface__ = dict(Huge.__cuda_array_interface__, shape=(2**30,))
+
+    with pytest.raises(LimitError, match="half-edges"):
+        eu.euler_circuit(Big(), Big(), directed=False)
+    with pytest.raises(LimitError, match="MAX_ROUNDS"):
+        eu.euler_circuit(*gen.from_cycles([list(range(20))]), variant="propagate", params={"MAX_ROUNDS": 3})
+
+
+# ----------------------------------------------------------------------------- device arrays, dtypes
+
+
+@pytest.mark.parametrize("variant", FAST, ids=ids)
+def test_device_arrays_in_device_arrays_out(variant, rng):
+    skip_unless_runnable(variant)
+    src, dst = random_closed_walks(rng, 6, 6, 5)
+    expected = eu.euler_circuit(src, dst, variant=variant.name, backend=variant.backend)
+    d_out = eu.euler_circuit(cuda.to_device(src.astype(np.int64)), cuda.to_device(dst.astype(np.int64)),
+                             variant=variant.name, backend=variant.backend)
+    assert not isinstance(d_out, np.ndarray) and hasattr(d_out, "copy_to_host")
+    assert np.array_equal(d_out.copy_to_host(), expected)
+    d_e, d_f = eu.euler_circuit(cuda.to_device(src), cuda.to_device(dst), directed=False, variant=variant.name,
+                                backend=variant.backend)
+    h_e, h_f = eu.euler_circuit(src, dst, directed=False, variant=variant.name, backend=variant.backend)
+    assert np.array_equal(d_e.copy_to_host(), h_e) and np.array_equal(d_f.copy_to_host().astype(bool), h_f)
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="CuPy needs a GPU")
+def test_cupy_arrays_in_cupy_arrays_out(rng):
+    cp = pytest.importorskip("cupy")
+    src, dst = random_closed_walks(rng, 50, 200, 20)
+    out = eu.euler_circuit(cp.asarray(src), cp.asarray(dst))
+    assert isinstance(out, cp.ndarray)
+    assert np.array_equal(out.get(), eu.euler_circuit(src, dst))
+
+
+def test_from_csr_and_networkx(rng):
+    import networkx as nx
+
+    src, dst = random_closed_walks(rng, 6, 5, 5)
+    order = np.argsort(src, kind="stable")
+    indptr = np.concatenate([[0], np.cumsum(np.bincount(src, minlength=6))])
+    s2, d2 = eu.from_csr(indptr, dst[order])
+    assert np.array_equal(s2, src[order]) and np.array_equal(d2, dst[order])
+    G = nx.MultiDiGraph()
+    G.add_edges_from([("a", "b"), ("b", "c"), ("c", "a"), ("a", "a")])
+    s, d, nodes, edges = eu.from_networkx(G)
+    out = eu.euler_circuit(s, d, source=nodes.index("a"))
+    walk = [edges[e] for e in out]
+    assert walk[0][0] == "a" and all(walk[i][1] == walk[i + 1][0] for i in range(len(walk) - 1))
+
+
+# ----------------------------------------------------------------------------- properties (hypothesis)
+
+
+@st.composite
+def eulerian_graphs(draw):
+    n_vertices = draw(st.integers(1, 6))
+    walks = [draw(st.permutations(list(range(n_vertices))))]
+    for _ in range(draw(st.integers(0, 5))):
+        walks.append(draw(st.lists(st.integers(0, n_vertices - 1), min_size=1, max_size=6)))
+    seed = draw(st.integers(0, 2**32 - 1))
+    return gen.from_cycles(walks, np.random.default_rng(seed))
+
+
+@settings(max_examples=12 if ON_SIMULATOR else 200, deadline=None)
+@given(eulerian_graphs())
+def test_hypothesis_eulerian_graphs(graph):
+    src, dst = graph
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    out = eu.euler_circuit(src, dst)
+    assert np.array_equal(out, ref.ais_reference(src, dst)[0])
+    assert ref.check_circuit(src, dst, out)[0]
+
+
+# ----------------------------------------------------------------------------- the checker can fail
+
+
+def test_a_corrupted_circuit_is_caught(rng):
+    src, dst = random_closed_walks(rng, 5, 6, 5)
+    good = ref.hierholzer(src, dst)
+    assert ref.check_circuit(src, dst, good)[0]
+    swapped = good.copy()
+    i = int(np.nonzero(src[good[1:]] != src[good[:-1]])[0][0])  # neighbours that start at different vertices
+    swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+    assert "starts at vertex" in ref.check_circuit(src, dst, swapped)[1]
+    dup = good.copy()
+    dup[-1] = dup[0]
+    assert "occurs 2 times" in ref.check_circuit(src, dst, dup)[1]
+    assert "edges in the result" in ref.check_circuit(src, dst, good[:-1])[1]
+    wrong_start = int(np.setdiff1d(np.unique(src), [src[good[0]]])[0])
+    assert "not at source" in ref.check_circuit(src, dst, good, source=wrong_start)[1]
+    # undirected: walking one edge the wrong way breaks the chain
+    edges, fw = ref.hierholzer(src, dst, directed=False)
+    assert ref.check_circuit(src, dst, edges, directed=False, forward=fw)[0]
+    j = int(np.nonzero(src[edges] != dst[edges])[0][0])
+    fw[j] = not fw[j]
+    assert not ref.check_circuit(src, dst, edges, directed=False, forward=fw)[0]
+
+
+def test_the_device_check_catches_a_corrupted_circuit(rng):
+    """plan.verify (the benchmark's check at 2^30 edges) must fail on a broken walk, too."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = random_closed_walks(rng, 6, 6, 5)
+    n = src.size
+    plan = plan_for(v, n + 1)
+    ds, dd = cuda.to_device(src), cuda.to_device(dst)
+    good = ref.hierholzer(src, dst)
+    assert plan.verify(cuda.to_device(good), ds, dd, n)[0]
+    dup = good.copy()
+    dup[-1] = dup[0]
+    ok, why = plan.verify(cuda.to_device(dup), ds, dd, n)
+    assert not ok and "repeat an edge" in why
+    i = int(np.nonzero(src[good[1:]] != src[good[:-1]])[0][0])
+    swapped = good.copy()
+    swapped[i], swapped[i + 1] = swapped[i + 1], swapped[i]
+    ok, why = plan.verify(cuda.to_device(swapped), ds, dd, n)
+    assert not ok and "breaks in the chain" in why
+    bad = good.copy()
+    bad[0] = n + 3
+    assert "out of range" in plan.verify(cuda.to_device(bad), ds, dd, n)[1]
+
+
+# ----------------------------------------------------------------------------- de Bruijn and assembly
+
+
+DB = [(2, 1), (2, 3), (2, 5), (3, 3), (4, 2)] if ON_SIMULATOR else [(2, k) for k in range(1, 21)] + [(4, 8), (10, 4)]
+
+
+@pytest.mark.parametrize("k,n", DB)
+def test_de_bruijn_has_every_window_once(k, n):
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    seq = eu.de_bruijn(k, n)
+    assert seq.dtype == np.uint8 and seq.size == k ** n
+    wins = ref.windows(seq, n)
+    assert len(wins) == k ** n and max(wins.values()) == 1
+    assert set(wins) == set(ref.windows(ref.de_bruijn_fkm(k, n), n))
+    assert seq[:n].tolist() == [0] * n  # starts with 0...0, as FKM does
+    w = np.arange(k ** n)
+    circuit, _ = ref.ais_reference(w // k, w % k ** (n - 1))  # the explicit graph, sequentially
+    assert np.array_equal(seq, circuit // k ** (n - 1)), "the implicit graph must give the reference's circuit"
+    lin = eu.de_bruijn(k, n, linear=True)
+    assert lin.size == k ** n + n - 1 and np.array_equal(lin[: k ** n], seq)
+    assert len(ref.windows(lin, n, cyclic=False)) == k ** n
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_de_bruijn_every_variant(variant):
+    skip_unless_runnable(variant)
+    for k, n in [(2, 4), (3, 3)]:
+        seq = eu.de_bruijn(k, n, variant=variant.name, backend=variant.backend)
+        wins = ref.windows(seq, n)
+        assert len(wins) == k ** n and max(wins.values()) == 1
+
+
+def test_fkm_reference():
+    assert "".join(map(str, ref.de_bruijn_fkm(2, 3))) == "00010111"
+    for k, n in [(2, 6), (3, 4), (5, 2)]:
+        wins = ref.windows(ref.de_bruijn_fkm(k, n), n)
+        assert len(wins) == k ** n and max(wins.values()) == 1
+
+
+def test_pin_sequence():
+    pins = eu.pin_sequence(variant="hierholzer") if ON_SIMULATOR else eu.pin_sequence()
+    assert len(pins) == 10_003
+    assert {pins[i:i + 4] for i in range(10_000)} == {f"{p:04d}" for p in range(10_000)}
+
+
+def synthetic_genome(rng, length, repeat, copies):
+    genome = list("".join(rng.choice(list("ACGT"), length)))
+    motif = "".join(rng.choice(list("ACGT"), repeat))
+    for pos in rng.choice(length - repeat, copies, replace=False):
+        genome[pos:pos + repeat] = motif  # the same stretch in several places: a repeat
+    return "".join(genome)
+
+
+@pytest.mark.parametrize("variant", ["ruling_set", "hierholzer"])
+def test_assembly_reproduces_the_kmer_multiset(variant, rng):
+    if variant != "hierholzer":
+        skip_unless_runnable(REGISTRY.get(variant, "numba"))
+    for length, k in ([(120, 5), (90, 8)] if ON_SIMULATOR else [(20_000, 11), (5_000, 21)]):
+        genome = synthetic_genome(rng, length, 12, 3)
+        kmers = eu.kmer_spectrum(genome, k, rng)
+        seq = eu.assemble(kmers, variant=variant)
+        assert len(seq) == len(genome)
+        assert ref.kmer_multiset(seq, k) == ref.kmer_multiset(genome, k)
+
+
+def test_assembly_of_unrelated_reads_fails():
+    with pytest.raises(eu.NotEulerian):
+        eu.assemble(["ACGTA", "CGTAC", "TTTTG", "TTTGG"], variant="hierholzer")
+
+
+# ----------------------------------------------------------------------------- generators and the radix path
+
+
+@pytest.mark.parametrize("E", [1, 2, 7, 33, 100])
+def test_generators_on_the_device_match_numpy(E):
+    for f, kw in ((gen.deep_graph, {}), (gen.shallow_graph, {"walk": 5, "degree": 2}),
+                  (gen.shallow_graph, {"walk": 4, "degree": 1, "tree": "path"})):
+        s, d = f(E, seed=7, **kw)
+        ds, dd = f(E, seed=7, device=True, **kw)
+        assert np.array_equal(s, ds.copy_to_host()) and np.array_equal(d, dd.copy_to_host())
+        assert ref.degree_problem(s, d) is None
+        comp = ref.weak_components(s, d)
+        assert np.unique(comp[comp >= 0]).size == 1
+
+
+def test_feistel_is_a_permutation():
+    for n in (1, 2, 3, 5, 64, 1000, 4099):
+        p = gen.feistel(np.arange(n), n, gen.round_keys(3, 1))
+        assert np.array_equal(np.sort(p), np.arange(n))
+
+
+def test_deep_and_shallow_differ_in_cycles():
+    E = 4000
+    counts = {}
+    for name, (s, d) in (("deep", gen.deep_graph(E, 4, 1)), ("shallow", gen.shallow_graph(E, 16, 4, 1))):
+        succ, _, _ = ref.pairing(s, d)
+        counts[name] = np.unique(ref.cycle_labels(succ)).size
+    assert counts["deep"] < 20 and counts["shallow"] > E // 40
+
+
+def test_pairing_through_chapter_4_radix_sort(rng):
+    """Above SMALL_SORT edges the pairing sorts with gpulab.radix: force that path here."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = random_closed_walks(rng, 12, 5, 6)
+    params = {"SMALL_SORT": 0}
+    if ON_SIMULATOR:
+        params.update(SORT="radix4_shared", SORT_PARAMS={"SCAN_BLOCK": 8, "BLOCK": 32, "BITS": 4})
+    out = eu.euler_circuit(src, dst, params=params)
+    assert np.array_equal(out, ref.ais_reference(src, dst)[0])
+
+
+def test_stage_times_are_recorded(rng):
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = random_closed_walks(rng, 6, 4, 5)
+    plan = plan_for(v, src.size + 1)
+    plan.instrument = True
+    s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
+    out, m = plan.directed(s, d, src.size)
+    assert set(plan.stage_ms) == set(host.STAGES) and all(t >= 0 for t in plan.stage_ms.values())
+    assert plan.stats["cycles"] >= 1 and m == src.size
+
+
+def test_every_step_has_both_backends():
+    names = {v.name for v in GPU_VARIANTS}
+    for name in names:
+        assert {v.backend for v in GPU_VARIANTS if v.name == name} == {"numba", "cuda-c"}
+
+
+@pytest.mark.skipif(not ON_SIMULATOR, reason="checks the simulator's skip reason")
+def test_cuda_c_is_skipped_on_the_simulator_with_its_reason():
+    assert "real GPU" in REGISTRY.get("jump", "cuda-c").unavailable_reason()
+
+
+# ----------------------------------------------------------------------------- GPU sizes
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="a million edges: GPU only")
+@pytest.mark.parametrize("kind", ["deep", "shallow"])
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_a_million_edges(variant, kind):
+    skip_unless_runnable(variant)
+    if variant.name == "propagate" and kind == "deep":
+        pytest.skip("propagate needs up to as many rounds as the longest cycle (~500,000 here): the benchmark measures it")
+    src, dst = (gen.deep_graph if kind == "deep" else gen.shallow_graph)(1_000_003, seed=11)
+    out = eu.euler_circuit(src, dst, variant=variant.name, backend=variant.backend)
+    assert ref.check_circuit(src, dst, out)[0]
+    expected = eu.euler_circuit(src, dst, variant="ruling_set", backend="numba")
+    assert np.array_equal(out, expected)
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="the blog's sizes: GPU only")
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_the_blogs_sizes(backend):
+    """42M edges over 10.5M vertices, and a shallow graph with more than 100,000 cycles after
+    pairing, generated on the device, each circuit checked."""
+    v = REGISTRY.get("ruling_set", backend)
+    skip_unless_runnable(v)
+    for kind, E in (("deep", 41_943_040), ("shallow", 41_943_040)):
+        ds, dd = (gen.deep_graph if kind == "deep" else gen.shallow_graph)(E, seed=5, device=True)
+        plan = plan_for(v, E + 1)
+        s, d = plan.load(ds, dd, E)
+        out, m = plan.directed(s, d, E)
+        if kind == "shallow":
+            assert plan.stats["cycles"] > 100_000
+        ok, why = ref.check_circuit(ds.copy_to_host(), dd.copy_to_host(), out[:m].copy_to_host())
+        assert ok, f"{kind}: {why}"
