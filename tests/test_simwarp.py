@@ -64,12 +64,20 @@ def test_shuffles_match_hand_computed_results(rng):
         warp, lane = divmod(t, 32)
         base, width = 32 * warp, min(32, THREADS - 32 * warp)
         own = x[t]
-        src = lambda j: x[base + j] if j < width else own  # noqa: E731  (a lane that does not exist: own value)
-        assert out[t, 0] == src(3)
-        assert out[t, 1] == (src(lane - 2) if lane >= 2 else own)
-        assert out[t, 2] == (src(lane + 5) if lane + 5 < 32 else own)
-        assert out[t, 3] == src(lane ^ 1)
-        assert out[t, 4] == src((lane + 33) % 32)
+
+        def check(col, j):
+            # a source lane outside the warp's range gives the caller's own value; one inside the
+            # range that does not exist (a partial warp) is undefined on the hardware: not checked
+            if j is None:
+                assert out[t, col] == own, (t, col)
+            elif j < width:
+                assert out[t, col] == x[base + j], (t, col)
+
+        check(0, 3)
+        check(1, lane - 2 if lane >= 2 else None)
+        check(2, lane + 5 if lane + 5 < 32 else None)
+        check(3, lane ^ 1)
+        check(4, (lane + 33) % 32)
         assert out[t, 5] & 0xFFFFFFFF == present_mask(warp)
 
 
