@@ -106,11 +106,16 @@ def ptr(array) -> int:
     return int(array.__cuda_array_interface__["data"][0])
 
 
-def launch(fn, grid, block, *args, shared_bytes: int = 0) -> None:
-    """Launch a pycuda function on the default stream.
+def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
+    """Launch a pycuda function on the legacy default stream.
 
-    Device arrays are passed as pointers; Python ints as ``int32``; numpy scalars keep their
+    Device arrays are passed as pointers; Python ints as `int32`; numpy scalars keep their
     type. Dynamic shared memory above 48 KiB is opted into first, as CUDA requires.
+
+    pycuda cannot launch on another library's stream, so a `stream` other than the default one
+    (a numba stream) is honoured by synchronizing: gpulab waits for `stream` before the launch
+    and for the device after it, so the kernel is ordered between the caller's earlier and later
+    work on that stream (at the cost of the asynchrony).
     """
     import numpy as np
 
@@ -128,7 +133,13 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0) -> None:
         fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
     grid = tuple(grid) + (1,) * (3 - len(grid))
     block = tuple(block) + (1,) * (3 - len(block))
+    if stream:
+        stream.synchronize()
     fn(*packed, grid=grid, block=block, shared=shared_bytes)
+    if stream:
+        import pycuda.driver as drv
+
+        drv.Context.synchronize()
 
 
 # --------------------------------------------------------------------------- NVRTC (no GPU)

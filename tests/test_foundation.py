@@ -164,3 +164,22 @@ def test_tour_runs_and_checks_every_variant():
 
     for v in REGISTRY.select(runnable=True):
         assert f"{v.name}" in p.stdout
+
+
+@pytest.mark.skipif(not ON_SIMULATOR, reason="a GPU's device arrays have no host mirror to guard")
+def test_device_only_inputs_refuse_the_way_back_to_the_host():
+    """The guard the chapters' device-input tests rely on: every way back to the host fails,
+    while a device-to-device copy and a kernel still read the data."""
+    from numba import cuda
+
+    from tests.conftest import device_only
+
+    d = device_only(np.arange(4.0))
+    for attempt in (d.copy_to_host, lambda: np.asarray(d), d.tolist, lambda: d[1:].copy_to_host(),
+                    lambda: d.view(np.int64).copy_to_host(), lambda: d.reshape(2, 2).copy_to_host(),
+                    lambda: list(d), lambda: d.copy()):
+        with pytest.raises(AssertionError, match="copied to the host"):
+            attempt()
+    out = cuda.device_array(4)
+    out.copy_to_device(d)
+    assert out.copy_to_host().tolist() == [0.0, 1.0, 2.0, 3.0]
