@@ -123,12 +123,32 @@ def test_benchmark_harness_writes_documented_json(tmp_path):
     rec = {(r["variant"], r["backend"]): r for r in data["records"]}
     ok = rec[("coalesced", "numba")]
     assert ok["check"] is True and ok["median_ms"] > 0 and ok["unit"] == "TFLOP/s" and len(ok["samples_ms"]) == 2
-    for key in ("variant", "backend", "size", "median_ms", "throughput", "peer", "peer_median_ms", "ratio_to_peer"):
+    for key in ("variant", "backend", "size", "median_ms", "throughput", "peer", "peer_median_ms", "ratio_to_peer",
+                "public_median_ms", "public_over_kernel"):
         assert key in ok
+    assert ok["public_median_ms"] > 0 and len(ok["public_samples_ms"]) == 2  # the public call on device inputs
+    assert ok["public_over_kernel"] == ok["public_median_ms"] / ok["median_ms"]
     if ON_SIMULATOR:
         assert "real GPU" in rec[("shared", "cuda-c")]["skipped"]
     md = benchmark.format_markdown(data)
-    assert "| size | variant | backend |" in md and "coalesced" in md
+    assert md.startswith(f"| variant | backend | {case[0].label} |") and "| coalesced | numba |" in md
+    assert '??? note "All 2 records"' in md and "    | size | variant | backend | median ms | public call ms |" in md
+
+
+def test_compact_table_has_one_row_per_variant_and_one_column_per_size():
+    def rec(variant, backend, label, tp, ratio, check=True):
+        return {"label": label, "variant": variant, "backend": backend, "median_ms": 1.0 if tp else None,
+                "throughput": tp, "unit": "X/s", "peer": "P", "peer_median_ms": 1.0, "ratio_to_peer": ratio,
+                "ceiling": None, "ceiling_name": None, "ratio_to_ceiling": None, "check": check,
+                "skipped": None if tp else "too big"}
+
+    result = {"records": [rec("a", "numba", "n=1", 2.0, 0.5), rec("a", "numba", "n=2", 3.0, 0.75),
+                          rec("b", "cuda-c", "n=1", 4.0, 40.0), rec("b", "cuda-c", "n=2", None, None),
+                          rec("c", "numba", "n=1", None, None, check=False)]}
+    head, rows = benchmark.compact_rows(result)
+    assert head == ["variant", "backend", "n=1", "n=2"]
+    assert rows == [["a", "numba", "2 (50.0%)", "**3 (75.0%)**"], ["b", "cuda-c", "**4 (40×)**", "—"],
+                    ["c", "numba", "✗", "—"]]
 
 
 def test_docs_hook_renders_committed_json_and_admits_missing(tmp_path):
