@@ -371,18 +371,18 @@ def compact_rows(result: dict) -> tuple[list[str], list[list[str]]]:
         best[lab] = max(ts) if ts else None
     rows = []
     for name, backend in keys:
-        row = [name, backend]
+        row = [f"{name}\u00a0·\u00a0{backend}"]
         for lab in labels:
             r = by.get((name, backend, lab))
             if r is None or r["throughput"] is None:
                 row.append("✗" if r is not None and r["check"] is False else "—")
                 continue
-            cell = _fmt(r["throughput"]) + ("" if len(units) == 1 else f" {r['unit']}")
+            cell = _fmt(r["throughput"]) + ("" if len(units) == 1 else f"\u00a0{r['unit']}")
             if r["ratio_to_peer"]:
-                cell += f" ({_ratio(r['ratio_to_peer'])})"
+                cell += f"\u00a0({_ratio(r['ratio_to_peer'])})"  # no-break spaces: one line per cell
             row.append(f"**{cell}**" if r["throughput"] == best[lab] else cell)
         rows.append(row)
-    return ["variant", "backend"] + labels, rows
+    return ["variant · backend"] + labels, rows
 
 
 def format_markdown(result: dict) -> str:
@@ -390,7 +390,7 @@ def format_markdown(result: dict) -> str:
     variant × size table, the device line, and every record in a collapsed block."""
     recs = result["records"]
     head, rows = compact_rows(result)
-    out = ["| " + " | ".join(head) + " |", "|---|---|" + "---:|" * (len(head) - 2)]
+    out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
     out += ["| " + " | ".join(row) + " |" for row in rows]
     units = list(dict.fromkeys(r["unit"] for r in recs if r["throughput"] is not None))
     peer = next((r["peer"] for r in recs if r["peer"]), None)

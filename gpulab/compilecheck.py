@@ -6,7 +6,7 @@ chapter for sm_90 and links it with nvJitLink (registers, spills, stack frame pe
 and compiles every CUDA C configuration the registries use with NVRTC.
 
 Numba's real compiler cannot be used in a process that runs the simulator, so
-:func:`run_in_subprocess` starts a fresh interpreter with ``GPULAB_DEVICE=gpu``.
+[`run_in_subprocess`][gpulab.compilecheck.run_in_subprocess] starts a fresh interpreter with ``GPULAB_DEVICE=gpu``.
 """
 
 from __future__ import annotations
@@ -120,7 +120,7 @@ def _in_real_compiler_process(call: str) -> list[dict]:
 
 
 def run_in_subprocess(chapters=None) -> list[dict]:
-    """Run :func:`numba_ptx` in a fresh interpreter that uses numba's real compiler."""
+    """Run [`numba_ptx`][gpulab.compilecheck.numba_ptx] in a fresh interpreter that uses numba's real compiler."""
     return _in_real_compiler_process(f"c.numba_ptx({chapters!r})")
 
 
@@ -239,5 +239,5 @@ def compile_recorded(records: list[dict]) -> list[dict]:
 
 
 def compile_recorded_in_subprocess(path: str) -> list[dict]:
-    """Run :func:`compile_recorded` on the records in ``path`` in a fresh non-simulator interpreter."""
+    """Run [`compile_recorded`][gpulab.compilecheck.compile_recorded] on the records in ``path`` in a fresh non-simulator interpreter."""
     return _in_real_compiler_process(f"c.compile_recorded(json.load(open({path!r})))")

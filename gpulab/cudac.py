@@ -1,12 +1,12 @@
 """The CUDA C backend: ``.cu`` sources in each chapter package, run through pycuda.
 
 * On a machine with an NVIDIA GPU, a driver and pycuda (``pip install 'gpulab[pycuda]'``),
-  :func:`load` compiles a chapter's source with NVRTC (the same compiler the CI check uses;
+  [`load`][gpulab.cudac.load] compiles a chapter's source with NVRTC (the same compiler the CI check uses;
   pycuda's ``SourceModule`` with ``nvcc`` is the fallback), loads it as a pycuda module, and
   variants launch its kernels on arrays that numba allocated (both share the device's primary
   context, so pointers pass straight through).
-* Anywhere else those variants are skipped with the reason :func:`unavailable_reason` gives.
-* :func:`nvrtc_compile` compiles the same sources for sm_90 with NVRTC and needs no GPU: CI
+* Anywhere else those variants are skipped with the reason [`unavailable_reason`][gpulab.cudac.unavailable_reason] gives.
+* [`nvrtc_compile`][gpulab.cudac.nvrtc_compile] compiles the same sources for sm_90 with NVRTC and needs no GPU: CI
   uses it so every CUDA C kernel is compiled on every change.
 
 Compile-time parameters (tile sizes ...) live in the chapter's variant registry and reach the

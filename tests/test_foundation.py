@@ -131,7 +131,7 @@ def test_benchmark_harness_writes_documented_json(tmp_path):
     if ON_SIMULATOR:
         assert "real GPU" in rec[("shared", "cuda-c")]["skipped"]
     md = benchmark.format_markdown(data)
-    assert md.startswith(f"| variant | backend | {case[0].label} |") and "| coalesced | numba |" in md
+    assert md.startswith(f"| variant · backend | {case[0].label} |") and "| coalesced\u00a0·\u00a0numba |" in md
     assert '??? note "All 2 records"' in md and "    | size | variant | backend | median ms | public call ms |" in md
 
 
@@ -146,9 +146,10 @@ def test_compact_table_has_one_row_per_variant_and_one_column_per_size():
                           rec("b", "cuda-c", "n=1", 4.0, 40.0), rec("b", "cuda-c", "n=2", None, None),
                           rec("c", "numba", "n=1", None, None, check=False)]}
     head, rows = benchmark.compact_rows(result)
-    assert head == ["variant", "backend", "n=1", "n=2"]
-    assert rows == [["a", "numba", "2 (50.0%)", "**3 (75.0%)**"], ["b", "cuda-c", "**4 (40×)**", "—"],
-                    ["c", "numba", "✗", "—"]]
+    assert head == ["variant · backend", "n=1", "n=2"]
+    nb = "\u00a0"
+    assert rows == [[f"a{nb}·{nb}numba", f"2{nb}(50.0%)", f"**3{nb}(75.0%)**"], [f"b{nb}·{nb}cuda-c", f"**4{nb}(40×)**", "—"],
+                    [f"c{nb}·{nb}numba", "✗", "—"]]
 
 
 def test_docs_hook_renders_committed_json_and_admits_missing(tmp_path):
