@@ -112,7 +112,11 @@ class DeviceInput:
 
 
 def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[tuple, np.dtype]:
-    """Shape/dtype checks with messages that name the argument; works on host and device arrays."""
+    """Shape/dtype checks with messages that name the argument; works on host and device arrays
+    (read from the array interface, the data untouched). Returns `(shape, dtype)`."""
+    if not (isinstance(x, np.ndarray) or is_device_array(x)):
+        raise ShapeError(f"{name} must be a {f'{ndim}-D ' if ndim else ''}numpy array or device array "
+                         f"(CuPy, PyTorch, numba), got {type(x).__name__}")
     shape, dtype = shape_dtype(x)
     if ndim is not None and len(shape) != ndim:
         raise ShapeError(f"{name} must be {ndim}-D, got {len(shape)}-D with shape {shape}")

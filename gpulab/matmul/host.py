@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import cudac, device
-from gpulab.arrays import is_device_array, shape_dtype, to_host
+from gpulab.arrays import check_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, check_block
 
@@ -31,12 +31,7 @@ def validate(A, B) -> tuple[int, int, int]:
     """
     shapes = []
     for name, X in (("A", A), ("B", B)):
-        if not (isinstance(X, np.ndarray) or is_device_array(X)):
-            raise ShapeError(f"{name} must be a 2-D numpy array or device array (CuPy, PyTorch, numba), "
-                             f"got {type(X).__name__}")
-        shape, dtype = shape_dtype(X)
-        if len(shape) != 2:
-            raise ShapeError(f"{name} must be 2-D (a matrix), got {len(shape)}-D with shape {shape}")
+        shape, dtype = check_array(X, name, ndim=2)
         if dtype != np.float32:
             raise DtypeError(f"{name} has dtype {dtype}; the kernels are written for float32 "
                              f"(convert with {name}.astype(np.float32))")

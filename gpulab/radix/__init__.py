@@ -21,6 +21,10 @@ PyTorch stream) queues the work behind the caller's; the sorts still wait for on
 the host (the largest key, for the early exit), `distinct` for two (its count).
 The CPU baseline (`backend="cpu"`) runs numpy on the host, so it copies device inputs there
 and its results back.
+
+The work buffers of the last sort (a plan: two to four arrays as long as the keys) are kept for
+the next call of the same size, variant and stream, so a pipeline that sorts repeatedly
+allocates only its results; [`clear_plan_cache`][gpulab.radix.clear_plan_cache] frees them.
 """
 
 from __future__ import annotations
@@ -28,13 +32,13 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import caller_of, describe, device_input, is_device_array, numba_stream, to_caller, to_host
+from gpulab.arrays import caller_of, describe, device_input, numba_stream, to_caller, to_host
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
                                     split_reference)
 from gpulab.radix.variants import REGISTRY
 
-__all__ = ["sort", "argsort", "sort_pairs", "distinct", "scan", "split", "variants", "REGISTRY",
+__all__ = ["sort", "argsort", "sort_pairs", "distinct", "scan", "split", "variants", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = "local"
@@ -42,6 +46,26 @@ DEFAULT_VARIANT = "local"
 # 256-thread blocks is a Python thread meeting at a barrier per intrinsic; radix4_shared is
 # the quicker of the exact sorts to simulate.
 FALLBACK_VARIANT = "radix4_shared"
+
+
+_PLANS: dict = {}
+
+
+def _plan(v, n, has_vals, params, stream, distinct=False):
+    """The plan for this call: the last one, when it was made for the same call shape (its
+    buffers are reused: on one stream, one sort after the other), else a new one."""
+    key = (v.key, n, has_vals, tuple(sorted(params.items())), int(stream) if stream else 0, distinct)
+    plan = _PLANS.get(key)
+    if plan is None:
+        _PLANS.clear()  # one plan at a time: each holds buffers several times the size of the keys
+        plan = v.run(n, has_vals, params, stream=stream)
+        plan = _PLANS[key] = host.distinct_plan(plan) if distinct else plan
+    return plan
+
+
+def clear_plan_cache() -> None:
+    """Free the work buffers the public functions keep between calls."""
+    _PLANS.clear()
 
 
 def _resolve(variant, backend):
@@ -66,11 +90,14 @@ def _sorted(keys, values, variant, backend, params, iota, stream):
     kin = device_input(keys, "keys", stream=s)
     vin = device_input(values, "values", stream=s) if values is not None else None
     like = caller_of(kin, vin) if vin is not None else kin
-    plan = v.run(n, has_vals, p, stream=s)
     if n == 0:
         return _empty(dtype, like, s), (_empty(np.int64 if iota else np.uint32, like, s) if has_vals else None)
+    from numba import cuda
+
+    plan = _plan(v, n, has_vals, p, s)
     ordered = host.order_on_device(kin.array, dtype, plan.scratch, s)
-    dk, dv = plan.sort(ordered, vin.array.view(np.uint32) if vin is not None else None, iota=iota)
+    out = (cuda.device_array(n, np.uint32, stream=s), cuda.device_array(n, np.uint32, stream=s) if has_vals else None)
+    dk, dv = plan.sort(ordered, vin.array.view(np.uint32) if vin is not None else None, iota=iota, out=out)
     out_keys = to_caller(host.unorder_on_device(dk, dtype, s), like, s)
     if not has_vals:
         return out_keys, None
@@ -160,8 +187,11 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
     kin = device_input(keys, "keys", stream=s)
     if n == 0:
         return _empty(dtype, kin, s)
-    plan = v.run(n, False, p, stream=s)
-    out, count = host.distinct_plan(plan).run(host.order_on_device(kin.array, dtype, plan.scratch, s))
+    from numba import cuda
+
+    plan = _plan(v, n, False, p, s, distinct=True)
+    ordered = host.order_on_device(kin.array, dtype, plan.sp.scratch, s)
+    out, count = plan.run(ordered, out=cuda.device_array(n, np.uint32, stream=s))
     return to_caller(host.unorder_on_device(out[:count], dtype, s), kin, s)
 
 
@@ -175,14 +205,10 @@ def scan(x, inclusive: bool = False, method: str = "blelloch", backend: str = "n
     """
     from numba import cuda
 
-    from gpulab.arrays import shape_dtype
-    from gpulab.errors import DtypeError, ShapeError
+    from gpulab.arrays import check_array
+    from gpulab.errors import DtypeError
 
-    if not (isinstance(x, np.ndarray) or is_device_array(x)):
-        raise ShapeError(f"scan takes a 1-D numpy array or device array, got {type(x).__name__}")
-    shape, dtype = shape_dtype(x)
-    if len(shape) != 1:
-        raise ShapeError(f"scan takes a 1-D array, got shape {shape}")
+    shape, dtype = check_array(x, "x", ndim=1)
     if dtype not in (np.int32, np.uint32):
         raise DtypeError(f"x has dtype {dtype}; scan is written for int32 and uint32")
     host.check_params({"SCAN_BLOCK": block})

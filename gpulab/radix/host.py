@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import cudac
-from gpulab.arrays import is_device_array, shape_dtype
+from gpulab.arrays import check_array
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, grid_1d
 
@@ -75,12 +75,7 @@ def from_ordered(u: np.ndarray, dtype) -> np.ndarray:
 def validate_keys(keys, name: str = "keys") -> tuple[int, np.dtype]:
     """Check that `keys` is something these kernels sort, from its array interface (a device
     array's data is not touched); return `(n, dtype)`."""
-    if not (isinstance(keys, np.ndarray) or is_device_array(keys)):
-        raise ShapeError(f"{name} must be a 1-D numpy array or device array (CuPy, PyTorch, numba), "
-                         f"got {type(keys).__name__}")
-    shape, dtype = shape_dtype(keys)
-    if len(shape) != 1:
-        raise ShapeError(f"{name} must be 1-D, got {len(shape)}-D with shape {shape}")
+    shape, dtype = check_array(keys, name, ndim=1)
     if dtype not in KEY_DTYPES:
         raise DtypeError(f"{name} has dtype {dtype}; the kernels sort uint32, int32 and float32 keys "
                          f"(32-bit keys only)")
@@ -91,11 +86,7 @@ def validate_keys(keys, name: str = "keys") -> tuple[int, np.dtype]:
 
 def validate_values(n: int, values) -> np.dtype:
     """One 4-byte value per key; returns the values' dtype."""
-    if not (isinstance(values, np.ndarray) or is_device_array(values)):
-        raise ShapeError(f"values must be a 1-D numpy array or device array, got {type(values).__name__}")
-    shape, dtype = shape_dtype(values)
-    if len(shape) != 1:
-        raise ShapeError(f"values must be 1-D, got shape {shape}")
+    shape, dtype = check_array(values, "values", ndim=1)
     if shape[0] != n:
         raise ShapeError(f"values has shape {shape} but keys has shape ({n},): one value per key")
     if dtype.itemsize != 4:
@@ -292,33 +283,41 @@ class SortPlan:
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
 
-    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False):
-        """Sort ``d_keys_in`` (left unchanged); values come from ``d_vals_in`` or, with ``iota``,
-        are the input positions (an argsort). Returns the device arrays holding the result."""
+    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False, out=None):
+        """Sort `d_keys_in` (left unchanged); values come from `d_vals_in` or, with `iota`,
+        are the input positions (an argsort). Returns the device arrays holding the result: the
+        plan's own buffers (overwritten by its next sort), or `out = (keys, values)` — arrays of
+        `n` elements (values `None` for a keys-only sort) that the last pass writes, so a plan
+        can serve many sorts that each keep their result."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
         passes = self.passes(self.max_key(d_keys_in)) if n > 1 else 0
+        if out is None:  # the plan's buffers: pass p writes buffer p % 2
+            dst = [(self.keys[p % 2], self.vals[p % 2]) for p in range(passes)]
+            out_k, out_v = dst[-1] if passes else (self.keys[0], self.vals[0])
+            out_k, out_v = out_k[:n], out_v[:n] if hv else out_v
+        else:  # the last pass writes `out`, the passes before alternate with buffer 0
+            out_k, out_v = out[0][:n], (out[1][:n] if hv else self.vals[0])
+            dst = [(out_k, out_v) if (passes - 1 - p) % 2 == 0 else (self.keys[0], self.vals[0]) for p in range(passes)]
+        # Either way, buffer 1 and the input are read by the first pass only (buffer 1 may hold
+        # the input itself: the public functions put transformed keys there).
         # The first pass reads the input where it is (no copy); values start as positions
-        # (written into the buffer the first pass does not write) or as the caller's.
+        # (written into a buffer the first pass does not write) or as the caller's.
         ks, vs = d_keys_in, self.vals[1]
         if hv and iota:
-            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1 if passes else 0], _i(n))
+            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1] if passes else out_v, _i(n))
         elif hv:
             vs = d_vals_in
         if passes == 0:  # nothing to sort (n <= 1, or every key is 0): the result is the input
-            self.keys[0][:n].copy_to_device(d_keys_in, stream=self.stream)
+            out_k.copy_to_device(d_keys_in, stream=self.stream)
             if hv and not iota:
-                self.vals[0][:n].copy_to_device(d_vals_in, stream=self.stream)
-            self.passes_run = 0
-            return self.keys[0][:n], self.vals[0][:n] if hv else None
-        dst = 0
-        for p in range(passes):
-            self.one_pass(p * self.bits, ks, vs, self.keys[dst], self.vals[dst])
-            ks, vs = self.keys[dst], self.vals[dst]
-            dst = 1 - dst
+                out_v.copy_to_device(d_vals_in, stream=self.stream)
+        for p, (kd, vd) in enumerate(dst):
+            self.one_pass(p * self.bits, ks, vs, kd, vd)
+            ks, vs = kd, vd
         self.passes_run = passes
-        return ks[:n], vs[:n] if hv else None
+        return out_k, out_v if hv else None
 
     def one_pass(self, shift, ks, vs, kd, vd):
         K, n, hv = self.K, _i(self.n), _i(self.has_vals)
@@ -375,18 +374,20 @@ class DistinctPlan:
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
 
-    def run(self, d_keys_in):
-        """Returns (device array with the distinct keys first, their count)."""
+    def run(self, d_keys_in, out=None):
+        """Returns (device array with the distinct keys first, their count): the plan's buffer,
+        or `out` (n elements) when given."""
         sp, K, n = self.sp, self.sp.K, self.sp.n
+        out = self.out if out is None else out
         if n == 0:
-            return self.out, 0
+            return out, 0
         keys, _ = sp.sort(d_keys_in)
         g = grid_1d(n, EW_BLOCK)
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
-        K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, self.out, _i(n))
+        K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
         last_pos, last_flag = _fetch(self.pos[n - 1:n], sp.stream), _fetch(self.flags[n - 1:n], sp.stream)
-        return self.out, int(last_pos[0] + last_flag[0])
+        return out, int(last_pos[0] + last_flag[0])
 # --8<-- [end:distinct]
 
 

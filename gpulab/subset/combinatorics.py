@@ -11,6 +11,7 @@ from math import gcd
 
 import numpy as np
 
+from gpulab.arrays import to_host
 from gpulab.errors import LimitError
 
 UINT64_MAX = 2**64 - 1
@@ -109,7 +110,11 @@ def offset(i: int, j: int) -> int:
 
 
 def pack(C: np.ndarray) -> np.ndarray:
-    """The strictly-lower triangle of C, row by row: n(n-1)/2 values, offset(i, j) = i(i-1)/2 + j."""
+    """The strictly-lower triangle of C, row by row: n(n-1)/2 values, offset(i, j) = i(i-1)/2 + j.
+
+    (On the host; a device C is copied there. The device twin is
+    [`squared_packed`][gpulab.subset.reference.squared_packed], which also squares.)"""
+    C = to_host(C)
     rows, cols = np.tril_indices(C.shape[0], -1)  # row-major order: (1,0), (2,0), (2,1), (3,0) ...
     return np.ascontiguousarray(C[rows, cols], dtype=np.float64)
 

@@ -15,7 +15,7 @@ import math
 import numpy as np
 
 from gpulab import cudac, device
-from gpulab.arrays import is_device_array, shape_dtype, to_host
+from gpulab.arrays import check_array, is_device_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, check_block
 from gpulab.subset.combinatorics import binomial_table, choose
@@ -43,9 +43,7 @@ def validate(C, k) -> tuple[np.ndarray, int, int]:
 def check_form(C, k) -> tuple[int, int]:
     """What needs no values, read from the array interface: a square real matrix, 1 <= k <= n,
     C(n, k) in 64 bits. Returns `(n, k)`."""
-    if not (isinstance(C, np.ndarray) or is_device_array(C)):
-        raise ShapeError(f"C must be a 2-D numpy array or device array (CuPy, PyTorch, numba), got {type(C).__name__}")
-    shape, dtype = shape_dtype(C)
+    shape, dtype = check_array(C, "C")
     if len(shape) != 2 or shape[0] != shape[1]:
         raise ShapeError(f"C must be a square n×n matrix, got shape {shape}")
     if dtype.kind not in "fiu":

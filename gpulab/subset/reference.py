@@ -3,7 +3,8 @@ search with `itertools`, and the fast CPU baseline (numba `njit(parallel=True)`)
 
 [`correlation`][gpulab.subset.reference.correlation] and
 [`squared_packed`][gpulab.subset.reference.squared_packed] also take device arrays and compute
-on the device; the searches here are CPU code and take host arrays.
+on the device; the searches here are CPU code: a device array given to them is copied to the
+host first.
 """
 
 from __future__ import annotations
@@ -145,6 +146,9 @@ def least_correlated_reference(C: np.ndarray, k: int) -> SubsetResult:
 
     Strict ``<`` keeps the first (lowest-rank) subset among ties.
     """
+    from gpulab.arrays import to_host
+
+    C = to_host(C)
     n = C.shape[0]
     Q = squared_packed(C).tolist()
     best, best_rank, best_c = math.inf, -1, None
@@ -158,8 +162,10 @@ def least_correlated_reference(C: np.ndarray, k: int) -> SubsetResult:
 
 def frobenius_distance(C: np.ndarray, combination) -> float:
     """``||C[S, S] - I||_F`` computed the obvious way with numpy (a cross-check of the packed sum)."""
+    from gpulab.arrays import to_host
+
     idx = np.asarray(combination)
-    S = C[np.ix_(idx, idx)]
+    S = to_host(C)[np.ix_(idx, idx)]
     return float(np.linalg.norm(S - np.eye(len(idx))))
 
 
@@ -266,6 +272,9 @@ def _cpu_kernels():
 
 def least_correlated_cpu(Q: np.ndarray, n: int, k: int, chunk: int = 1 << 16) -> tuple[float, int]:
     """Fast CPU baseline: chunks of consecutive ranks in parallel (numba prange); returns (sum, rank)."""
+    from gpulab.arrays import to_host
+
+    Q = to_host(Q)
     total = choose(n, k)
     search = _cpu_kernels()
     T = binomial_table(n, k)

@@ -311,8 +311,9 @@ def _device(x):
 
 def test_device_keys_are_sorted_where_they_lie(rng):
     """numba device keys (host copies refused): device results equal to numpy's, the input left
-    unchanged. Every entry point on uint32 keys; int32 and float32 keys (whose ordered form
-    has all 32 bits significant: 8 simulated passes each) through one sort each."""
+    unchanged. Every entry point on uint32 keys; float32 keys (whose ordered form has all 32
+    bits significant: 8 simulated passes) through one sort of pairs. (int32 keys take the same
+    path with the other transform, checked in test_order_keys_on_the_device_is_to_ordered.)"""
     name, p = sim_variant()
     keys = _keys_of(np.uint32, rng, 45)
     d_keys = device_only(keys)
@@ -323,9 +324,6 @@ def test_device_keys_are_sorted_where_they_lie(rng):
     assert np.array_equal(_device(rx.distinct(d_keys, name, params=p)), np.unique(keys))
     assert np.array_equal(d_keys._ary if ON_SIMULATOR else d_keys.copy_to_host(), keys), "the input was modified"
 
-    ints = _keys_of(np.int32, rng, 20)
-    got = _device(rx.sort(device_only(ints), name, params=p))
-    assert got.dtype == np.int32 and np.array_equal(got, np.sort(ints))
     fl = _keys_of(np.float32, rng, 20)
     vals = np.arange(20, dtype=np.float32) * 0.5
     pk, pv = rx.sort_pairs(device_only(fl), device_only(vals), name, params=p)
@@ -409,3 +407,23 @@ def test_cupy_and_torch_inputs(lib_name, backend, rng):
     assert np.array_equal(from_gpu(k), keys[order]) and np.array_equal(from_gpu(v), vals[order])
     x = rng.integers(-1000, 1000, n).astype(np.int32)
     assert np.array_equal(from_gpu(rx.scan(on_gpu(lib, x), backend=backend)), rx.scan_reference(x))
+
+
+def test_plans_are_reused_but_results_are_not(rng):
+    """The public functions keep the last plan's buffers; each call still gets its own result
+    (the last pass writes it), for 1, 2 and 3 passes, with values and without."""
+    name, p = sim_variant()
+    rx.clear_plan_cache()
+    for iota in (True, False):
+        results, plans = [], set()
+        for bits in (4, 8, 12):  # 1, 2 and 3 passes of 4-bit digits
+            keys = rng.integers(0, 2**bits, 30, dtype=np.uint32)
+            out = rx.argsort(cuda.to_device(keys), name, params=p) if iota else rx.sort(cuda.to_device(keys), name, params=p)
+            results.append((keys, out))
+            plans |= {id(plan) for plan in rx._PLANS.values()}
+        assert len(plans) == 1, "the plan was not reused"
+        for keys, out in results:  # earlier results survive the later sorts on the same plan
+            ref = np.argsort(keys, kind="stable") if iota else np.sort(keys)
+            assert np.array_equal(out.copy_to_host(), ref)
+    rx.clear_plan_cache()
+    assert not rx._PLANS
