@@ -64,15 +64,27 @@ def link_report(ptx: str, arch: str = "sm_90") -> dict:
 _LOCAL = re.compile(r"\b(ld|st)\.local\b")
 
 
+FOUNDATION = "foundation"  # the shared kernels (gpulab.arrays' device-side checks), checked like a chapter's
+
+
+def _kernels_module(chapter: str):
+    if chapter == FOUNDATION:
+        import gpulab.arrays
+
+        return gpulab.arrays
+    return module(chapter, "kernels_numba")
+
+
 def numba_ptx(chapters=None) -> list[dict]:
-    """Compile each chapter's ``kernels_numba.ptx_targets()`` for sm_90 (needs a non-simulator process)."""
+    """Compile each chapter's `kernels_numba.ptx_targets()` (and, by default, the shared kernels:
+    chapter `"foundation"`) for sm_90 (needs a non-simulator process)."""
     if device.on_simulator():
         raise RuntimeError("numba_ptx needs the real numba compiler: run it with GPULAB_DEVICE=gpu")
     from numba import cuda
 
     out = []
-    for ch in chapters or CHAPTERS:
-        for name, kern, sig in module(ch, "kernels_numba").ptx_targets():
+    for ch in chapters or [*CHAPTERS, FOUNDATION]:
+        for name, kern, sig in _kernels_module(ch).ptx_targets():
             rec = {"chapter": ch, "kernel": name, "kind": "numba", "ok": False, "error": None,
                    "local_memory_ops": None, "resources": {}}
             try:
