@@ -1,7 +1,7 @@
 """gpulab: GPU algorithms built step by step, in numba.cuda and CUDA C.
 
-Importing :mod:`gpulab` first decides whether kernels run on a real GPU or on numba's CUDA
-simulator (see :mod:`gpulab.device`); it must therefore be imported before :mod:`numba`.
+Importing `gpulab` first decides whether kernels run on a real GPU or on numba's CUDA
+simulator (see [`gpulab.device`][gpulab.device]); it must therefore be imported before `numba`.
 """
 
 from gpulab import device as device  # noqa: F401  (must run before numba is imported)

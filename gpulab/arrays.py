@@ -3,18 +3,22 @@
 Every public entry point of every chapter follows one rule:
 
 * **numpy in, numpy out.** A host array is copied to the device once, the result copied back.
-* **device in, device out.** Anything with ``__cuda_array_interface__`` — a CuPy array, a
+* **device in, device out.** Anything with `__cuda_array_interface__` — a CuPy array, a
   PyTorch CUDA tensor, a numba device array — is used where it lies (no copy; shape and dtype
   are read from the interface) and the result stays on the device, returned in the caller's
   own library: CuPy in → CuPy out, PyTorch in → PyTorch out, numba (or any other library) in →
   numba device array out. The result shares memory with gpulab's allocation (no copy either).
+  When a function takes several arrays, the first device array among them decides
+  ([`caller_of`][gpulab.arrays.caller_of]).
 
-On numba's CUDA simulator the "device" arrays are the simulator's (``cuda.to_device`` there
+On numba's CUDA simulator the "device" arrays are the simulator's (`cuda.to_device` there
 returns them); they follow the same rule, so the device path is tested without a GPU.
 
-Chapters use :func:`device_input` to take an argument and :func:`to_caller` to give a result
-back; value checks (NaN, ranges ...) run on the device (e.g. :func:`count_nonfinite`) so that a
-device input never makes a silent round trip through host memory.
+Chapters use [`device_input`][gpulab.arrays.device_input] to take an argument and
+[`to_caller`][gpulab.arrays.to_caller] to give a result back; value checks (NaN, ranges ...)
+run on the device (e.g. [`count_nonfinite`][gpulab.arrays.count_nonfinite]) so that a device
+input never makes a silent round trip through host memory. A `stream=` argument (a numba,
+CuPy or PyTorch stream) becomes a numba stream with [`numba_stream`][gpulab.arrays.numba_stream].
 """
 
 from __future__ import annotations
@@ -40,7 +44,7 @@ def _is_simulator_array(x) -> bool:
 
 def is_device_array(x) -> bool:
     """True for CuPy arrays, PyTorch CUDA tensors, numba device arrays (anything exposing
-    ``__cuda_array_interface__``) and the simulator's device arrays."""
+    `__cuda_array_interface__`) and the simulator's device arrays."""
     if _is_simulator_array(x):
         return True
     try:
@@ -50,7 +54,7 @@ def is_device_array(x) -> bool:
 
 
 def library(x) -> str:
-    """``"numpy"``, ``"cupy"``, ``"torch"``, ``"numba"`` or the top-level module of ``x``'s type."""
+    """`"numpy"`, `"cupy"`, `"torch"`, `"numba"` or the top-level module of `x`'s type."""
     if isinstance(x, np.ndarray):
         return "numpy"
     mod = type(x).__module__.split(".")[0]
@@ -89,7 +93,7 @@ class DeviceInput:
     Attributes:
         array: the data on the device (a numba device array; zero-copy for device inputs).
         on_device: True if the caller passed a device array (then results stay on the device).
-        library: the caller's array library (``"numpy"``, ``"cupy"``, ``"torch"``, ``"numba"`` ...).
+        library: the caller's array library (`"numpy"`, `"cupy"`, `"torch"`, `"numba"` ...).
         source: the caller's object (kept so results can be returned in its library).
     """
 
@@ -108,7 +112,11 @@ class DeviceInput:
 
 
 def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[tuple, np.dtype]:
-    """Shape/dtype checks with messages that name the argument; works on host and device arrays."""
+    """Shape/dtype checks with messages that name the argument; works on host and device arrays
+    (read from the array interface, the data untouched). Returns `(shape, dtype)`."""
+    if not (isinstance(x, np.ndarray) or is_device_array(x)):
+        raise ShapeError(f"{name} must be a {f'{ndim}-D ' if ndim else ''}numpy array or device array "
+                         f"(CuPy, PyTorch, numba), got {type(x).__name__}")
     shape, dtype = shape_dtype(x)
     if ndim is not None and len(shape) != ndim:
         raise ShapeError(f"{name} must be {ndim}-D, got {len(shape)}-D with shape {shape}")
@@ -122,9 +130,9 @@ def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[
 def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0) -> DeviceInput:
     """Take a public function's array argument onto the device.
 
-    Host arrays (numpy, or anything ``numpy.asarray`` accepts) are made C-contiguous and copied
-    once; device arrays are wrapped without a copy (they must be C-contiguous: the kernels index
-    them as flat arrays). ``dtypes``/``ndim`` are checked first, from the array interface.
+    Host arrays (numpy, lists, CPU tensors) are made C-contiguous and copied once (on `stream`);
+    device arrays are wrapped without a copy (they must be C-contiguous: the kernels index them
+    as flat arrays). `dtypes`/`ndim` are checked first, from the array interface.
     """
     if is_device_array(x):
         check_array(x, name, dtypes=dtypes, ndim=ndim)
@@ -146,17 +154,36 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
     return DeviceInput(cuda.to_device(np.ascontiguousarray(x), stream=stream), False, "numpy", x)
 
 
+def describe(*arrays) -> DeviceInput:
+    """Who gets the results, without moving any data: the first device array among `arrays`
+    (as a [`DeviceInput`][gpulab.arrays.DeviceInput] whose `array` is `None`), else numpy."""
+    for x in arrays:
+        if x is not None and is_device_array(x):
+            return DeviceInput(None, True, "numba" if _is_simulator_array(x) else library(x), x)
+    return DeviceInput(None, False, "numpy", None)
+
+
+def caller_of(*inputs: DeviceInput) -> DeviceInput:
+    """The input whose kind the results take: the first device input, else the first (host) one."""
+    return next((i for i in inputs if i.on_device), inputs[0])
+
+
 def to_caller(d_array, like: DeviceInput | bool, stream=0):
     """Return a device result the way the caller's input came in.
 
-    ``like`` is the :class:`DeviceInput` of the call's main argument (or a bool: on device or
-    not). Host callers get numpy; device callers get their own library's array type, sharing
-    memory with ``d_array``.
+    `like` is the [`DeviceInput`][gpulab.arrays.DeviceInput] of the call's main argument (or a
+    bool: on device or not). Host callers get numpy (copied on `stream`, complete when this
+    returns); device callers get their own library's array type, sharing memory with `d_array`.
     """
     on_device = like.on_device if isinstance(like, DeviceInput) else bool(like)
     lib = like.library if isinstance(like, DeviceInput) else "numba"
     if not on_device:
-        return d_array.copy_to_host(stream=stream) if hasattr(d_array, "copy_to_host") else np.asarray(d_array)
+        if not hasattr(d_array, "copy_to_host"):
+            return np.asarray(d_array)
+        out = d_array.copy_to_host(stream=stream)
+        if stream:
+            stream.synchronize()
+        return out
     if lib == "cupy":
         import cupy
 
@@ -166,6 +193,32 @@ def to_caller(d_array, like: DeviceInput | bool, stream=0):
 
         return torch.as_tensor(d_array, device=like.source.device)
     return d_array
+
+
+def numba_stream(stream=None):
+    """The numba stream to launch on for a public function's `stream=` argument.
+
+    `None` or `0`: the default stream. A numba stream is used as it is; a CuPy stream (`.ptr`),
+    a PyTorch stream (`.cuda_stream`) or a raw `CUstream` handle (an int) is wrapped with
+    `numba.cuda.external_stream`, so gpulab's kernels queue behind the caller's work. The
+    simulator runs everything in order, so there every stream is the default one.
+    """
+    if stream is None or (isinstance(stream, (int, np.integer)) and int(stream) == 0):
+        return 0
+    if device.on_simulator():
+        return 0
+    from numba.cuda.cudadrv.driver import Stream
+
+    if isinstance(stream, Stream):
+        return stream
+    handle = getattr(stream, "ptr", None)  # CuPy
+    if handle is None:
+        handle = getattr(stream, "cuda_stream", None)  # PyTorch
+    if handle is None and isinstance(stream, (int, np.integer)):
+        handle = int(stream)
+    if handle is None:
+        raise DtypeError(f"stream must be a numba, CuPy or PyTorch stream or a CUstream handle, got {type(stream).__name__}")
+    return 0 if int(handle) == 0 else cuda.external_stream(int(handle))
 
 
 def to_host(x) -> np.ndarray:
@@ -202,17 +255,17 @@ def count_nonfinite_kernel(x, out):
         cuda.atomic.add(out, 0, bad)
 
 
-def count_nonfinite(d_array) -> int:
+def count_nonfinite(d_array, stream=0) -> int:
     """Number of NaN / inf values in a float device array, counted on the device (one int back)."""
     from gpulab.launch import ceil_div
 
     flat = d_array.reshape(d_array.size) if len(d_array.shape) != 1 else d_array
     if flat.size == 0:
         return 0
-    out = cuda.to_device(np.zeros(1, np.int64))
+    out = cuda.to_device(np.zeros(1, np.int64), stream=stream)
     blocks = min(ceil_div(flat.size, _NONFINITE_BLOCK), 1024 if not device.on_simulator() else 2)
-    count_nonfinite_kernel[blocks, _NONFINITE_BLOCK if not device.on_simulator() else 32](flat, out)
-    return int(out.copy_to_host()[0])
+    count_nonfinite_kernel[blocks, _NONFINITE_BLOCK if not device.on_simulator() else 32, stream](flat, out)
+    return int(to_caller(out, False, stream)[0])
 
 
 def ptx_targets():

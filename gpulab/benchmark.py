@@ -1,31 +1,40 @@
-"""The benchmark harness behind ``gpulab bench <chapter>``.
+"""The benchmark harness behind `gpulab bench <chapter>`.
 
-A chapter describes its benchmark with a :class:`BenchSpec`: the problem sizes, how to set up
-inputs on the device, how to launch a variant, how to check it, and the peer library it is
-compared with (cuBLAS through CuPy, CUB through ``cupy.sort`` ...). The harness times every
-variant × size with :func:`gpulab.timing.measure` (CUDA events, warm-up, median of repeats),
-times the peer in the same run, and writes one JSON file per chapter and device.
+A chapter describes its benchmark with a [`BenchSpec`][gpulab.benchmark.BenchSpec]: the problem
+sizes, how to set up inputs on the device, how to launch a variant, how to check it, how to call
+the chapter's public function on device-resident inputs, and the peer library it is compared
+with (cuBLAS through CuPy, CUB through `cupy.sort` ...). The harness times every variant × size
+with [`measure`][gpulab.timing.measure] (CUDA events, warm-up, median of repeats), times the
+peer in the same run, and writes one JSON file per chapter and device.
 
-JSON schema (``"schema": "gpulab-bench/1"``)::
+JSON schema (`"schema": "gpulab-bench/1"`):
 
-    {
-      "schema": "gpulab-bench/1", "chapter": "matmul", "date": "2026-11-21T22:40:00Z",
-      "device": {"mode": "gpu", "name": "NVIDIA H200", "compute_capability": [9, 0], ...},
-      "versions": {"python": ..., "numpy": ..., "numba": ..., "numba-cuda": ..., "cupy": ...,
-                   "pycuda": ..., "driver": ...},
-      "settings": {"warmup": 2, "repeat": 10, "quick": false},
-      "records": [
-        {"chapter": "matmul", "variant": "shared", "backend": "numba",
-         "size": {"M": 4096, "N": 4096, "K": 4096}, "label": "N=4096",
-         "median_ms": 17.1, "samples_ms": [...], "throughput": 8.03, "unit": "TFLOP/s",
-         "peer": "cuBLAS (CuPy)", "peer_median_ms": 2.7, "ratio_to_peer": 0.157,
-         "other_peers_ms": {"...": 3.1},  # optional: secondary peers, not in the ratio
-         "ceiling": 67.0, "ceiling_name": "FP32 peak", "ratio_to_ceiling": 0.12,
-         "check": true, "skipped": null}
-      ]
-    }
+```json
+{
+  "schema": "gpulab-bench/1", "chapter": "matmul", "date": "2026-11-21T22:40:00Z",
+  "device": {"mode": "gpu", "name": "NVIDIA H200", "compute_capability": [9, 0], ...},
+  "versions": {"python": ..., "numpy": ..., "numba": ..., "numba-cuda": ..., "cupy": ...,
+               "pycuda": ..., "driver": ...},
+  "settings": {"warmup": 2, "repeat": 10, "quick": false},
+  "records": [
+    {"chapter": "matmul", "variant": "shared", "backend": "numba",
+     "size": {"M": 4096, "N": 4096, "K": 4096}, "label": "N=4096",
+     "median_ms": 17.1, "samples_ms": [...], "throughput": 8.03, "unit": "TFLOP/s",
+     "public_median_ms": 17.2, "public_samples_ms": [...], "public_over_kernel": 1.006,
+     "peer": "cuBLAS (CuPy)", "peer_median_ms": 2.7, "ratio_to_peer": 0.157,
+     "other_peers_ms": {"...": 3.1},
+     "ceiling": 67.0, "ceiling_name": "FP32 peak", "ratio_to_ceiling": 0.12,
+     "check": true, "skipped": null}
+  ]
+}
+```
 
-``ratio_to_peer`` is peer time / variant time (1.0 = as fast as the peer); ``skipped`` holds
+`median_ms` times the variant's launcher on buffers the benchmark set up (what the chapter
+optimizes); `public_median_ms` times the chapter's public function (`gpulab.matmul.matmul` ...)
+called the way a pipeline calls it — inputs already on the device, result left there — so it
+adds validation, allocation of the result and Python overhead; `public_over_kernel` is their
+ratio (null for CPU variants and where the chapter defines no public call).
+`ratio_to_peer` is peer time / variant time (1.0 = as fast as the peer); `skipped` holds
 the reason a variant did not run at that size (a memory limit, no pycuda ...), never silently.
 """
 
@@ -64,19 +73,35 @@ class Case:
 
 @dataclass
 class BenchSpec:
-    """How to benchmark one chapter. Every callable receives what :attr:`setup` returned."""
+    """How to benchmark one chapter. Every callable receives what `setup` returned (the state).
+
+    Attributes:
+        chapter: the chapter's name (`gpulab bench <chapter>`).
+        cases: `quick -> [Case, ...]`, the problem sizes.
+        setup: `(case, rng) -> state`: inputs, on the device, and whatever the checks need.
+        runner: `(variant, state) -> launch`: a zero-argument function that runs the variant.
+        check: `(variant, state) -> (ok, detail)`: runs it once and compares with a reference.
+        peer_name: what the peer is, and what its time includes.
+        peer: `state -> launch` of the peer library (or `None` where it is unavailable).
+        teardown: `state -> None`, to free device memory between cases.
+        public: `(variant, state) -> launch` of the chapter's public function on the state's
+            device-resident inputs (or `None` to skip it for that variant): timed as
+            `public_median_ms`.
+        extra: chapter-specific facts written into the JSON.
+    """
 
     chapter: str
-    cases: Callable[[bool], list[Case]]  # quick -> cases
+    cases: Callable[[bool], list[Case]]
     setup: Callable[[Case, np.random.Generator], object]
-    runner: Callable[[object, object], Callable[[], object]]  # (variant, state) -> launch()
-    check: Callable[[object, object], tuple[bool, str]]  # (variant, state) -> (ok, detail)
+    runner: Callable[[object, object], Callable[[], object]]
+    check: Callable[[object, object], tuple[bool, str]]
     peer_name: str = ""
     # the peer's launch for a case, or (launch, name) when the peer differs between cases
     peer: Callable[[object], Callable[[], object] | tuple | None] | None = None
     # secondary peers, {name: launch}, timed in the same run and recorded as ``other_peers_ms``
     other_peers: Callable[[object], dict | None] | None = None
     teardown: Callable[[object], None] | None = None
+    public: Callable[[object, object], Callable[[], object] | None] | None = None
     extra: dict = field(default_factory=dict)
     # (warmup, repeat) for the peer of a case, when it differs from the variants' (a CPU peer that
     # takes seconds per run); None: the run's settings
@@ -172,7 +197,8 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
             done += 1
             rec = {"chapter": spec.chapter, "variant": v.name, "backend": v.backend, "size": case.size,
                    "label": case.label, "median_ms": None, "samples_ms": [], "throughput": None,
-                   "unit": case.unit, "peer": peer_name, "peer_median_ms": peer_ms,
+                   "unit": case.unit, "public_median_ms": None, "public_samples_ms": [], "public_over_kernel": None,
+                   "peer": peer_name, "peer_median_ms": peer_ms,
                    "ratio_to_peer": None, "ceiling": case.ceiling, "ceiling_name": case.ceiling_name or None,
                    "ratio_to_ceiling": None, "check": None, "skipped": None}
             if other_peers:
@@ -206,6 +232,12 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                         rec["ratio_to_peer"] = peer_ms / med
                     if case.ceiling:
                         rec["ratio_to_ceiling"] = rec["throughput"] / case.ceiling
+                    public = spec.public(v, state) if (spec.public and v.backend != "cpu") else None
+                    if public is not None:
+                        pub = measure(public, warmup=min(warmup, 1) if v.teaching_only else warmup, repeat=reps)
+                        rec["public_samples_ms"] = [round(x, 6) for x in pub.samples_ms]
+                        rec["public_median_ms"] = pub.median_ms
+                        rec["public_over_kernel"] = pub.median_ms / med
                     if spec.annotate is not None:
                         spec.annotate(v, state, rec)
             except GpulabError as exc:
@@ -215,6 +247,8 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
             if progress:
                 elapsed = time.perf_counter() - t_start
                 what = f"{rec['median_ms']:.4g} ms" if rec["median_ms"] is not None else f"skipped: {rec['skipped']}"
+                if rec["public_median_ms"] is not None:
+                    what += f" (public call {rec['public_median_ms']:.4g} ms)"
                 progress(f"[{done}/{total} {elapsed:6.1f}s] {spec.chapter} {case.label} {v.key}: {what}")
         if spec.teardown:
             spec.teardown(state)
@@ -308,14 +342,23 @@ def _fmt(x, spec="{:.3g}"):
     return "—" if x is None else spec.format(x)
 
 
+def _has_public(result: dict) -> bool:
+    return any(r.get("public_median_ms") is not None for r in result["records"])
+
+
 def table_rows(result: dict) -> list[list[str]]:
+    """One row per record (the full table): [`header`][gpulab.benchmark.header]'s columns."""
+    public = _has_public(result)
     rows = []
     for r in result["records"]:
-        rows.append([r["label"], r["variant"], r["backend"], _fmt(r["median_ms"], "{:.4g}"),
-                     _fmt(r["throughput"]) + (f" {r['unit']}" if r["throughput"] is not None else ""),
-                     _ratio(r["ratio_to_peer"]),
-                     _fmt(r["ratio_to_ceiling"] and 100 * r["ratio_to_ceiling"], "{:.1f}%"),
-                     {True: "✓", False: "✗", None: "—"}[r["check"]] if not r["skipped"] or r["check"] is False else "skipped"])
+        row = [r["label"], r["variant"], r["backend"], _fmt(r["median_ms"], "{:.4g}")]
+        if public:
+            row.append(_fmt(r.get("public_median_ms"), "{:.4g}"))
+        row += [_fmt(r["throughput"]) + (f" {r['unit']}" if r["throughput"] is not None else ""),
+                _ratio(r["ratio_to_peer"]),
+                _fmt(r["ratio_to_ceiling"] and 100 * r["ratio_to_ceiling"], "{:.1f}%"),
+                {True: "✓", False: "✗", None: "—"}[r["check"]] if not r["skipped"] or r["check"] is False else "skipped"]
+        rows.append(row)
     return rows
 
 
@@ -329,9 +372,24 @@ def _ratio(x) -> str:
 HEADER = ["size", "variant", "backend", "median ms", "throughput", "speed vs peer", "% of ceiling", "check"]
 
 
+def header(result: dict, markdown: bool = False) -> list[str]:
+    """The full table's columns (with "public call ms" when the run timed the public calls)."""
+    out = list(HEADER)
+    if markdown:
+        peer = next((r["peer"] for r in result["records"] if r["peer"]), "peer")
+        out[5] = f"speed vs {peer}"
+        ceiling = next((r["ceiling_name"] for r in result["records"] if r["ceiling_name"]), None)
+        if ceiling:
+            out[6] = f"% of {ceiling}"
+    if _has_public(result):
+        out.insert(4, "public call ms")
+    return out
+
+
 def format_text(result: dict) -> str:
-    rows = [HEADER] + table_rows(result)
-    widths = [max(len(str(r[i])) for r in rows) for i in range(len(HEADER))]
+    head = header(result)
+    rows = [head] + table_rows(result)
+    widths = [max(len(str(r[i])) for r in rows) for i in range(len(head))]
     lines = ["  ".join(str(c).ljust(w) for c, w in zip(r, widths)) for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
     skipped = [f"  {r['variant']}[{r['backend']}] at {r['label']}: {r['skipped']}" for r in result["records"] if r["skipped"]]
@@ -340,20 +398,55 @@ def format_text(result: dict) -> str:
     peer = next((r["peer"] for r in result["records"] if r["peer"]), None)
     if peer:
         lines.append(f"peer: {peer}, measured in the same run")
+    if _has_public(result):
+        lines.append("public call ms: the chapter's public function on device-resident inputs (median ms is the launcher alone)")
     return "\n".join(lines)
 
 
+def compact_rows(result: dict) -> tuple[list[str], list[list[str]]]:
+    """The chapter table: one row per variant × backend, one column per size; each cell the
+    throughput and, in parentheses, the speed against the peer. The fastest cell of each
+    column is bold; `—` where the variant did not run (the full table says why), `✗` where
+    its result was wrong."""
+    recs = result["records"]
+    labels = list(dict.fromkeys(r["label"] for r in recs))
+    keys = list(dict.fromkeys((r["variant"], r["backend"]) for r in recs))
+    units = {r["unit"] for r in recs if r["throughput"] is not None}
+    by = {(r["variant"], r["backend"], r["label"]): r for r in recs}
+    best = {}
+    for lab in labels:
+        ts = [r["throughput"] for r in recs if r["label"] == lab and r["throughput"] is not None]
+        best[lab] = max(ts) if ts else None
+    rows = []
+    for name, backend in keys:
+        row = [f"{name}\u00a0·\u00a0{backend}"]
+        for lab in labels:
+            r = by.get((name, backend, lab))
+            if r is None or r["throughput"] is None:
+                row.append("✗" if r is not None and r["check"] is False else "—")
+                continue
+            cell = _fmt(r["throughput"]) + ("" if len(units) == 1 else f"\u00a0{r['unit']}")
+            if r["ratio_to_peer"]:
+                cell += f"\u00a0({_ratio(r['ratio_to_peer'])})"  # no-break spaces: one line per cell
+            row.append(f"**{cell}**" if r["throughput"] == best[lab] else cell)
+        rows.append(row)
+    return ["variant · backend"] + labels, rows
+
+
 def format_markdown(result: dict) -> str:
-    """The results table the book shows (rendered from committed JSON by the docs hook)."""
-    peer = next((r["peer"] for r in result["records"] if r["peer"]), "peer")
-    header = list(HEADER)
-    header[5] = f"speed vs {peer}"
-    ceiling = next((r["ceiling_name"] for r in result["records"] if r["ceiling_name"]), None)
-    if ceiling:
-        header[6] = f"% of {ceiling}"
-    out = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    for row in table_rows(result):
-        out.append("| " + " | ".join(row) + " |")
+    """What the book shows (rendered from committed JSON by the docs hook): the compact
+    variant × size table, the device line, and every record in a collapsed block."""
+    recs = result["records"]
+    head, rows = compact_rows(result)
+    out = ["| " + " | ".join(head) + " |", "|---|" + "---:|" * (len(head) - 1)]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    units = list(dict.fromkeys(r["unit"] for r in recs if r["throughput"] is not None))
+    peer = next((r["peer"] for r in recs if r["peer"]), None)
+    what = f"Throughput in {units[0]}" if len(units) == 1 else "Throughput"
+    if peer:
+        what += f"; in parentheses, the speed against {peer} measured in the same run (100% = as fast)"
+    out.append("")
+    out.append(f"*{what}. Bold: the fastest at that size; —: not run there (see all records).*")
     dev = result["device"]
     v = result["versions"]
     out.append("")
@@ -361,6 +454,15 @@ def format_markdown(result: dict) -> str:
                f"{dev['sm_count']} SMs), driver {v.get('driver', '?')}, numba-cuda {v.get('numba-cuda', '?')}, "
                f"measured {result['date']}; median of {result['settings']['repeat']} runs after "
                f"{result['settings']['warmup']} warm-up runs, CUDA events.*")
+    full = ["| " + " | ".join(header(result, markdown=True)) + " |", "|" + "---|" * len(header(result))]
+    full += ["| " + " | ".join(row) + " |" for row in table_rows(result)]
+    if _has_public(result):
+        full += ["", "*public call ms: the chapter's public function called on inputs already on the device "
+                     "(validation, result allocation and Python included); median ms: the variant's launcher alone.*"]
+    out.append("")
+    out.append(f'??? note "All {len(recs)} records"')
+    out.append("")
+    out += [("    " + line) if line else "" for line in full]
     return "\n".join(out)
 
 

@@ -1,8 +1,8 @@
 """The finished chapters, in book order. A chapter is a package with the same shape:
 
 ``reference.py`` (CPU reference), ``kernels_numba.py``, ``kernels.cu`` (CUDA C),
-``host.py`` (validation + launches), ``variants.py`` (the :class:`~gpulab.registry.Registry`),
-``bench.py`` (its :class:`~gpulab.benchmark.BenchSpec`) and ``tour.py`` (one small checked
+``host.py`` (validation + launches), ``variants.py`` (the [`Registry`][gpulab.registry.Registry]),
+``bench.py`` (its [`BenchSpec`][gpulab.benchmark.BenchSpec]) and ``tour.py`` (one small checked
 run per variant for ``gpulab tour``).
 """
 

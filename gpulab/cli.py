@@ -1,4 +1,9 @@
-"""The ``gpulab`` command: ``info``, ``tour``, ``bench``, ``grade``, ``compile-check``."""
+"""The `gpulab` command: `info`, `tour`, `bench`, `grade`, `compile-check`.
+
+A mistake on the command line (an unknown chapter, variant or size, a bad argument, exercises
+that cannot be found ...) is reported in one line on stderr with exit status 2 — never a
+traceback. Exit status 1 means the command ran and something failed its check.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +12,38 @@ import json
 import sys
 
 import gpulab  # noqa: F401  (device selection before anything imports numba)
+from gpulab.errors import GpulabError
+
+
+class UsageError(GpulabError):
+    """A command-line mistake: one line on stderr, exit status 2."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse prints the usage and exits; one line instead
+        raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
+
+
+def _chapters(names, cmd: str) -> list[str]:
+    from gpulab.chapters import CHAPTERS
+
+    unknown = [c for c in names if c not in CHAPTERS]
+    if unknown:
+        raise UsageError(f"gpulab {cmd}: unknown chapter {unknown[0]!r}; known: {', '.join(CHAPTERS)}")
+    return list(names)
+
+
+def _count(minimum: int):
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < minimum:
+            raise argparse.ArgumentTypeError(f"{value} is below the minimum of {minimum}")
+        return value
+
+    return parse
 
 
 def cmd_info(args) -> int:
@@ -33,26 +70,33 @@ def cmd_info(args) -> int:
 def cmd_tour(args) -> int:
     from gpulab.tour import tour
 
-    return 1 if tour(args.chapters or None) else 0
+    return 1 if tour(_chapters(args.chapters, "tour") or None) else 0
 
 
 def cmd_bench(args) -> int:
     from gpulab import benchmark
     from gpulab.chapters import module, registry
 
+    _chapters([args.chapter], "bench")
     spec = module(args.chapter, "bench").SPEC
     reg = registry(args.chapter)
+    unknown = [n for n in args.variants or () if n not in reg.names()]
+    if unknown:
+        raise UsageError(f"gpulab bench {args.chapter}: unknown variant {unknown[0]!r}; "
+                         f"known: {', '.join(dict.fromkeys(reg.names()))}")
     variants = [v for v in reg if (not args.variants or v.name in args.variants)
                 and (not args.backend or v.backend == args.backend)]
     if not variants:
-        print(f"no variant of {args.chapter} matches {args.variants or ''} {args.backend or ''}", file=sys.stderr)
-        return 2
+        raise UsageError(f"gpulab bench {args.chapter}: no variant {' '.join(args.variants or ['(any)'])} "
+                         f"has the backend {args.backend}")
     cases = None
     if args.sizes:
+        known = [c.label for c in spec.cases(args.quick)]
+        unknown = [s for s in args.sizes if s not in known]
+        if unknown:
+            raise UsageError(f"gpulab bench {args.chapter}: unknown size {unknown[0]!r}"
+                             f"{' with --quick' if args.quick else ''}; known: {', '.join(known)}")
         cases = [c for c in spec.cases(args.quick) if c.label in args.sizes]
-        if not cases:
-            print(f"no size labelled {args.sizes}; known: {[c.label for c in spec.cases(args.quick)]}", file=sys.stderr)
-            return 2
     result = benchmark.run(spec, variants, quick=args.quick, warmup=args.warmup, repeat=args.repeat,
                            seed=args.seed, cases=cases, progress=None if args.no_progress else print)
     paths = benchmark.write(result, args.out, append=args.append)
@@ -66,13 +110,13 @@ def cmd_bench(args) -> int:
 def cmd_grade(args) -> int:
     from gpulab.grading import grade
 
-    return grade(args.exercise_set, path=args.path, solutions=args.solutions)
+    return grade(args.exercise_set, path=args.exercises, solutions=args.solutions)
 
 
 def cmd_compile_check(args) -> int:
     from gpulab.compilecheck import main as cc_main
 
-    return cc_main(args.chapters or None, args.json)
+    return cc_main(_chapters(args.chapters, "compile-check") or None, args.json)
 
 
 def cmd_gp(args) -> int:
@@ -118,8 +162,8 @@ def _gp_parser(sub) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="gpulab", description="GPU algorithms, built step by step.")
-    sub = p.add_subparsers(dest="cmd", required=True)
+    p = _Parser(prog="gpulab", description="GPU algorithms, built step by step.")
+    sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
 
     s = sub.add_parser("info", help="the device kernels run on, and its limits")
     s.add_argument("--json", action="store_true")
@@ -135,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--backend", choices=["numba", "cuda-c", "cpu"])
     s.add_argument("--sizes", nargs="*", help="only these size labels (e.g. N=8192)")
     s.add_argument("--quick", action="store_true", help="fewer, smaller sizes")
-    s.add_argument("--warmup", type=int, default=2)
-    s.add_argument("--repeat", type=int, default=10)
+    s.add_argument("--warmup", type=_count(0), default=2)
+    s.add_argument("--repeat", type=_count(1), default=10)
     s.add_argument("--seed", type=int, default=None)
     s.add_argument("--out", default="bench-results", help="directory for JSON and PNG (default: bench-results)")
     s.add_argument("--no-progress", action="store_true")
@@ -146,7 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     s = sub.add_parser("grade", help="grade an exercise set (e.g. matmul); exit status 1 if any exercise fails")
     s.add_argument("exercise_set")
-    s.add_argument("--path", default="exercises", help="the exercises directory (default: ./exercises)")
+    s.add_argument("--exercises", "--path", dest="exercises", metavar="DIR", default=None,
+                   help="the exercises directory (default: ./exercises, the current directory if it is one, "
+                        "then the source checkout gpulab was installed from)")
     s.add_argument("--solutions", action="store_true", help="grade the reference solutions instead of the student files")
     s.set_defaults(fn=cmd_grade)
 
@@ -160,7 +206,16 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
-    args = build_parser().parse_args(argv)
-    if getattr(args, "gp_cmd", None) and args.variant is None:
-        args.variant = "cpu_bitsliced" if args.backend == "cpu" else "bitsliced"
-    return args.fn(args)
+    try:
+        args = build_parser().parse_args(argv)
+        if getattr(args, "gp_cmd", None) and args.variant is None:
+            args.variant = "cpu_bitsliced" if args.backend == "cpu" else "bitsliced"
+        return args.fn(args)
+    except UsageError as exc:
+        print(str(exc), file=sys.stderr)
+    except GpulabError as exc:  # e.g. a variant that cannot run here, exercises not found
+        print("gpulab: " + " ".join(str(exc).split()), file=sys.stderr)
+    except KeyboardInterrupt:
+        print("gpulab: interrupted", file=sys.stderr)
+        return 130
+    return 2

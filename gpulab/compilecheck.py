@@ -6,7 +6,7 @@ chapter for sm_90 and links it with nvJitLink (registers, spills, stack frame pe
 and compiles every CUDA C configuration the registries use with NVRTC.
 
 Numba's real compiler cannot be used in a process that runs the simulator, so
-:func:`run_in_subprocess` starts a fresh interpreter with ``GPULAB_DEVICE=gpu``.
+[`run_in_subprocess`][gpulab.compilecheck.run_in_subprocess] starts a fresh interpreter with ``GPULAB_DEVICE=gpu``.
 """
 
 from __future__ import annotations
@@ -64,15 +64,27 @@ def link_report(ptx: str, arch: str = "sm_90") -> dict:
 _LOCAL = re.compile(r"\b(ld|st)\.local\b")
 
 
+FOUNDATION = "foundation"  # the shared kernels (gpulab.arrays' device-side checks), checked like a chapter's
+
+
+def _kernels_module(chapter: str):
+    if chapter == FOUNDATION:
+        import gpulab.arrays
+
+        return gpulab.arrays
+    return module(chapter, "kernels_numba")
+
+
 def numba_ptx(chapters=None) -> list[dict]:
-    """Compile each chapter's ``kernels_numba.ptx_targets()`` for sm_90 (needs a non-simulator process)."""
+    """Compile each chapter's `kernels_numba.ptx_targets()` (and, by default, the shared kernels:
+    chapter `"foundation"`) for sm_90 (needs a non-simulator process)."""
     if device.on_simulator():
         raise RuntimeError("numba_ptx needs the real numba compiler: run it with GPULAB_DEVICE=gpu")
     from numba import cuda
 
     out = []
-    for ch in chapters or CHAPTERS:
-        for name, kern, sig in module(ch, "kernels_numba").ptx_targets():
+    for ch in chapters or [*CHAPTERS, FOUNDATION]:
+        for name, kern, sig in _kernels_module(ch).ptx_targets():
             rec = {"chapter": ch, "kernel": name, "kind": "numba", "ok": False, "error": None,
                    "local_memory_ops": None, "resources": {}}
             try:
@@ -123,7 +135,7 @@ def _in_real_compiler_process(call: str) -> list[dict]:
 
 
 def run_in_subprocess(chapters=None) -> list[dict]:
-    """Run :func:`numba_ptx` in a fresh interpreter that uses numba's real compiler."""
+    """Run [`numba_ptx`][gpulab.compilecheck.numba_ptx] in a fresh interpreter that uses numba's real compiler."""
     return _in_real_compiler_process(f"c.numba_ptx({chapters!r})")
 
 
@@ -242,5 +254,5 @@ def compile_recorded(records: list[dict]) -> list[dict]:
 
 
 def compile_recorded_in_subprocess(path: str) -> list[dict]:
-    """Run :func:`compile_recorded` on the records in ``path`` in a fresh non-simulator interpreter."""
+    """Run [`compile_recorded`][gpulab.compilecheck.compile_recorded] on the records in ``path`` in a fresh non-simulator interpreter."""
     return _in_real_compiler_process(f"c.compile_recorded(json.load(open({path!r})))")

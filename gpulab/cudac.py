@@ -1,12 +1,12 @@
 """The CUDA C backend: ``.cu`` sources in each chapter package, run through pycuda.
 
 * On a machine with an NVIDIA GPU, a driver and pycuda (``pip install 'gpulab[pycuda]'``),
-  :func:`load` compiles a chapter's source with NVRTC (the same compiler the CI check uses;
+  [`load`][gpulab.cudac.load] compiles a chapter's source with NVRTC (the same compiler the CI check uses;
   pycuda's ``SourceModule`` with ``nvcc`` is the fallback), loads it as a pycuda module, and
   variants launch its kernels on arrays that numba allocated (both share the device's primary
   context, so pointers pass straight through).
-* Anywhere else those variants are skipped with the reason :func:`unavailable_reason` gives.
-* :func:`nvrtc_compile` compiles the same sources for sm_90 with NVRTC and needs no GPU: CI
+* Anywhere else those variants are skipped with the reason [`unavailable_reason`][gpulab.cudac.unavailable_reason] gives.
+* [`nvrtc_compile`][gpulab.cudac.nvrtc_compile] compiles the same sources for sm_90 with NVRTC and needs no GPU: CI
   uses it so every CUDA C kernel is compiled on every change.
 
 Compile-time parameters (tile sizes ...) live in the chapter's variant registry and reach the
@@ -106,11 +106,16 @@ def ptr(array) -> int:
     return int(array.__cuda_array_interface__["data"][0])
 
 
-def launch(fn, grid, block, *args, shared_bytes: int = 0) -> None:
-    """Launch a pycuda function on the default stream.
+def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
+    """Launch a pycuda function on the legacy default stream.
 
-    Device arrays are passed as pointers; Python ints as ``int32``; numpy scalars keep their
+    Device arrays are passed as pointers; Python ints as `int32`; numpy scalars keep their
     type. Dynamic shared memory above 48 KiB is opted into first, as CUDA requires.
+
+    pycuda cannot launch on another library's stream, so a `stream` other than the default one
+    (a numba stream) is honoured by synchronizing: gpulab waits for `stream` before the launch
+    and for the device after it, so the kernel is ordered between the caller's earlier and later
+    work on that stream (at the cost of the asynchrony).
     """
     import numpy as np
 
@@ -128,7 +133,13 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0) -> None:
         fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
     grid = tuple(grid) + (1,) * (3 - len(grid))
     block = tuple(block) + (1,) * (3 - len(block))
+    if stream:
+        stream.synchronize()
     fn(*packed, grid=grid, block=block, shared=shared_bytes)
+    if stream:
+        import pycuda.driver as drv
+
+        drv.Context.synchronize()
 
 
 # --------------------------------------------------------------------------- NVRTC (no GPU)

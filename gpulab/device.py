@@ -2,7 +2,7 @@
 
 numba reads ``NUMBA_ENABLE_CUDASIM`` once, when ``numba.cuda`` is first imported, so the
 choice has to be made before that import. ``import gpulab`` makes it (this module touches
-nothing but the CUDA driver library through :mod:`ctypes`).
+nothing but the CUDA driver library through `ctypes`).
 
 The choice, in order of precedence:
 

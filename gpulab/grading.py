@@ -1,13 +1,18 @@
-"""``gpulab grade <set>``: run an exercise set's tests and print a score per exercise.
+"""`gpulab grade <set>`: run an exercise set's tests and print a score per exercise.
 
-Exercise tests carry ``@pytest.mark.exercise("<set>.<n>-<slug>")``. Grading runs pytest on
-``exercises/<set>/`` in a subprocess (so the student's code cannot break the grader) with a
+Exercise tests carry `@pytest.mark.exercise("<set>.<n>-<slug>")`. Grading runs pytest on
+`exercises/<set>/` in a subprocess (so the student's code cannot break the grader) with a
 small plugin that records each test's exercise and outcome, then prints one row per exercise:
 passed / failed and why (the first failure's last line). The exit status is 1 if any exercise
 fails, so it can gate a CI job or an autograder.
 
-``GPULAB_EXERCISE_IMPL=solutions`` (``--solutions``) points the tests at the reference
-solutions in ``exercises/solutions/<set>/`` instead of the student files.
+The exercises directory is `--exercises DIR` when given; otherwise `./exercises`, the current
+directory if it is an exercises directory itself, then the `exercises/` of the source
+checkout gpulab was installed from (an editable install), in that order
+([`find_exercises`][gpulab.grading.find_exercises]).
+
+`GPULAB_EXERCISE_IMPL=solutions` (`--solutions`) points the tests at the reference
+solutions in `exercises/solutions/<set>/` instead of the student files.
 """
 
 from __future__ import annotations
@@ -22,7 +27,13 @@ from pathlib import Path
 
 import pytest
 
+from gpulab.errors import GpulabError
+
 RESULTS_ENV = "GPULAB_GRADE_RESULTS"
+
+
+class ExercisesNotFound(GpulabError):
+    """No exercises directory, or no such exercise set in it (the message says where it looked)."""
 
 
 class _Recorder:
@@ -42,6 +53,12 @@ class _Recorder:
                 reason = (lines[-1] if lines else report.outcome)[:160]
             self.rows.append({"exercise": marker, "test": report.nodeid, "outcome": report.outcome, "reason": reason})
 
+    def pytest_collectreport(self, report):
+        if report.failed:  # a test file that cannot even be imported fails every exercise in it
+            lines = [l.strip() for l in str(report.longrepr).splitlines() if l.strip()]
+            self.rows.append({"exercise": f"(collecting {report.nodeid})", "test": report.nodeid, "outcome": "failed",
+                              "reason": (lines[-1] if lines else "collection failed")[:160]})
+
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_makereport(self, item, call):
         outcome = yield
@@ -53,6 +70,7 @@ class _Recorder:
 
 
 def pytest_configure(config):  # this module doubles as the plugin (-p gpulab.grading)
+    config.addinivalue_line("markers", "exercise(name): an exercise test, graded per exercise by `gpulab grade`")
     path = os.environ.get(RESULTS_ENV)
     if path:
         config.pluginmanager.register(_Recorder(path), "gpulab-grade-recorder")
@@ -63,23 +81,84 @@ def pytest_configure(config):  # this module doubles as the plugin (-p gpulab.gr
         compilecheck.record_simulated_launches(kernels)
 
 
-def grade(exercise_set: str, path: str = "exercises", solutions: bool = False, out=sys.stdout) -> int:
-    root = Path(path)
+def is_exercises_dir(path: Path) -> bool:
+    """An exercises directory: a `conftest.py` beside set folders holding `test_*.py` files."""
+    return (path / "conftest.py").is_file() and any(path.glob("*/test_*.py"))
+
+
+def source_checkout() -> Path | None:
+    """The source checkout gpulab was installed from, if it is an editable install (or a pip
+    install from a local directory, which records it in `direct_url.json`)."""
+    import gpulab
+
+    root = Path(gpulab.__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file():
+        return root
+    try:
+        from importlib import metadata
+        from urllib.parse import unquote, urlparse
+
+        text = metadata.distribution("gpulab").read_text("direct_url.json")
+        url = urlparse(json.loads(text)["url"]) if text else None
+        if url and url.scheme == "file" and Path(unquote(url.path)).is_dir():
+            return Path(unquote(url.path))
+    except Exception:  # no metadata, or a record of another kind: no checkout to offer
+        pass
+    return None
+
+
+def find_exercises(explicit: str | os.PathLike | None = None) -> Path:
+    """The exercises directory: `explicit` (`--exercises DIR`) when given, else the first of
+    `./exercises`, the current directory, the source checkout's `exercises/`.
+
+    Raises:
+        ExercisesNotFound: none of them is an exercises directory; the message lists them.
+    """
+    if explicit is not None:
+        path = Path(explicit).expanduser()
+        if path.is_dir() and (is_exercises_dir(path) or is_exercises_dir(path / "exercises")):
+            return path if is_exercises_dir(path) else path / "exercises"
+        raise ExercisesNotFound(f"{path} is not an exercises directory (no conftest.py beside exercise sets); "
+                                "pass the exercises/ folder of a gpulab checkout with --exercises DIR")
+    cwd = Path.cwd()
+    looked = [cwd / "exercises", cwd]
+    checkout = source_checkout()
+    if checkout is not None:
+        looked.append(checkout / "exercises")
+    for path in looked:
+        if is_exercises_dir(path):
+            return path
+    places = ", ".join(str(p) for p in looked) + ("" if checkout else " (gpulab was not installed from a source checkout)")
+    raise ExercisesNotFound(f"no exercises directory found; looked in {places}; pass one with --exercises DIR")
+
+
+def exercise_sets(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir()
+                  if p.is_dir() and p.name != "solutions" and not p.name.startswith(("_", ".")) and any(p.glob("test_*.py")))
+
+
+def grade(exercise_set: str, path: str | os.PathLike | None = None, solutions: bool = False, out=sys.stdout) -> int:
+    """Grade one exercise set; print a row per exercise to `out`; return the exit status
+    (0 all passed, 1 some failed).
+
+    Raises:
+        ExercisesNotFound: no exercises directory, or no such set in it.
+    """
+    root = find_exercises(path)
     target = root / exercise_set
-    if not target.is_dir():
-        known = sorted(p.name for p in root.iterdir() if p.is_dir() and p.name != "solutions" and not p.name.startswith(("_", "."))) if root.is_dir() else []
-        print(f"no exercise set {exercise_set!r} under {root}/ (known: {', '.join(known) or 'none'})", file=out)
-        return 2
+    if not (target.is_dir() and any(target.glob("test_*.py"))):
+        raise ExercisesNotFound(f"no exercise set {exercise_set!r} in {root} (known: {', '.join(exercise_sets(root)) or 'none'})")
     with tempfile.TemporaryDirectory() as tmp:
         results = os.path.join(tmp, "results.json")
         env = dict(os.environ, **{RESULTS_ENV: results, "GPULAB_EXERCISE_IMPL": "solutions" if solutions else "student"})
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "gpulab.grading", "-p", "no:cacheprovider",
                                "--rootdir", str(root), str(target)], env=env, capture_output=True, text=True)
         if not os.path.exists(results):
-            print(proc.stdout[-3000:] + proc.stderr[-3000:], file=out)
-            print("grading failed: the tests could not be collected (see above)", file=out)
-            return 2
+            print(proc.stdout[-3000:] + proc.stderr[-3000:], file=sys.stderr)
+            raise GpulabError(f"grading {exercise_set} failed: pytest could not collect the tests in {target} (its output is above)")
         rows = json.loads(Path(results).read_text())
+    if not rows:
+        raise ExercisesNotFound(f"no exercise tests ran in {target} (test files named test_*.py, functions test_*)")
     by_ex: "OrderedDict[str, list[dict]]" = OrderedDict()
     for r in rows:
         by_ex.setdefault(r["exercise"] or "(unmarked)", []).append(r)

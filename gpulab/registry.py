@@ -1,7 +1,7 @@
 """The variant registry: every chapter lists its variants here, once.
 
 Tests, ``gpulab tour``, the benchmarks, the PTX/NVRTC compile checks and the book all iterate
-a chapter's :class:`Registry`, so adding a variant is adding one :class:`Variant` entry.
+a chapter's [`Registry`][gpulab.registry.Registry], so adding a variant is adding one [`Variant`][gpulab.registry.Variant] entry.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ class Variant:
         kernels: names of the kernels it launches (for the compile checks and the book).
         params: compile-time parameters (tile sizes ...), passed to the kernel builders.
         needs_warp_intrinsics: uses shfl/ballot/match...: on the simulator it runs through
-            :mod:`gpulab.simwarp` (skipped only where that is switched off).
+            [`gpulab.simwarp`][gpulab.simwarp] (skipped only where that is switched off).
         teaching_only: a deliberately slow step the benchmarks still measure, not a contender.
     """
 
@@ -101,7 +101,7 @@ class Registry:
         return out
 
     def resolve(self, name: str, backend: str) -> Variant:
-        """The variant to run, or a :class:`BackendUnavailable` that says why it cannot run here."""
+        """The variant to run, or a [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
         v = self.get(name, backend)
         reason = v.unavailable_reason()
         if reason:

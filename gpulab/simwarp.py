@@ -8,7 +8,7 @@ barrier, reads what the others deposited, and waits again — the convergence th
 a ``*_sync`` intrinsic. So a kernel's *logic* (lane arithmetic, masks, shuffles) is checked on
 the CPU exactly as written; speed, of course, is not.
 
-It is installed when :mod:`gpulab` is imported on the simulator (``GPULAB_SIM_WARP=0`` turns it
+It is installed when `gpulab` is imported on the simulator (``GPULAB_SIM_WARP=0`` turns it
 off). What it cannot imitate:
 
 * ``activemask()`` returns the lanes that exist in the warp, not those that are converged at

@@ -77,7 +77,8 @@ for path in sorted(glob.glob(f"{out}/{ch}-*.json")):
         if r["label"] in (big,) or ("thin" in r["label"] and "constant" in r["variant"]):
             t = "skipped" if r["throughput"] is None else f"{r['throughput']:.4g} {r['unit']}"
             peer = "" if not r["ratio_to_peer"] else f"{100 * r['ratio_to_peer']:.1f}% of peer"
-            print(f"   {r['label']:24s} {r['variant']:20s} {r['backend']:7s} {t:>18s} {peer}")
+            pub = "" if not r.get("public_over_kernel") else f"  public call {r['public_over_kernel']:.3f}x kernel"
+            print(f"   {r['label']:24s} {r['variant']:20s} {r['backend']:7s} {t:>18s} {peer}{pub}")
 PY
 done
 exit $status

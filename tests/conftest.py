@@ -25,3 +25,93 @@ def skip_unless_runnable(variant):
 
 
 ON_SIMULATOR = device.on_simulator()
+
+
+
+def device_only(host_array):
+    """`host_array` copied to the device, as a public function's device input.
+
+    On the simulator a device array is a numpy array in disguise, so a function could read it
+    back to the host without anyone noticing. The array returned here refuses every way back
+    (`copy_to_host`, `np.asarray`, `tolist` ...) — also through its slices, views and
+    reshapes — while kernels and device-to-device copies still read it: a test passing it
+    proves the function kept the input on the device. On a GPU it is a plain numba device array.
+    """
+    from numba import cuda
+
+    d = cuda.to_device(np.ascontiguousarray(host_array))
+    if not ON_SIMULATOR:
+        return d
+    return _no_host_copy_class()(d._ary)
+
+
+_CLASS = []
+
+
+def _no_host_copy_class():
+    if _CLASS:
+        return _CLASS[0]
+    import sys
+
+    from numba.cuda.simulator.cudadrv.devicearray import FakeCUDAArray
+
+    def _device_to_device():
+        """Called (through numpy) by the simulator's copy_to_device: a device-to-device copy."""
+        caller = sys._getframe(2).f_code
+        return caller.co_name == "copy_to_device" and "simulator" in caller.co_filename
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("a device input was copied to the host (device arrays must stay on the device)")
+
+    class NoHostCopy(FakeCUDAArray):
+        copy_to_host = tolist = item = tobytes = __iter__ = staticmethod(refuse)
+
+        def __array__(self, *args, **kwargs):
+            if not _device_to_device():
+                refuse()
+            return self._ary
+
+        def __getattr__(self, name):
+            if name in ("copy", "astype", "get") or (name.startswith("__array_") and not _device_to_device()):
+                refuse()
+            return super().__getattr__(name)
+
+        def __getitem__(self, idx):
+            out = super().__getitem__(idx)
+            return NoHostCopy(out._ary) if isinstance(out, FakeCUDAArray) else out
+
+        def view(self, *args, **kwargs):
+            return NoHostCopy(self._ary.view(*args, **kwargs))
+
+        def reshape(self, *args, **kwargs):
+            return NoHostCopy(self._ary.reshape(*args, **kwargs))
+
+        def ravel(self, *args, **kwargs):
+            return NoHostCopy(self._ary.ravel(*args, **kwargs))
+
+    _CLASS.append(NoHostCopy)
+    return NoHostCopy
+
+
+def gpu_library(name):
+    """CuPy or PyTorch for the device-array tests that run on a real GPU (skipped elsewhere)."""
+    if ON_SIMULATOR:
+        pytest.skip(f"{name} arrays live on a real GPU; the simulator's device arrays are tested instead")
+    lib = pytest.importorskip(name)
+    if name == "torch" and not lib.cuda.is_available():
+        pytest.skip("this PyTorch build has no CUDA")
+    return lib
+
+
+def on_gpu(lib, host_array):
+    """`host_array` as a CuPy array or a PyTorch CUDA tensor."""
+    if lib.__name__ == "cupy":
+        return lib.asarray(host_array)
+    return lib.as_tensor(np.ascontiguousarray(host_array), device="cuda")
+
+
+def from_gpu(x):
+    """A CuPy array or PyTorch tensor back as numpy (for the checks)."""
+    if type(x).__module__.split(".")[0] == "torch":
+        return x.cpu().numpy()
+    return x.get()

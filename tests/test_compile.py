@@ -15,7 +15,7 @@ TILED = ("register", "prefetch", "vec4", "warptile")
 
 @pytest.fixture(scope="session")
 def ptx_records():
-    return compilecheck.run_in_subprocess(list(CHAPTERS))
+    return compilecheck.run_in_subprocess(list(CHAPTERS) + [compilecheck.FOUNDATION])
 
 
 @pytest.fixture(scope="session")
@@ -23,7 +23,7 @@ def nvrtc_records():
     return compilecheck.nvrtc(list(CHAPTERS))
 
 
-@pytest.mark.parametrize("chapter", list(CHAPTERS))
+@pytest.mark.parametrize("chapter", list(CHAPTERS) + [compilecheck.FOUNDATION])
 def test_numba_kernels_compile_to_ptx(chapter, ptx_records):
     recs = [r for r in ptx_records if r["chapter"] == chapter]
     assert recs, f"{chapter}: ptx_targets() listed no kernels"

@@ -123,12 +123,33 @@ def test_benchmark_harness_writes_documented_json(tmp_path):
     rec = {(r["variant"], r["backend"]): r for r in data["records"]}
     ok = rec[("coalesced", "numba")]
     assert ok["check"] is True and ok["median_ms"] > 0 and ok["unit"] == "TFLOP/s" and len(ok["samples_ms"]) == 2
-    for key in ("variant", "backend", "size", "median_ms", "throughput", "peer", "peer_median_ms", "ratio_to_peer"):
+    for key in ("variant", "backend", "size", "median_ms", "throughput", "peer", "peer_median_ms", "ratio_to_peer",
+                "public_median_ms", "public_over_kernel"):
         assert key in ok
+    assert ok["public_median_ms"] > 0 and len(ok["public_samples_ms"]) == 2  # the public call on device inputs
+    assert ok["public_over_kernel"] == ok["public_median_ms"] / ok["median_ms"]
     if ON_SIMULATOR:
         assert "real GPU" in rec[("shared", "cuda-c")]["skipped"]
     md = benchmark.format_markdown(data)
-    assert "| size | variant | backend |" in md and "coalesced" in md
+    assert md.startswith(f"| variant · backend | {case[0].label} |") and "| coalesced\u00a0·\u00a0numba |" in md
+    assert '??? note "All 2 records"' in md and "    | size | variant | backend | median ms | public call ms |" in md
+
+
+def test_compact_table_has_one_row_per_variant_and_one_column_per_size():
+    def rec(variant, backend, label, tp, ratio, check=True):
+        return {"label": label, "variant": variant, "backend": backend, "median_ms": 1.0 if tp else None,
+                "throughput": tp, "unit": "X/s", "peer": "P", "peer_median_ms": 1.0, "ratio_to_peer": ratio,
+                "ceiling": None, "ceiling_name": None, "ratio_to_ceiling": None, "check": check,
+                "skipped": None if tp else "too big"}
+
+    result = {"records": [rec("a", "numba", "n=1", 2.0, 0.5), rec("a", "numba", "n=2", 3.0, 0.75),
+                          rec("b", "cuda-c", "n=1", 4.0, 40.0), rec("b", "cuda-c", "n=2", None, None),
+                          rec("c", "numba", "n=1", None, None, check=False)]}
+    head, rows = benchmark.compact_rows(result)
+    assert head == ["variant · backend", "n=1", "n=2"]
+    nb = "\u00a0"
+    assert rows == [[f"a{nb}·{nb}numba", f"2{nb}(50.0%)", f"**3{nb}(75.0%)**"], [f"b{nb}·{nb}cuda-c", f"**4{nb}(40×)**", "—"],
+                    [f"c{nb}·{nb}numba", "✗", "—"]]
 
 
 def test_docs_hook_renders_committed_json_and_admits_missing(tmp_path):
@@ -164,3 +185,22 @@ def test_tour_runs_and_checks_every_variant():
 
     for v in REGISTRY.select(runnable=True):
         assert f"{v.name}" in p.stdout
+
+
+@pytest.mark.skipif(not ON_SIMULATOR, reason="a GPU's device arrays have no host mirror to guard")
+def test_device_only_inputs_refuse_the_way_back_to_the_host():
+    """The guard the chapters' device-input tests rely on: every way back to the host fails,
+    while a device-to-device copy and a kernel still read the data."""
+    from numba import cuda
+
+    from tests.conftest import device_only
+
+    d = device_only(np.arange(4.0))
+    for attempt in (d.copy_to_host, lambda: np.asarray(d), d.tolist, lambda: d[1:].copy_to_host(),
+                    lambda: d.view(np.int64).copy_to_host(), lambda: d.reshape(2, 2).copy_to_host(),
+                    lambda: list(d), lambda: d.copy()):
+        with pytest.raises(AssertionError, match="copied to the host"):
+            attempt()
+    out = cuda.device_array(4)
+    out.copy_to_device(d)
+    assert out.copy_to_host().tolist() == [0.0, 1.0, 2.0, 3.0]

@@ -1,8 +1,11 @@
 """Chapter 1: matrix multiplication, from one thread per output to register tiling.
 
->>> import numpy as np, gpulab.matmul as mm
->>> A = np.random.rand(33, 17).astype(np.float32); B = np.random.rand(17, 5).astype(np.float32)
->>> C = mm.matmul(A, B, variant="shared")   # doctest: +SKIP
+```python
+import cupy, numpy as np, gpulab.matmul as mm
+A = np.random.rand(33, 17).astype(np.float32); B = np.random.rand(17, 5).astype(np.float32)
+C = mm.matmul(A, B, variant="shared")          # numpy in, numpy out
+C = mm.matmul(cupy.asarray(A), cupy.asarray(B))  # CuPy in, CuPy out (no copy)
+```
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
+from gpulab.arrays import caller_of, device_input, numba_stream, to_caller
 from gpulab.matmul.host import validate
 from gpulab.matmul.reference import matmul_reference
 from gpulab.matmul.variants import REGISTRY
@@ -18,17 +22,21 @@ __all__ = ["matmul", "matmul_reference", "REGISTRY", "variants"]
 
 
 # --8<-- [start:entry]
-def matmul(A: np.ndarray, B: np.ndarray, variant: str = "register", backend: str = "numba") -> np.ndarray:
+def matmul(A, B, variant: str = "register", backend: str = "numba", stream=None):
     """Multiply float32 matrices on the GPU (or the simulator) with the chosen variant.
 
     Args:
-        A: M×K float32 matrix.
-        B: K×N float32 matrix (for ``constant*`` variants at most 64 KiB: K·N ≤ 16384).
-        variant: a name from ``gpulab.matmul.variants()``.
-        backend: ``"numba"`` or ``"cuda-c"`` (needs pycuda and a GPU).
+        A: M×K float32 matrix: numpy, or a device array (CuPy, PyTorch CUDA tensor, numba).
+        B: K×N float32 matrix, the same (for `constant*` variants at most 64 KiB: K·N ≤ 16384;
+            numba compiles B into those kernels, so a device B is copied to the host once).
+        variant: a name from `gpulab.matmul.variants()`.
+        backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU).
+        stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
 
     Returns:
-        C = A @ B as an M×N float32 numpy array.
+        C = A @ B, M×N float32: a numpy array when A and B are numpy arrays; otherwise a device
+        array of the first device input's library (CuPy → CuPy, PyTorch → PyTorch, else a
+        numba device array), left on the device without a copy.
 
     Raises:
         ShapeError, DtypeError, LimitError: the inputs do not fit the kernels (the message says which limit).
@@ -36,14 +44,13 @@ def matmul(A: np.ndarray, B: np.ndarray, variant: str = "register", backend: str
     """
     from numba import cuda
 
-    validate(A, B)
+    M, K, N = validate(A, B)
     v = REGISTRY.resolve(variant, backend)
-    A = np.ascontiguousarray(A)
-    B = np.ascontiguousarray(B)
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    dC = cuda.device_array((A.shape[0], B.shape[1]), dtype=np.float32)
-    v.run(dA, dB, dC, B, v.params)()
-    return dC.copy_to_host()
+    s = numba_stream(stream)
+    a, b = device_input(A, "A", stream=s), device_input(B, "B", stream=s)
+    dC = cuda.device_array((M, N), dtype=np.float32, stream=s)
+    v.run(a.array, b.array, dC, None if b.on_device else b.source, v.params, stream=s)()
+    return to_caller(dC, caller_of(a, b), stream=s)
 # --8<-- [end:entry]
 
 

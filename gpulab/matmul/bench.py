@@ -68,6 +68,13 @@ def check(variant, state):
     return err <= tol, f"relative error {err:.3g} (tolerance {tol:.3g})"
 
 
+def public(variant, state):
+    """The public call on the device-resident inputs (allocates C on every call, as a user's does)."""
+    import gpulab.matmul as mm
+
+    return lambda: mm.matmul(state["dA"], state["dB"], variant=variant.name, backend=variant.backend)
+
+
 def peer(state):
     try:
         import cupy as cp
@@ -79,4 +86,4 @@ def peer(state):
 
 
 SPEC = BenchSpec(chapter="matmul", cases=cases, setup=setup, runner=runner, check=check,
-                 peer_name="cuBLAS (CuPy, FP32)", peer=peer)
+                 peer_name="cuBLAS (CuPy, FP32)", peer=peer, public=public)

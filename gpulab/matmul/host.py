@@ -1,10 +1,11 @@
 """Host side of chapter 1: validation, device buffers, and one launch function per kernel.
 
-Every launcher has the same shape: ``prepare(dA, dB, dC, B_host, params) -> launch`` takes
-device arrays (and the host copy of B, which the constant-memory variants bake into the kernel
-or copy into ``__constant__`` memory) and returns a zero-argument function that enqueues the
-kernel on the default stream. The public :func:`gpulab.matmul.matmul` and the benchmarks both
-go through these, so what is timed is what is tested.
+Every launcher has the same shape: `prepare(dA, dB, dC, B_host, params, stream=0) -> launch`
+takes device arrays (and the host copy of B, which numba's constant-memory variants bake into
+the kernel; `None` when B lives on the device, which they then copy once) and returns a
+zero-argument function that enqueues the kernel on `stream`. The public
+[`matmul`][gpulab.matmul.matmul] and the benchmarks both go through these, so what is timed is
+what is tested.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import cudac, device
+from gpulab.arrays import check_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, check_block
 
@@ -22,20 +24,23 @@ INT32_MAX = 2**31 - 1
 
 # --8<-- [start:validate]
 def validate(A, B) -> tuple[int, int, int]:
-    """Check that ``A @ B`` is a problem these kernels solve; return ``(M, K, N)``."""
+    """Check that `A @ B` is a problem these kernels solve; return `(M, K, N)`.
+
+    Shapes and dtypes are read from the array interfaces, so a device array is checked
+    without touching its data.
+    """
+    shapes = []
     for name, X in (("A", A), ("B", B)):
-        if not hasattr(X, "shape") or not hasattr(X, "dtype"):
-            raise ShapeError(f"{name} must be a 2-D numpy array, got {type(X).__name__}")
-        if X.ndim != 2:
-            raise ShapeError(f"{name} must be 2-D (a matrix), got {X.ndim}-D with shape {X.shape}")
-        if X.dtype != np.float32:
-            raise DtypeError(f"{name} has dtype {X.dtype}; the kernels are written for float32 "
+        shape, dtype = check_array(X, name, ndim=2)
+        if dtype != np.float32:
+            raise DtypeError(f"{name} has dtype {dtype}; the kernels are written for float32 "
                              f"(convert with {name}.astype(np.float32))")
-        if 0 in X.shape:
-            raise ShapeError(f"{name} is empty (shape {X.shape}); every dimension must be at least 1")
-        if X.size > INT32_MAX:
-            raise LimitError(f"{name} has {X.size} elements; the kernels index with int32 (limit {INT32_MAX})")
-    (M, K), (K2, N) = A.shape, B.shape
+        if 0 in shape:
+            raise ShapeError(f"{name} is empty (shape {shape}); every dimension must be at least 1")
+        if shape[0] * shape[1] > INT32_MAX:
+            raise LimitError(f"{name} has {shape[0] * shape[1]} elements; the kernels index with int32 (limit {INT32_MAX})")
+        shapes.append(shape)
+    (M, K), (K2, N) = shapes
     if K != K2:
         raise ShapeError(f"inner dimensions differ: A is {M}x{K} but B is {K2}x{N} (A's columns must equal B's rows)")
     if M * N > INT32_MAX:
@@ -65,7 +70,7 @@ def _dims(M, N, K):
 # ----------------------------------------------------------------------------- numba
 
 
-def numba_naive(dA, dB, dC, B_host, params):
+def numba_naive(dA, dB, dC, B_host, params, stream=0):
     from gpulab.matmul.kernels_numba import matmul_naive
 
     M, K = dA.shape
@@ -73,10 +78,10 @@ def numba_naive(dA, dB, dC, B_host, params):
     block = (16, 16)
     grid = (ceil_div(M, 16), ceil_div(N, 16))  # x over rows: the uncoalesced mapping
     args = (dA, dB, dC, *_dims(M, N, K))
-    return lambda: matmul_naive[grid, block](*args)
+    return lambda: matmul_naive[grid, block, stream](*args)
 
 
-def numba_coalesced(dA, dB, dC, B_host, params):
+def numba_coalesced(dA, dB, dC, B_host, params, stream=0):
     from gpulab.matmul.kernels_numba import matmul_coalesced
 
     M, K = dA.shape
@@ -84,10 +89,10 @@ def numba_coalesced(dA, dB, dC, B_host, params):
     block = (16, 16)
     grid = (ceil_div(N, 16), ceil_div(M, 16))  # x over columns
     args = (dA, dB, dC, *_dims(M, N, K))
-    return lambda: matmul_coalesced[grid, block](*args)
+    return lambda: matmul_coalesced[grid, block, stream](*args)
 
 
-def numba_shared(dA, dB, dC, B_host, params):
+def numba_shared(dA, dB, dC, B_host, params, stream=0):
     from gpulab.matmul.kernels_numba import shared_kernel
 
     tile = params["tile"]
@@ -97,23 +102,25 @@ def numba_shared(dA, dB, dC, B_host, params):
     kern = shared_kernel(tile)
     grid = (ceil_div(N, tile), ceil_div(M, tile))
     args = (dA, dB, dC, *_dims(M, N, K))
-    return lambda: kern[grid, (tile, tile)](*args)
+    return lambda: kern[grid, (tile, tile), stream](*args)
 
 
 def _numba_constant(lanes_on_rows):
-    def prepare(dA, dB, dC, B_host, params):
+    def prepare(dA, dB, dC, B_host, params, stream=0):
         from gpulab.matmul.kernels_numba import constant_kernel
 
         M, K = dA.shape
         N = dB.shape[1]
         check_fits_constant(K, N)
-        kern = constant_kernel(B_host, lanes_on_rows)
+        # numba's constant arrays are compile-time data: B (at most 64 KiB) is baked into the
+        # kernel, so a B that lives on the device is copied to the host once, here.
+        kern = constant_kernel(B_host if B_host is not None else to_host(dB), lanes_on_rows)
         if lanes_on_rows:
             grid = (ceil_div(M, 32), ceil_div(N, 8))
         else:
             grid = (ceil_div(N, 32), ceil_div(M, 8))
         args = (dA, dC, *_dims(M, N, K))
-        return lambda: kern[grid, (32, 8)](*args)
+        return lambda: kern[grid, (32, 8), stream](*args)
 
     return prepare
 
@@ -130,7 +137,7 @@ def _tiled_geometry(params, M, N):
 
 
 def _numba_tiled(factory_name):
-    def prepare(dA, dB, dC, B_host, params):
+    def prepare(dA, dB, dC, B_host, params, stream=0):
         from gpulab.matmul import kernels_numba
 
         M, K = dA.shape
@@ -138,7 +145,7 @@ def _numba_tiled(factory_name):
         kern = getattr(kernels_numba, factory_name)(**params)
         grid, block = _tiled_geometry(params, M, N)
         args = (dA, dB, dC, *_dims(M, N, K))
-        return lambda: kern[grid, block](*args)
+        return lambda: kern[grid, block, stream](*args)
 
     return prepare
 
@@ -156,12 +163,12 @@ def _cuda_kernel(name, params):
 
 
 def _cuda_simple(name, rows_on_x):
-    def prepare(dA, dB, dC, B_host, params):
+    def prepare(dA, dB, dC, B_host, params, stream=0):
         M, K = dA.shape
         N = dB.shape[1]
         fn = _cuda_kernel(name, params)
         grid = (ceil_div(M, 16), ceil_div(N, 16)) if rows_on_x else (ceil_div(N, 16), ceil_div(M, 16))
-        return lambda: cudac.launch(fn, grid, (16, 16), dA, dB, dC, M, N, K)
+        return lambda: cudac.launch(fn, grid, (16, 16), dA, dB, dC, M, N, K, stream=stream)
 
     return prepare
 
@@ -170,18 +177,18 @@ cuda_naive = _cuda_simple("matmul_naive", rows_on_x=True)
 cuda_coalesced = _cuda_simple("matmul_coalesced", rows_on_x=False)
 
 
-def cuda_shared(dA, dB, dC, B_host, params):
+def cuda_shared(dA, dB, dC, B_host, params, stream=0):
     M, K = dA.shape
     N = dB.shape[1]
     tile = params["TILE"]
     check_block(tile * tile)
     fn = _cuda_kernel("matmul_shared", params)
     grid = (ceil_div(N, tile), ceil_div(M, tile))
-    return lambda: cudac.launch(fn, grid, (tile, tile), dA, dB, dC, M, N, K)
+    return lambda: cudac.launch(fn, grid, (tile, tile), dA, dB, dC, M, N, K, stream=stream)
 
 
 def _cuda_constant(name, lanes_on_rows):
-    def prepare(dA, dB, dC, B_host, params):
+    def prepare(dA, dB, dC, B_host, params, stream=0):
         import pycuda.driver as drv
 
         M, K = dA.shape
@@ -192,7 +199,7 @@ def _cuda_constant(name, lanes_on_rows):
         sym, size = module.get_global("B_const")
         drv.memcpy_dtod(sym, cudac.ptr(dB), K * N * 4)  # B -> __constant__ B_const, once, untimed
         grid = (ceil_div(M, 32), ceil_div(N, 8)) if lanes_on_rows else (ceil_div(N, 32), ceil_div(M, 8))
-        return lambda: cudac.launch(fn, grid, (32, 8), dA, dC, M, N, K)
+        return lambda: cudac.launch(fn, grid, (32, 8), dA, dC, M, N, K, stream=stream)
 
     return prepare
 
@@ -202,12 +209,12 @@ cuda_constant_scattered = _cuda_constant("matmul_constant_scattered", False)
 
 
 def _cuda_tiled(name):
-    def prepare(dA, dB, dC, B_host, params):
+    def prepare(dA, dB, dC, B_host, params, stream=0):
         M, K = dA.shape
         N = dB.shape[1]
         fn = _cuda_kernel(name, params)
         grid, block = _tiled_geometry(params, M, N)
-        return lambda: cudac.launch(fn, grid, block, dA, dB, dC, M, N, K)
+        return lambda: cudac.launch(fn, grid, block, dA, dB, dC, M, N, K, stream=stream)
 
     return prepare
 
@@ -217,11 +224,11 @@ cuda_prefetch = _cuda_tiled("matmul_prefetch")
 cuda_vec4 = _cuda_tiled("matmul_vec4")
 
 
-def cuda_warptile(dA, dB, dC, B_host, params):
+def cuda_warptile(dA, dB, dC, B_host, params, stream=0):
     M, K = dA.shape
     N = dB.shape[1]
     fn = _cuda_kernel("matmul_warptile", params)
     threads = params["WT_THREADS"]
     check_block(threads)
     grid = (ceil_div(N, params["WT_BN"]), ceil_div(M, params["WT_BM"]))
-    return lambda: cudac.launch(fn, grid, (threads,), dA, dB, dC, M, N, K)
+    return lambda: cudac.launch(fn, grid, (threads,), dA, dB, dC, M, N, K, stream=stream)

@@ -327,3 +327,22 @@ def write_model(result_path: str | Path, out_dir: str | Path) -> Path:
     path.write_text(json.dumps({"rows": rows, "bandwidth TB/s": COPY_BW / 1e12, "measured": result["date"],
                                 "model": "gpulab.radix.bench.bytes_per_key"}, indent=1) + "\n")
     return path
+
+
+# ----------------------------------------------------------------------------- the public call
+
+
+def public(variant, state):
+    """The public function on the keys already on the device (`sort`, `argsort` or `distinct`),
+    with the compile-time parameters of the plan the kernel time measured. `argsort` returns
+    int64 indices, so it adds a widening pass (read 4, write 8 bytes per key) to the plan's
+    uint32 positions."""
+    import gpulab.radix as rx
+
+    plan = _plan(variant, state)
+    params = getattr(plan, "sp", plan).params
+    fn = {"keys": rx.sort, "pairs": rx.argsort, "distinct": rx.distinct}[state["kind"]]
+    return lambda: fn(state["d_keys"], variant.name, variant.backend, params)
+
+
+SPEC.public = public

@@ -5,9 +5,15 @@ small *kernel provider*: ``K(name, grid, block, *args)`` launches the numba kern
 kernel of that name with the variant's compile-time parameters. So what the numba and CUDA C
 variants of a step do differs only inside the kernels.
 
-A :class:`SortPlan` owns every buffer a sort of ``n`` keys needs (allocated once, outside any
-timed region) and :meth:`SortPlan.sort` enqueues the whole sort: copy the input into the
-work buffer, find the largest key (the early exit), and run one pass per digit.
+A [`SortPlan`][gpulab.radix.host.SortPlan] owns every buffer a sort of `n` keys needs
+(allocated once, outside any timed region) and [`SortPlan.sort`][gpulab.radix.host.SortPlan.sort]
+enqueues the whole sort: find the largest key (the early exit), and run one pass per digit,
+the first reading the input where it lies. Everything is enqueued on the plan's stream.
+
+The public functions ([`gpulab.radix.sort`][gpulab.radix.sort] ...) take numpy or device keys:
+uint32 keys are sorted where they lie; int32 and float32 keys are first mapped to ordered
+uint32 on the device ([`order_on_device`][gpulab.radix.host.order_on_device]) and mapped back
+in the result ([`unorder_on_device`][gpulab.radix.host.unorder_on_device]).
 """
 
 from __future__ import annotations
@@ -15,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import cudac
+from gpulab.arrays import check_array
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, grid_1d
 
@@ -30,6 +37,8 @@ SIGN = np.uint32(0x80000000)
 
 def to_ordered(keys: np.ndarray) -> np.ndarray:
     """Map uint32 / int32 / float32 keys to uint32 keys whose unsigned order is the keys' order.
+
+    (The numpy statement of the transform; the sorts apply its device twin, `order_keys`.)
 
     * int32: flip the sign bit (-2**31 -> 0, -1 -> 0x7FFFFFFF, 0 -> 0x80000000).
     * float32: negative floats (sign bit set) flip every bit, so larger magnitudes come first;
@@ -51,7 +60,7 @@ def to_ordered(keys: np.ndarray) -> np.ndarray:
 
 
 def from_ordered(u: np.ndarray, dtype) -> np.ndarray:
-    """The inverse of :func:`to_ordered` (NaNs come back as the NaN with bits 0x7FFFFFFF)."""
+    """The inverse of [`to_ordered`][gpulab.radix.host.to_ordered] (NaNs come back as the NaN with bits 0x7FFFFFFF)."""
     dtype = np.dtype(dtype)
     u = np.asarray(u, dtype=np.uint32)
     if dtype == np.uint32:
@@ -63,29 +72,27 @@ def from_ordered(u: np.ndarray, dtype) -> np.ndarray:
 
 
 # --8<-- [start:validate]
-def validate_keys(keys, name: str = "keys") -> np.ndarray:
-    """Check that ``keys`` is something these kernels sort; return it as a contiguous array."""
-    if not hasattr(keys, "dtype") or not hasattr(keys, "shape"):
-        raise ShapeError(f"{name} must be a 1-D numpy array, got {type(keys).__name__}")
-    if keys.ndim != 1:
-        raise ShapeError(f"{name} must be 1-D, got {keys.ndim}-D with shape {keys.shape}")
-    if keys.dtype not in KEY_DTYPES:
-        raise DtypeError(f"{name} has dtype {keys.dtype}; the kernels sort uint32, int32 and float32 keys "
+def validate_keys(keys, name: str = "keys") -> tuple[int, np.dtype]:
+    """Check that `keys` is something these kernels sort, from its array interface (a device
+    array's data is not touched); return `(n, dtype)`."""
+    shape, dtype = check_array(keys, name, ndim=1)
+    if dtype not in KEY_DTYPES:
+        raise DtypeError(f"{name} has dtype {dtype}; the kernels sort uint32, int32 and float32 keys "
                          f"(32-bit keys only)")
-    if keys.size > INT32_MAX:
-        raise LimitError(f"{name} has {keys.size} elements; the kernels index with int32 (limit {INT32_MAX})")
-    return np.ascontiguousarray(keys)
+    if shape[0] > INT32_MAX:
+        raise LimitError(f"{name} has {shape[0]} elements; the kernels index with int32 (limit {INT32_MAX})")
+    return shape[0], dtype
 
 
-def validate_values(keys: np.ndarray, values) -> np.ndarray:
-    if not hasattr(values, "dtype") or getattr(values, "ndim", None) != 1:
-        raise ShapeError("values must be a 1-D numpy array")
-    if values.shape != keys.shape:
-        raise ShapeError(f"values has shape {values.shape} but keys has shape {keys.shape}: one value per key")
-    if values.dtype.itemsize != 4:
-        raise DtypeError(f"values has dtype {values.dtype}; the kernels move 4-byte values "
+def validate_values(n: int, values) -> np.dtype:
+    """One 4-byte value per key; returns the values' dtype."""
+    shape, dtype = check_array(values, "values", ndim=1)
+    if shape[0] != n:
+        raise ShapeError(f"values has shape {shape} but keys has shape ({n},): one value per key")
+    if dtype.itemsize != 4:
+        raise DtypeError(f"values has dtype {dtype}; the kernels move 4-byte values "
                          "(uint32, int32 or float32)")
-    return np.ascontiguousarray(values)
+    return dtype
 # --8<-- [end:validate]
 
 
@@ -116,11 +123,11 @@ def check_params(params: dict) -> None:
 
 
 class NumbaKernels:
-    """``K(name, grid, block, *args)`` for the numba kernels."""
+    """`K(name, grid, block, *args)` for the numba kernels, launched on `stream`."""
 
     backend = "numba"
 
-    def __init__(self, params: dict):
+    def __init__(self, params: dict, stream=0):
         from gpulab.radix import kernels_numba as kn
 
         p = params
@@ -137,37 +144,40 @@ class NumbaKernels:
             "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0)),
         }
         self._cache: dict = {}
+        self.stream = stream
 
     def __call__(self, name, grid, block, *args):
         k = self._cache.get(name)
         if k is None:
             k = self._cache[name] = self._factories[name]()
-        k[grid, block](*args)
+        k[grid, block, self.stream](*args)
 
 
 class CudaCKernels:
-    """``K(name, grid, block, *args)`` for the CUDA C kernels (pycuda), compiled with the
-    variant's parameters as ``-D`` macros."""
+    """`K(name, grid, block, *args)` for the CUDA C kernels (pycuda), compiled with the
+    variant's parameters as `-D` macros (a non-default `stream` is honoured as
+    [`cudac.launch`][gpulab.cudac.launch] says)."""
 
     backend = "cuda-c"
 
-    def __init__(self, params: dict):
+    def __init__(self, params: dict, stream=0):
         self.defines = cuda_defines(params)
         self._cache: dict = {}
+        self.stream = stream
 
     def __call__(self, name, grid, block, *args):
         fn = self._cache.get(name)
         if fn is None:
             fn = self._cache[name] = cudac.kernel(PACKAGE, SOURCE, name, self.defines)
-        cudac.launch(fn, grid, block, *args)
+        cudac.launch(fn, grid, block, *args, stream=self.stream)
 
 
 def cuda_defines(params: dict) -> dict:
     return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT")}
 
 
-def provider(backend: str, params: dict):
-    return CudaCKernels(params) if backend == "cuda-c" else NumbaKernels(params)
+def provider(backend: str, params: dict, stream=0):
+    return CudaCKernels(params, stream) if backend == "cuda-c" else NumbaKernels(params, stream)
 
 
 def _i(x) -> np.int32:
@@ -216,17 +226,22 @@ class ScanPlan:
 class SortPlan:
     """Every buffer and launch of one variant's sort of ``n`` keys (with or without values).
 
-    ``kind`` is the algorithm: ``"split1_global"``, ``"tile"`` (per-block split(s) in shared
-    memory: ``split1_shared`` with BITS=1, ``radix4_shared`` with BITS=4) or ``"warp"``
-    (reduce-then-scan with keys in registers ranked by warp intrinsics).
+    `kind` is the algorithm: `"split1_global"`, `"tile"` (per-block split(s) in shared
+    memory: `split1_shared` with BITS=1, `radix4_shared` with BITS=4) or `"warp"`
+    (reduce-then-scan with keys in registers ranked by warp intrinsics). Launches and copies
+    go to `stream`.
+
+    The first pass writes `keys[0]`, so `keys[1][:n]` may hold the input itself: that is where
+    the public functions put keys they had to transform ([`scratch`][gpulab.radix.host.SortPlan.scratch]).
     """
 
-    def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict):
+    def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict, stream=0):
         from numba import cuda
 
         check_params(params)
         self.kind, self.backend, self.n, self.has_vals, self.params = kind, backend, n, has_vals, dict(params)
-        self.K = K = provider(backend, params)
+        self.stream = stream
+        self.K = K = provider(backend, params, stream)
         self.bits = 1 if kind == "split1_global" else params["BITS"]
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]
@@ -252,44 +267,57 @@ class SortPlan:
         if R * max(self.nb if kind != "split1_global" else 1, 1) > INT32_MAX:
             raise LimitError(f"{R} digits x {self.nb} tiles of counts exceed the int32 limit {INT32_MAX}")
 
+    @property
+    def scratch(self):
+        """A buffer of `n` uint32 that may hold the input of [`sort`][gpulab.radix.host.SortPlan.sort]."""
+        return self.keys[1][: self.n]
+
     # --8<-- [start:passes]
     def max_key(self, d_keys) -> int:
         """The largest key: only its significant bits need sorting (the early exit)."""
         n, sb = self.n, self.params["SCAN_BLOCK"]
-        self.d_max.copy_to_device(np.zeros(1, np.uint32))
+        self.d_max.copy_to_device(np.zeros(1, np.uint32), stream=self.stream)
         self.K("max_reduce", (min(ceil_div(n, sb), 4096),), (sb,), d_keys, _i(n), self.d_max)
-        return int(self.d_max.copy_to_host()[0])
+        return int(_fetch(self.d_max, self.stream)[0])
 
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
 
-    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False):
-        """Sort ``d_keys_in`` (left unchanged); values come from ``d_vals_in`` or, with ``iota``,
-        are the input positions (an argsort). Returns the device arrays holding the result."""
+    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False, out=None):
+        """Sort `d_keys_in` (left unchanged); values come from `d_vals_in` or, with `iota`,
+        are the input positions (an argsort). Returns the device arrays holding the result: the
+        plan's own buffers (overwritten by its next sort), or `out = (keys, values)` — arrays of
+        `n` elements (values `None` for a keys-only sort) that the last pass writes, so a plan
+        can serve many sorts that each keep their result."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
         passes = self.passes(self.max_key(d_keys_in)) if n > 1 else 0
+        if out is None:  # the plan's buffers: pass p writes buffer p % 2
+            dst = [(self.keys[p % 2], self.vals[p % 2]) for p in range(passes)]
+            out_k, out_v = dst[-1] if passes else (self.keys[0], self.vals[0])
+            out_k, out_v = out_k[:n], out_v[:n] if hv else out_v
+        else:  # the last pass writes `out`, the passes before alternate with buffer 0
+            out_k, out_v = out[0][:n], (out[1][:n] if hv else self.vals[0])
+            dst = [(out_k, out_v) if (passes - 1 - p) % 2 == 0 else (self.keys[0], self.vals[0]) for p in range(passes)]
+        # Either way, buffer 1 and the input are read by the first pass only (buffer 1 may hold
+        # the input itself: the public functions put transformed keys there).
         # The first pass reads the input where it is (no copy); values start as positions
-        # (written into the buffer the first pass does not write) or as the caller's.
+        # (written into a buffer the first pass does not write) or as the caller's.
         ks, vs = d_keys_in, self.vals[1]
         if hv and iota:
-            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1 if passes else 0], _i(n))
+            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1] if passes else out_v, _i(n))
         elif hv:
             vs = d_vals_in
         if passes == 0:  # nothing to sort (n <= 1, or every key is 0): the result is the input
-            self.keys[0][:n].copy_to_device(d_keys_in)
+            out_k.copy_to_device(d_keys_in, stream=self.stream)
             if hv and not iota:
-                self.vals[0][:n].copy_to_device(d_vals_in)
-            self.passes_run = 0
-            return self.keys[0][:n], self.vals[0][:n] if hv else None
-        dst = 0
-        for p in range(passes):
-            self.one_pass(p * self.bits, ks, vs, self.keys[dst], self.vals[dst])
-            ks, vs = self.keys[dst], self.vals[dst]
-            dst = 1 - dst
+                out_v.copy_to_device(d_vals_in, stream=self.stream)
+        for p, (kd, vd) in enumerate(dst):
+            self.one_pass(p * self.bits, ks, vs, kd, vd)
+            ks, vs = kd, vd
         self.passes_run = passes
-        return ks[:n], vs[:n] if hv else None
+        return out_k, out_v if hv else None
 
     def one_pass(self, shift, ks, vs, kd, vd):
         K, n, hv = self.K, _i(self.n), _i(self.has_vals)
@@ -311,11 +339,19 @@ class SortPlan:
     # --8<-- [end:passes]
 
 
-def plan_factory(kind: str, backend: str):
-    """The ``run`` callable of a registry entry: ``(n, has_vals, params) -> SortPlan``."""
+def _fetch(d_small, stream):
+    """A few values back to the host, once everything before them on `stream` is done."""
+    out = d_small.copy_to_host(stream=stream)
+    if stream:
+        stream.synchronize()
+    return out
 
-    def make(n: int, has_vals: bool, params: dict) -> SortPlan:
-        return SortPlan(kind, backend, n, has_vals, params)
+
+def plan_factory(kind: str, backend: str):
+    """The `run` callable of a registry entry: `(n, has_vals, params, stream=0) -> SortPlan`."""
+
+    def make(n: int, has_vals: bool, params: dict, stream=0) -> SortPlan:
+        return SortPlan(kind, backend, n, has_vals, params, stream)
 
     make.kind, make.backend = kind, backend
     return make
@@ -338,20 +374,20 @@ class DistinctPlan:
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
 
-    def run(self, d_keys_in):
-        """Returns (device array with the distinct keys first, their count)."""
+    def run(self, d_keys_in, out=None):
+        """Returns (device array with the distinct keys first, their count): the plan's buffer,
+        or `out` (n elements) when given."""
         sp, K, n = self.sp, self.sp.K, self.sp.n
+        out = self.out if out is None else out
         if n == 0:
-            return self.out, 0
+            return out, 0
         keys, _ = sp.sort(d_keys_in)
         g = grid_1d(n, EW_BLOCK)
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
-        K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, self.out, _i(n))
-        last = np.empty(1, np.int32), np.empty(1, np.int32)
-        self.pos[n - 1:n].copy_to_host(last[0])
-        self.flags[n - 1:n].copy_to_host(last[1])
-        return self.out, int(last[0][0] + last[1][0])
+        K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
+        last_pos, last_flag = _fetch(self.pos[n - 1:n], sp.stream), _fetch(self.flags[n - 1:n], sp.stream)
+        return out, int(last_pos[0] + last_flag[0])
 # --8<-- [end:distinct]
 
 
@@ -359,11 +395,11 @@ class DistinctPlan:
 
 
 class CpuPlan:
-    """numpy on the host, with the :class:`SortPlan` interface: the seed's CPU baseline."""
+    """numpy on the host, with the [`SortPlan`][gpulab.radix.host.SortPlan] interface: the seed's CPU baseline."""
 
     kind, backend = "cpu", "cpu"
 
-    def __init__(self, n: int, has_vals: bool, params: dict):
+    def __init__(self, n: int, has_vals: bool, params: dict, stream=0):
         self.n, self.has_vals, self.params, self.passes_run = n, has_vals, dict(params), 0
 
     @staticmethod
@@ -383,7 +419,7 @@ class CpuPlan:
         return out, out.size
 
 
-def cpu_factory(n: int, has_vals: bool, params: dict) -> CpuPlan:
+def cpu_factory(n: int, has_vals: bool, params: dict, stream=0) -> CpuPlan:
     return CpuPlan(n, has_vals, params)
 
 
@@ -395,3 +431,45 @@ def distinct_plan(plan):
     if isinstance(plan, CpuPlan):
         return type("CpuDistinct", (), {"run": staticmethod(plan.distinct)})()
     return DistinctPlan(plan)
+
+
+# ----------------------------------------------------------------------------- keys of other types, on the device
+
+
+def order_on_device(d_keys, dtype, out, stream=0):
+    """Ordered uint32 keys for the sort: uint32 keys as they are (read in place, never
+    written), int32 / float32 keys transformed into `out` (a plan's scratch buffer)."""
+    from gpulab.radix.kernels_numba import KIND_FLOAT32, KIND_INT32, order_keys
+
+    dtype = np.dtype(dtype)
+    if dtype == np.uint32:
+        return d_keys
+    n = d_keys.shape[0]
+    kind = KIND_INT32 if dtype == np.int32 else KIND_FLOAT32
+    order_keys[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_keys.view(np.uint32), out, _i(n), _i(kind))
+    return out
+
+
+def unorder_on_device(d_ordered, dtype, stream=0):
+    """The sorted keys in their own dtype: transformed back in place (a buffer the sort owns)."""
+    from gpulab.radix.kernels_numba import KIND_FLOAT32, KIND_INT32, unorder_keys
+
+    dtype = np.dtype(dtype)
+    n = d_ordered.shape[0]
+    if dtype != np.uint32 and n:
+        kind = KIND_INT32 if dtype == np.int32 else KIND_FLOAT32
+        unorder_keys[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_ordered, _i(n), _i(kind))
+    return d_ordered.view(dtype)
+
+
+def widen_on_device(d_positions, stream=0):
+    """argsort's uint32 positions as a new int64 device array."""
+    from numba import cuda
+
+    from gpulab.radix.kernels_numba import widen_indices
+
+    n = d_positions.shape[0]
+    out = cuda.device_array(n, np.int64, stream=stream)
+    if n:
+        widen_indices[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_positions, out, _i(n))
+    return out

@@ -1,11 +1,12 @@
 """Chapter 4 kernels in numba.cuda: scan, split, and LSD radix sort of uint32 keys.
 
-Keys are always ``uint32`` here: signed and float keys are mapped to uint32 by an
-order-preserving bit transform on the host (see :mod:`gpulab.radix.host`). Values (for
-``argsort`` / ``sort_pairs``) are ``uint32`` payloads moved with their keys; kernels take a
-run-time ``has_vals`` flag so one kernel serves keys-only and key-value sorts.
+Keys are always `uint32` here: signed and float keys are mapped to uint32 by an
+order-preserving bit transform (`order_keys`, the device twin of
+[`to_ordered`][gpulab.radix.host.to_ordered]) and back (`unorder_keys`). Values (for
+`argsort` / `sort_pairs`) are `uint32` payloads moved with their keys; kernels take a
+run-time `has_vals` flag so one kernel serves keys-only and key-value sorts.
 
-Every count, offset and flag array is ``int32``: numba promotes ``uint32 op int64`` to
+Every count, offset and flag array is `int32`: numba promotes `uint32 op int64` to
 float64, so keeping the bookkeeping signed keeps every index an integer.
 
 Compile-time sizes (block sizes, digit width, keys per thread) are closure constants of small
@@ -17,7 +18,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, int32, uint32
+from numba import cuda, int32, int64, uint32
 
 U32 = "uint32[::1]"
 I32 = "int32[::1]"
@@ -446,6 +447,58 @@ def compact(keys, flags, pos, out, n):
 # --8<-- [end:distinct]
 
 
+# ----------------------------------------------------------------------------- keys of other types, on the device
+
+KIND_UINT32, KIND_INT32, KIND_FLOAT32 = 0, 1, 2
+SIGN = uint32(0x80000000)
+
+
+# --8<-- [start:order_keys]
+@cuda.jit
+def order_keys(bits, out, n, kind):
+    """out[i] = the uint32 whose unsigned order is the order of key i (`bits`: the keys' bits).
+
+    int32: flip the sign bit. float32: NaNs (any sign or payload) become 0xFFFFFFFF, after
+    +inf; -0.0 becomes +0.0; negative floats flip every bit, the others set the sign bit.
+    """
+    i = cuda.grid(1)
+    if i < n:
+        b = bits[i]
+        if kind == KIND_INT32:
+            out[i] = b ^ SIGN
+        elif (b & uint32(0x7FFFFFFF)) > uint32(0x7F800000):  # a NaN
+            out[i] = uint32(0xFFFFFFFF)
+        elif b == SIGN:  # -0.0
+            out[i] = SIGN
+        elif b & SIGN:
+            out[i] = ~b
+        else:
+            out[i] = b | SIGN
+
+
+@cuda.jit
+def unorder_keys(u, n, kind):
+    """The inverse of `order_keys`, in place (NaNs come back as the NaN with bits 0x7FFFFFFF)."""
+    i = cuda.grid(1)
+    if i < n:
+        b = u[i]
+        if kind == KIND_INT32:
+            u[i] = b ^ SIGN
+        elif b & SIGN:
+            u[i] = b & uint32(0x7FFFFFFF)
+        else:
+            u[i] = ~b
+# --8<-- [end:order_keys]
+
+
+@cuda.jit
+def widen_indices(src, dst, n):
+    """dst[i] = src[i] as int64: argsort's positions in the index type numpy, CuPy and PyTorch use."""
+    i = cuda.grid(1)
+    if i < n:
+        dst[i] = int64(src[i])
+
+
 # ----------------------------------------------------------------------------- compile checks
 
 
@@ -462,6 +515,9 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("zero_i32", zero_i32, f"void({I32}, {s})"),
         ("head_flags", head_flags, f"void({U32}, {s}, {I32})"),
         ("compact", compact, f"void({U32}, {I32}, {I32}, {U32}, {s})"),
+        ("order_keys", order_keys, f"void({U32}, {U32}, {s}, {s})"),
+        ("unorder_keys", unorder_keys, f"void({U32}, {s}, {s})"),
+        ("widen_indices", widen_indices, f"void({U32}, int64[::1], {s})"),
     ]
     seen = set()
 

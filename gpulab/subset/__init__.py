@@ -1,9 +1,14 @@
 """Chapter 2: the least-correlated subset, by exhaustive search over all C(n, k) subsets.
 
->>> import numpy as np, gpulab.subset as ss
->>> C = ss.correlation(ss.synthetic_returns(250, 20, seed=1))
->>> best = ss.least_correlated(C, 5, variant="incremental")   # doctest: +SKIP
->>> best.combination, best.distance, best.rank                # doctest: +SKIP
+```python
+import numpy as np, gpulab.subset as ss
+C = ss.correlation(ss.synthetic_returns(250, 20, seed=1))
+best = ss.least_correlated(C, 5, variant="incremental")
+best.combination, best.distance, best.rank
+```
+
+`C` may also be a device array (CuPy, PyTorch, numba): it is validated and packed on the
+device, and the search reads it there.
 """
 
 from __future__ import annotations
@@ -12,7 +17,8 @@ import numpy as np
 
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.subset.combinatorics import binomial_table, choose, gather, offset, pack, rank, unrank
-from gpulab.subset.host import validate
+from gpulab.arrays import is_device_array, to_host
+from gpulab.subset import host
 from gpulab.subset.reference import (SubsetResult, correlation, frobenius_distance, least_correlated_cpu,
                                      least_correlated_reference, load_returns_csv, squared_packed,
                                      synthetic_returns)
@@ -24,29 +30,41 @@ __all__ = ["least_correlated", "least_correlated_reference", "SubsetResult", "ch
 
 
 # --8<-- [start:entry]
-def least_correlated(C: np.ndarray, k: int, variant: str = "incremental", backend: str = "numba",
+def least_correlated(C, k: int, variant: str = "incremental", backend: str = "numba",
                      params: dict | None = None) -> SubsetResult:
     """The k strategies whose correlation submatrix is closest to the identity (Frobenius norm).
 
     Args:
-        C: n×n correlation matrix (symmetric, unit diagonal, finite).
+        C: n×n correlation matrix (symmetric, unit diagonal, finite): a numpy array, or a
+            device array (CuPy, PyTorch CUDA tensor, numba), which is validated and packed on
+            the device — only three numbers of the checks and the answer come back.
         k: subset size, 1 <= k <= n (GPU variants: k <= 16).
-        variant: a name from ``gpulab.subset.variants()``.
-        backend: ``"numba"``, ``"cuda-c"`` (needs pycuda and a GPU) or ``"cpu"``.
+        variant: a name from `gpulab.subset.variants()`.
+        backend: `"numba"`, `"cuda-c"` (needs pycuda and a GPU) or `"cpu"` (which copies a
+            device C's packed triangle to the host: the CPU baseline runs there).
         params: override the variant's parameters (block, partition, chunk ...).
 
     Returns:
-        :class:`SubsetResult` (combination, distance ``||C_S - I||_F``, lexicographic rank);
-        among equal distances, the lowest rank.
+        [`SubsetResult`][gpulab.subset.reference.SubsetResult] (combination, distance
+        `||C_S - I||_F`, lexicographic rank), a small host object for every kind of input;
+        among equal distances, the lowest rank. The search ends with that answer on the host,
+        so there is no `stream=`: the call returns when the search is done.
 
     Raises:
         ShapeError, DtypeError, LimitError: the input or a memory limit (the message names it).
         BackendUnavailable: the variant cannot run here (the message says why).
     """
-    C, n, k = validate(C, k)
+    if is_device_array(C):
+        dC, n, k = host.validate_on_device(C, k)
+        Q = host.squared_packed_on_device(dC, n)
+    else:
+        C, n, k = host.validate(C, k)
+        Q = squared_packed(C)
     v = REGISTRY.resolve(variant, backend)
+    if v.backend == "cpu":
+        Q = to_host(Q)
     p = dict(v.params, **(params or {}))
-    distance, r = v.run(squared_packed(C), n, k, p)()
+    distance, r = v.run(Q, n, k, p)()
     return SubsetResult(unrank(n, k, r), float(distance), int(r))
 # --8<-- [end:entry]
 

@@ -38,11 +38,13 @@ def cases(quick: bool) -> list[Case]:
 def setup(case: Case, rng: np.random.Generator):
     from gpulab.subset.reference import correlation, least_correlated_cpu, squared_packed, synthetic_returns
 
+    from numba import cuda
+
     n, k = case.size["n"], case.size["k"]
     C = correlation(synthetic_returns(500, n, factors=3, strength=0.5, seed=int(rng.integers(2**31))))
     Q = squared_packed(C)
     s, r = least_correlated_cpu(Q, n, k)  # the check's reference (itself checked by the tests)
-    return {"n": n, "k": k, "C": C, "Q": Q, "expected": (math.sqrt(2.0 * s), r), "launch": {}}
+    return {"n": n, "k": k, "C": C, "Q": Q, "dC": cuda.to_device(C), "expected": (math.sqrt(2.0 * s), r), "launch": {}}
 
 
 def runner(variant, state):
@@ -59,6 +61,14 @@ def check(variant, state):
     return ok, f"rank {r} distance {d!r} (expected rank {er} distance {ed!r})"
 
 
+def public(variant, state):
+    """`least_correlated` on C already on the device: validation and packing there, the search,
+    the answer back — against the launcher's time from the packed host matrix."""
+    import gpulab.subset as ss
+
+    return lambda: ss.least_correlated(state["dC"], state["k"], variant=variant.name, backend=variant.backend)
+
+
 def peer(state):
     """The CPU baseline timed in the same run, so ``ratio_to_peer`` is each variant's speedup over it."""
     from gpulab.subset.reference import least_correlated_cpu
@@ -71,5 +81,5 @@ def teardown(state):
 
 
 SPEC = BenchSpec(chapter="subset", cases=cases, setup=setup, runner=runner, check=check, teardown=teardown,
-                 peer_name=f"CPU baseline (numba parallel, {os.cpu_count()} threads)", peer=peer,
+                 peer_name=f"CPU baseline (numba parallel, {os.cpu_count()} threads)", peer=peer, public=public,
                  extra={"article_ms": ARTICLE_MS})

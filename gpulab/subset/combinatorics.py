@@ -1,8 +1,8 @@
 """Combinations as numbers: exact binomials in uint64, lexicographic rank / unrank, packed storage.
 
 Everything here runs on the CPU in plain Python integers (exact, checked against 2**64); the
-device versions of :func:`unrank` live in :mod:`gpulab.subset.kernels_numba` and
-``kernels.cu`` and read a table built by :func:`binomial_table`.
+device versions of [`unrank`][gpulab.subset.combinatorics.unrank] live in `gpulab.subset.kernels_numba` and
+``kernels.cu`` and read a table built by [`binomial_table`][gpulab.subset.combinatorics.binomial_table].
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from math import gcd
 
 import numpy as np
 
+from gpulab.arrays import to_host
 from gpulab.errors import LimitError
 
 UINT64_MAX = 2**64 - 1
@@ -23,7 +24,7 @@ def choose(n: int, k: int) -> int:
     ``r = r * (n - k + i) / i`` for i = 1..k keeps every intermediate equal to C(n - k + i, i),
     an integer no larger than the result. Cancelling ``gcd(r, i)`` first makes the division
     exact before the multiplication, so no intermediate exceeds the result and overflow is
-    detected exactly: :class:`LimitError` when C(n, k) does not fit in 64 bits.
+    detected exactly: [`LimitError`][gpulab.errors.LimitError] when C(n, k) does not fit in 64 bits.
     """
     n, k = int(n), int(k)
     if n < 0 or k < 0:
@@ -71,7 +72,7 @@ def unrank(n: int, k: int, m: int) -> tuple[int, ...]:
 
 
 def rank(n: int, k: int, combination) -> int:
-    """Inverse of :func:`unrank`: the lexicographic rank of a sorted k-subset of {0..n-1}."""
+    """Inverse of [`unrank`][gpulab.subset.combinatorics.unrank]: the lexicographic rank of a sorted k-subset of {0..n-1}."""
     c = [int(x) for x in combination]
     if len(c) != k or any(b <= a for a, b in zip(c, c[1:])) or (c and (c[0] < 0 or c[-1] >= n)):
         raise LimitError(f"{combination} is not a strictly increasing {k}-subset of 0..{n - 1}")
@@ -87,7 +88,7 @@ def binomial_table(n: int, k: int) -> np.ndarray:
     """``T[r, a] = C(a, r)`` for r in 0..k, a in 0..n, as uint64 (saturated at 2**64 - 1).
 
     Unranking a k-subset of n only ever reads entries no larger than C(n, k), so when
-    :func:`choose` (n, k) fits, every entry a kernel reads is exact.
+    [`choose`][gpulab.subset.combinatorics.choose] (n, k) fits, every entry a kernel reads is exact.
     """
     T = np.zeros((k + 1, n + 1), dtype=np.uint64)
     for a in range(n + 1):
@@ -109,7 +110,11 @@ def offset(i: int, j: int) -> int:
 
 
 def pack(C: np.ndarray) -> np.ndarray:
-    """The strictly-lower triangle of C, row by row: n(n-1)/2 values, offset(i, j) = i(i-1)/2 + j."""
+    """The strictly-lower triangle of C, row by row: n(n-1)/2 values, offset(i, j) = i(i-1)/2 + j.
+
+    (On the host; a device C is copied there. The device twin is
+    [`squared_packed`][gpulab.subset.reference.squared_packed], which also squares.)"""
+    C = to_host(C)
     rows, cols = np.tril_indices(C.shape[0], -1)  # row-major order: (1,0), (2,0), (2,1), (3,0) ...
     return np.ascontiguousarray(C[rows, cols], dtype=np.float64)
 

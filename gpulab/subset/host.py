@@ -1,9 +1,10 @@
 """Host side of chapter 2: validation (errors that name the limit), buffers and launches.
 
-Every launcher has the shape ``prepare(Q, n, k, params) -> launch`` where ``Q`` is the packed
-squared correlation matrix (host numpy) and ``launch()`` runs the whole search end to end:
-upload Q and the binomial table, run the kernels (and the host partition loop of the seed
-variants), and return ``(distance, rank)``. :func:`gpulab.subset.least_correlated` and the
+Every launcher has the shape `prepare(Q, n, k, params) -> launch` where `Q` is the packed
+squared correlation matrix — a host numpy array, or a device array when the caller's matrix
+lives on the device — and `launch()` runs the whole search end to end: upload Q (a host Q) and
+the binomial table, run the kernels (and the host partition loop of the seed variants), and
+return `(distance, rank)`. [`least_correlated`][gpulab.subset.least_correlated] and the
 benchmarks both go through these, so what is timed is what is tested.
 """
 
@@ -14,6 +15,7 @@ import math
 import numpy as np
 
 from gpulab import cudac, device
+from gpulab.arrays import check_array, is_device_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, check_block
 from gpulab.subset.combinatorics import binomial_table, choose
@@ -28,33 +30,108 @@ CONST_PAIRS = 8192  # __constant__ double Q_const[8192]: 64 KiB
 
 # --8<-- [start:validate]
 def validate(C, k) -> tuple[np.ndarray, int, int]:
-    """Check that C is a correlation matrix and 1 <= k <= n; return ``(C as float64, n, k)``."""
-    if not hasattr(C, "shape") or not hasattr(C, "dtype"):
-        raise ShapeError(f"C must be a 2-D numpy array, got {type(C).__name__}")
-    if C.ndim != 2 or C.shape[0] != C.shape[1]:
-        raise ShapeError(f"C must be a square n×n matrix, got shape {C.shape}")
-    if C.dtype.kind not in "fiu":
-        raise DtypeError(f"C has dtype {C.dtype}; expected real numbers (float64)")
-    n = C.shape[0]
+    """Check that C is a correlation matrix and 1 <= k <= n; return `(C as float64, n, k)`."""
+    n, k = check_form(C, k)
+    C = np.ascontiguousarray(C, dtype=np.float64)
+    finite = np.isfinite(C)
+    check_values(nonfinite=int(C.size - finite.sum()),
+                 asymmetry=float(np.max(np.abs(C - C.T), initial=0.0, where=finite & finite.T)),
+                 diagonal=float(np.max(np.abs(np.diag(C) - 1.0), initial=0.0, where=np.diag(finite))))
+    return C, n, k
+
+
+def check_form(C, k) -> tuple[int, int]:
+    """What needs no values, read from the array interface: a square real matrix, 1 <= k <= n,
+    C(n, k) in 64 bits. Returns `(n, k)`."""
+    shape, dtype = check_array(C, "C")
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ShapeError(f"C must be a square n×n matrix, got shape {shape}")
+    if dtype.kind not in "fiu":
+        raise DtypeError(f"C has dtype {dtype}; expected real numbers (float64)")
+    n = shape[0]
     if n == 0:
         raise ShapeError("C is empty (0×0); there is nothing to choose from")
-    C = np.ascontiguousarray(C, dtype=np.float64)
-    if not np.all(np.isfinite(C)):
-        raise ShapeError("C contains NaN or inf; every correlation must be finite")
-    asym = float(np.max(np.abs(C - C.T)))
-    if asym > SYMMETRY_TOL:
-        raise ShapeError(f"C is not symmetric: max |C - C.T| = {asym:.3g} (tolerance {SYMMETRY_TOL})")
-    diag = float(np.max(np.abs(np.diag(C) - 1.0)))
-    if diag > SYMMETRY_TOL:
-        raise ShapeError(f"C does not have a unit diagonal: max |C[i,i] - 1| = {diag:.3g} (tolerance {SYMMETRY_TOL})")
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
         raise DtypeError(f"k must be an integer, got {type(k).__name__}")
     k = int(k)
     if not 1 <= k <= n:
         raise LimitError(f"k = {k} is outside 1 <= k <= n = {n}")
     choose(n, k)  # raises LimitError when C(n, k) does not fit in 64 bits
-    return C, n, k
+    return n, k
+
+
+def check_values(nonfinite: int, asymmetry: float, diagonal: float) -> None:
+    """The value checks, from three numbers (computed on the host or on the device)."""
+    if nonfinite:
+        raise ShapeError(f"C contains NaN or inf ({nonfinite} entries); every correlation must be finite")
+    if asymmetry > SYMMETRY_TOL:
+        raise ShapeError(f"C is not symmetric: max |C - C.T| = {asymmetry:.3g} (tolerance {SYMMETRY_TOL})")
+    if diagonal > SYMMETRY_TOL:
+        raise ShapeError(f"C does not have a unit diagonal: max |C[i,i] - 1| = {diagonal:.3g} (tolerance {SYMMETRY_TOL})")
 # --8<-- [end:validate]
+
+
+# --8<-- [start:validate_device]
+def validate_on_device(C, k) -> tuple[object, int, int]:
+    """[`validate`][gpulab.subset.host.validate] for a matrix on the device: the same checks,
+    the values examined by one kernel where they lie; three numbers come back.
+    Returns `(C as a numba device array, n, k)`."""
+    from numba import cuda
+
+    from gpulab.arrays import device_input
+    from gpulab.subset.kernels_numba import correlation_checks
+
+    n, k = check_form(C, k)
+    dC = device_input(C, "C").array
+    stats = cuda.to_device(np.zeros(3, np.float64))
+    threads, blocks = (256, min(ceil_div(n * n, 256), 132 * 8)) if not device.on_simulator() else (32, 2)
+    correlation_checks[blocks, threads](dC, np.int32(n), stats)
+    nonfinite, asymmetry, diagonal = stats.copy_to_host()
+    check_values(int(nonfinite), float(asymmetry), float(diagonal))
+    return dC, n, k
+
+
+def squared_packed_on_device(dC, n: int):
+    """`Q = pack(C)**2` computed on the device from a device C: a device array of n(n-1)/2
+    float64 (at least one element), bit-identical to the host's."""
+    from numba import cuda
+
+    from gpulab.subset.kernels_numba import pack_squared
+
+    dQ = cuda.device_array(max(npairs(n), 1), np.float64)
+    block = (32, 8) if not device.on_simulator() else (8, 4)
+    pack_squared[(ceil_div(n, block[0]), ceil_div(n, block[1])), block](dC, np.int32(n), dQ)
+    return dQ
+
+
+def correlation_on_device(dR):
+    """The correlation matrix of T×n returns that live on the device, computed there (float64,
+    exactly symmetric, unit diagonal) with the checks of
+    [`correlation`][gpulab.subset.reference.correlation]; returns a numba device array."""
+    from numba import cuda
+
+    from gpulab.arrays import count_nonfinite
+    from gpulab.subset.kernels_numba import column_moments, correlation_pairs
+
+    T, n = dR.shape
+    if T < 2:
+        raise ShapeError(f"returns has {T} row(s); a correlation needs at least 2 days")
+    bad = count_nonfinite(dR) if np.dtype(dR.dtype).kind == "f" else 0
+    if bad:
+        raise ShapeError(f"returns contain NaN or inf ({bad} values)")
+    sim = device.on_simulator()
+    mean, ss = cuda.device_array(n, np.float64), cuda.device_array(n, np.float64)
+    zero = cuda.to_device(np.zeros(1, np.int32))
+    t1 = 32 if sim else 128
+    column_moments[ceil_div(n, t1), t1](dR, np.int32(T), np.int32(n), mean, ss, zero)
+    if zero.copy_to_host()[0]:
+        flat = np.flatnonzero(ss.copy_to_host() == 0)  # only on this error path: n numbers, to name them
+        raise ShapeError(f"strategies {flat.tolist()[:10]} have zero variance; their correlation is undefined")
+    C = cuda.device_array((n, n), np.float64)
+    block = (8, 4) if sim else (32, 8)
+    correlation_pairs[(ceil_div(n, block[0]), ceil_div(n, block[1])), block](dR, np.int32(T), np.int32(n), mean, ss, C)
+    return C
+# --8<-- [end:validate_device]
 
 
 def check_gpu_limits(n: int, k: int) -> None:
@@ -146,10 +223,14 @@ def _numba_optin(disp, sig: str, nbytes: int) -> None:
 
 
 def _upload(Q, n, k):
+    """Q on the device (a host Q is copied now, a device Q used where it lies) and the binomial table."""
     from numba import cuda
 
-    Qd = Q if Q.size else np.zeros(1, np.float64)
-    return cuda.to_device(Qd), cuda.to_device(binomial_table(n, k))
+    if is_device_array(Q):
+        dQ = Q
+    else:
+        dQ = cuda.to_device(Q if Q.size else np.zeros(1, np.float64))
+    return dQ, cuda.to_device(binomial_table(n, k))
 
 
 def _partitions(total: int, partition: int):
@@ -174,39 +255,6 @@ def _merge(best, cand):
     return best
 
 
-# ----------------------------------------------------------------------------- numba
-
-
-def numba_global(Q, n, k, params):
-    from numba import cuda
-
-    from gpulab.subset.kernels_numba import subset_global
-
-    check_gpu_limits(n, k)
-    block, max_blocks, partition = geometry(params)
-    total = choose(n, k)
-    part = min(partition, total)
-    grid = min(ceil_div(part, block), max_blocks)
-    threads = grid * block
-    sel = cuda.device_array(threads * k, np.int32)
-    sub = cuda.device_array(max(threads * k * (k - 1) // 2, 1), np.float64)
-    dist = _poisoned_dist(part)
-
-    # --8<-- [start:global_host]
-    def launch():
-        dQ, dT = _upload(Q, n, k)
-        best = None
-        for base, count in _partitions(total, part):  # the host partition loop
-            subset_global[grid, block](dQ, dT, np.int32(n), np.int32(k), np.uint64(base), np.int64(count), sel, sub, dist)
-            d = dist[:count].copy_to_host()  # every distance crosses PCIe ...
-            i = int(np.argmin(d))  # ... for an argmin on the host (first minimum = lowest rank)
-            best = _merge(best, (float(d[i]), base + i))
-        return best
-    # --8<-- [end:global_host]
-
-    return launch
-
-
 def _block_results(grid):
     """Per-block (value, rank) outputs, poisoned (NaN, 0xDEADBEEF...) so an unwritten slot shows."""
     from numba import cuda
@@ -224,29 +272,98 @@ def _poisoned_dist(count):
     return cuda.to_device(poisoned(count, np.float64))
 
 
-def numba_shared(Q, n, k, params):
-    from gpulab.subset.kernels_numba import SIG_SHARED, subset_shared
+# ----------------------------------------------------------------------------- the seed variants' host loop
+
+
+def _numba_launcher(kern):
+    """`launch(grid, block, shared_bytes, *args)` for a numba kernel."""
+    return lambda grid, block, nbytes, *args: kern[grid, block, 0, nbytes](*args)
+
+
+def _cuda_launcher(fn):
+    """`launch(grid, block, shared_bytes, *args)` for a CUDA C kernel (pycuda)."""
+    return lambda grid, block, nbytes, *args: cudac.launch(fn, (grid,), (block,), *args, shared_bytes=nbytes)
+
+
+# --8<-- [start:seed_host]
+def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=True, extra=(), shared_bytes=0,
+                before=None):
+    """The host side of the three seed variants (`global`, `shared`, `constant_local`), written
+    once for both backends: partitions of `params["partition"]` ranks, one launch each.
+
+    Every seed kernel takes `([Q,] T, n, k, *extra, base, count, *outputs)`. With `per_subset`
+    (`global`) the outputs are the per-thread temporaries and one distance per subset, and the
+    argmin happens on the host; otherwise one (value, rank) pair per block comes back.
+    `launch_kernel(grid, block, shared_bytes, *args)` launches the numba or CUDA C kernel;
+    `before()` runs at the start of every search (CUDA C's copy of Q into constant memory).
+    """
+    from numba import cuda
 
     check_gpu_limits(n, k)
     block, max_blocks, partition = geometry(params)
-    nbytes = shared_bytes_shared(n, k, block)
-    check_shared(nbytes, f"the shared variant (n = {n}, k = {k}, block = {block})")
-    _numba_optin(subset_shared, SIG_SHARED, nbytes)
     total = choose(n, k)
     part = min(partition, total)
     grid = min(ceil_div(part, block), max_blocks)
-    vals, ranks = _block_results(grid)
+    if per_subset:
+        threads = grid * block
+        sel = cuda.device_array(threads * k, np.int32)
+        sub = cuda.device_array(max(threads * k * (k - 1) // 2, 1), np.float64)
+        dist = _poisoned_dist(part)
+        outputs = (sel, sub, dist)
+    else:
+        vals, ranks = _block_results(grid)
+        outputs = (vals, ranks)
+
+    def partition_best(base, count):
+        if per_subset:
+            d = dist[:count].copy_to_host()  # every distance crosses PCIe ...
+            i = int(np.argmin(d))  # ... for an argmin on the host (first minimum = lowest rank)
+            return float(d[i]), base + i
+        return _host_best(vals.copy_to_host(), ranks.copy_to_host())  # one pair per block
 
     def launch():
-        dQ, dT = _upload(Q, n, k)
+        if before is not None:
+            before()
+        if reads_q:
+            inputs = _upload(Q, n, k)
+        else:  # Q is in constant memory
+            inputs = (cuda.to_device(binomial_table(n, k)),)
         best = None
-        for base, count in _partitions(total, part):
-            subset_shared[grid, block, 0, nbytes](dQ, dT, np.int32(n), np.int32(k), np.int32(npairs(n)),
-                                                  np.uint64(base), np.int64(count), vals, ranks)
-            best = _merge(best, _host_best(vals.copy_to_host(), ranks.copy_to_host()))
+        for base, count in _partitions(total, part):  # the host partition loop
+            launch_kernel(grid, block, shared_bytes, *inputs, np.int32(n), np.int32(k), *extra,
+                          np.uint64(base), np.int64(count), *outputs)
+            best = _merge(best, partition_best(base, count))
         return best
 
     return launch
+# --8<-- [end:seed_host]
+
+
+# ----------------------------------------------------------------------------- numba
+
+
+def numba_global(Q, n, k, params):
+    from gpulab.subset.kernels_numba import subset_global
+
+    return seed_search(Q, n, k, params, _numba_launcher(subset_global), per_subset=True)
+
+
+def _shared_layout_bytes(n, k, params) -> int:
+    """Dynamic shared memory of the `shared` variant, checked against the device's limit."""
+    check_gpu_limits(n, k)
+    block = geometry(params)[0]
+    nbytes = shared_bytes_shared(n, k, block)
+    check_shared(nbytes, f"the shared variant (n = {n}, k = {k}, block = {block})")
+    return nbytes
+
+
+def numba_shared(Q, n, k, params):
+    from gpulab.subset.kernels_numba import SIG_SHARED, subset_shared
+
+    nbytes = _shared_layout_bytes(n, k, params)
+    _numba_optin(subset_shared, SIG_SHARED, nbytes)
+    return seed_search(Q, n, k, params, _numba_launcher(subset_shared), extra=(np.int32(npairs(n)),),
+                       shared_bytes=nbytes)
 
 
 def numba_constant_local(Q, n, k, params):
@@ -254,25 +371,11 @@ def numba_constant_local(Q, n, k, params):
 
     check_gpu_limits(n, k)
     check_constant(n)
-    block, max_blocks, partition = geometry(params)
-    kern = constant_local_kernel(Q)
-    total = choose(n, k)
-    part = min(partition, total)
-    grid = min(ceil_div(part, block), max_blocks)
-    vals, ranks = _block_results(grid)
-    nbytes = 16 * block
-
-    def launch():
-        from numba import cuda
-
-        dT = cuda.to_device(binomial_table(n, k))  # Q itself is part of the compiled module
-        best = None
-        for base, count in _partitions(total, part):
-            kern[grid, block, 0, nbytes](dT, np.int32(n), np.int32(k), np.uint64(base), np.int64(count), vals, ranks)
-            best = _merge(best, _host_best(vals.copy_to_host(), ranks.copy_to_host()))
-        return best
-
-    return launch
+    block = geometry(params)[0]
+    # numba's constant arrays are compile-time data: Q (at most 64 KiB) is baked into the
+    # kernel, so a Q computed on the device is copied to the host once, here.
+    kern = constant_local_kernel(to_host(Q))
+    return seed_search(Q, n, k, params, _numba_launcher(kern), reads_q=False, shared_bytes=16 * block)
 
 
 def _incremental_geometry(n, k, params):
@@ -334,58 +437,15 @@ def _cu(name, defines=None):
     return cudac.kernel(PACKAGE, SOURCE, name, defines or {})
 
 
-def _dims(n, k):
-    return np.int32(n), np.int32(k)
-
-
 def cuda_global(Q, n, k, params):
-    from numba import cuda
-
     check_gpu_limits(n, k)
-    block, max_blocks, partition = geometry(params)
-    fn = _cu("subset_global")
-    total = choose(n, k)
-    part = min(partition, total)
-    grid = min(ceil_div(part, block), max_blocks)
-    threads = grid * block
-    sel = cuda.device_array(threads * k, np.int32)
-    sub = cuda.device_array(max(threads * k * (k - 1) // 2, 1), np.float64)
-    dist = _poisoned_dist(part)
-
-    def launch():
-        dQ, dT = _upload(Q, n, k)
-        best = None
-        for base, count in _partitions(total, part):
-            cudac.launch(fn, (grid,), (block,), dQ, dT, *_dims(n, k), np.uint64(base), np.int64(count), sel, sub, dist)
-            d = dist[:count].copy_to_host()
-            i = int(np.argmin(d))
-            best = _merge(best, (float(d[i]), base + i))
-        return best
-
-    return launch
+    return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_global")), per_subset=True)
 
 
 def cuda_shared(Q, n, k, params):
-    check_gpu_limits(n, k)
-    block, max_blocks, partition = geometry(params)
-    nbytes = shared_bytes_shared(n, k, block)
-    check_shared(nbytes, f"the shared variant (n = {n}, k = {k}, block = {block})")
-    fn = _cu("subset_shared")
-    total = choose(n, k)
-    part = min(partition, total)
-    grid = min(ceil_div(part, block), max_blocks)
-    vals, ranks = _block_results(grid)
-
-    def launch():
-        dQ, dT = _upload(Q, n, k)
-        best = None
-        for base, count in _partitions(total, part):
-            cudac.launch(fn, (grid,), (block,), dQ, dT, *_dims(n, k), np.int32(npairs(n)), np.uint64(base),
-                         np.int64(count), vals, ranks, shared_bytes=nbytes)
-            best = _merge(best, _host_best(vals.copy_to_host(), ranks.copy_to_host()))
-        return best
-
-    return launch
+    nbytes = _shared_layout_bytes(n, k, params)
+    return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_shared")), extra=(np.int32(npairs(n)),),
+                       shared_bytes=nbytes)
 
 
 def cuda_constant_local(Q, n, k, params):
@@ -393,30 +453,20 @@ def cuda_constant_local(Q, n, k, params):
 
     check_gpu_limits(n, k)
     check_constant(n)
-    block, max_blocks, partition = geometry(params)
+    block = geometry(params)[0]
     module = cudac.load(PACKAGE, SOURCE, {})
-    fn = module.get_function("subset_constant_local")
     sym, _size = module.get_global("Q_const")
-    total = choose(n, k)
-    part = min(partition, total)
-    grid = min(ceil_div(part, block), max_blocks)
-    vals, ranks = _block_results(grid)
-    Qc = np.ascontiguousarray(Q, dtype=np.float64)
 
-    def launch():
-        from numba import cuda
+    def copy_q():  # Q -> __constant__ Q_const, from wherever Q lies
+        if npairs(n) == 0:
+            return
+        if is_device_array(Q):
+            drv.memcpy_dtod(sym, cudac.ptr(Q), 8 * npairs(n))
+        else:
+            drv.memcpy_htod(sym, np.ascontiguousarray(Q, dtype=np.float64))
 
-        if Qc.size:
-            drv.memcpy_htod(sym, Qc)  # Q -> __constant__ Q_const
-        dT = cuda.to_device(binomial_table(n, k))
-        best = None
-        for base, count in _partitions(total, part):
-            cudac.launch(fn, (grid,), (block,), dT, *_dims(n, k), np.uint64(base), np.int64(count), vals, ranks,
-                         shared_bytes=16 * block)
-            best = _merge(best, _host_best(vals.copy_to_host(), ranks.copy_to_host()))
-        return best
-
-    return launch
+    return seed_search(Q, n, k, params, _cuda_launcher(module.get_function("subset_constant_local")),
+                       reads_q=False, shared_bytes=16 * block, before=copy_q)
 
 
 def _cuda_incremental(name):

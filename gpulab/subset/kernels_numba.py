@@ -1,12 +1,16 @@
 """Chapter 2 kernels in numba.cuda: the least-correlated k-subset of n strategies.
 
-Every kernel reads ``Q``, the packed strictly-lower triangle of the squared correlations
-(``Q[i(i-1)/2 + j] = C[i, j]**2`` for i > j), and ``T``, the binomial table
-(``T[r, a] = C(a, r)``, uint64) used to unrank. Ranks are uint64 throughout.
+Every kernel reads `Q`, the packed strictly-lower triangle of the squared correlations
+(`Q[i(i-1)/2 + j] = C[i, j]**2` for i > j), and `T`, the binomial table
+(`T[r, a] = C(a, r)`, uint64) used to unrank. Ranks are uint64 throughout.
 
-The seed variants (``global``, ``shared``, ``constant_local``) unrank every subset from
-scratch and compare distances ``sqrt(2 * sum)``; the incremental ones walk chunks of
-consecutive ranks with :func:`gpulab.subset.reference.scan_chunk` and compare sums.
+The seed variants (`global`, `shared`, `constant_local`) unrank every subset from
+scratch and compare distances `sqrt(2 * sum)`; the incremental ones walk chunks of
+consecutive ranks with [`scan_chunk`][gpulab.subset.reference.scan_chunk] and compare sums.
+
+Two helpers serve a correlation matrix that already lives on the device (a CuPy array, a
+PyTorch tensor ...): `correlation_checks` validates it there and `pack_squared` builds `Q`
+from it, so its n² values never cross to the host.
 """
 
 from __future__ import annotations
@@ -280,11 +284,101 @@ def final_argmin(vals, ranks, nblocks, out_val, out_rank):
 # --8<-- [end:final]
 
 
+# ----------------------------------------------------------------------------- a correlation matrix on the device
+
+
+# --8<-- [start:device_checks]
+@cuda.jit
+def correlation_checks(C, n, stats):
+    """One pass over C (n×n, any real dtype), read where it lies: NaN/inf entries are counted
+    in `stats[0]`, `stats[1]` becomes max |C[i,j] - C[j,i]| and `stats[2]` max |C[i,i] - 1|.
+
+    Each thread keeps its own count and maxima over a grid-stride loop and touches the three
+    atomics only when it saw something (a valid matrix costs no atomics at all).
+    """
+    bad = 0.0
+    asym = 0.0
+    diag = 0.0
+    nn = uint64(n) * uint64(n)
+    for p in range(uint64(cuda.grid(1)), nn, uint64(cuda.gridsize(1))):
+        i = p // uint64(n)
+        j = p - i * uint64(n)
+        v = float64(C[i, j])
+        if not math.isfinite(v):
+            bad += 1.0
+        elif i == j:
+            diag = max(diag, abs(v - 1.0))
+        elif i > j:
+            w = float64(C[j, i])
+            if math.isfinite(w):
+                asym = max(asym, abs(v - w))
+    if bad > 0.0:
+        cuda.atomic.add(stats, 0, bad)
+    if asym > 0.0:
+        cuda.atomic.max(stats, 1, asym)
+    if diag > 0.0:
+        cuda.atomic.max(stats, 2, diag)
+
+
+@cuda.jit
+def pack_squared(C, n, Q):
+    """`Q[i(i-1)/2 + j] = C[i, j]**2` for i > j (x over j: coalesced reads and writes);
+    squared in float64 exactly as the host's `squared_packed`, so every variant sums the same bits."""
+    j, i = cuda.grid(2)
+    if i < n and j < i:
+        v = float64(C[i, j])
+        Q[i * (i - 1) // 2 + j] = v * v
+# --8<-- [end:device_checks]
+
+
+@cuda.jit
+def column_moments(R, T, n, mean, ss, zero_var):
+    """Per column j of the T×n returns: its mean and its sum of squared deviations (two
+    passes, as numpy does); columns with no variance are counted in `zero_var[0]`.
+    Thread j reads column j: the lanes of a warp read one row's consecutive values."""
+    j = cuda.grid(1)
+    if j < n:
+        s = 0.0
+        for t in range(T):
+            s += float64(R[t, j])
+        m = s / T
+        q = 0.0
+        for t in range(T):
+            d = float64(R[t, j]) - m
+            q += d * d
+        mean[j] = m
+        ss[j] = q
+        if q == 0.0:
+            cuda.atomic.add(zero_var, 0, 1)
+
+
+@cuda.jit
+def correlation_pairs(R, T, n, mean, ss, C):
+    """C[i, j] = C[j, i] = Pearson correlation of columns i > j (clipped to [-1, 1] as numpy
+    does); C[i, i] = 1 exactly. One thread per pair, x over j for coalesced reads of R's rows."""
+    j, i = cuda.grid(2)
+    if i < n and j <= i:
+        if i == j:
+            C[i, i] = 1.0
+            return
+        mi, mj = mean[i], mean[j]
+        s = 0.0
+        for t in range(T):
+            s += (float64(R[t, i]) - mi) * (float64(R[t, j]) - mj)
+        c = min(max(s / math.sqrt(ss[i] * ss[j]), -1.0), 1.0)
+        C[i, j] = c
+        C[j, i] = c
+
+
 SIG_GLOBAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, int64, int32[::1], float64[::1], float64[::1])"
 SIG_SHARED = "void(float64[::1], uint64[:, ::1], int32, int32, int32, uint64, int64, float64[::1], uint64[::1])"
 SIG_CONSTANT = "void(uint64[:, ::1], int32, int32, uint64, int64, float64[::1], uint64[::1])"
 SIG_INCREMENTAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, uint64, int64, float64[::1], uint64[::1])"
 SIG_FINAL = "void(float64[::1], uint64[::1], int32, float64[::1], uint64[::1])"
+SIG_CHECKS = "void({0}[:, ::1], int32, float64[::1])"
+SIG_PACK = "void({0}[:, ::1], int32, float64[::1])"
+SIG_MOMENTS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], int32[::1])"
+SIG_PAIRS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], float64[:, ::1])"
 
 PTX_KS = (1, 2, 5, 6, 16)
 
@@ -294,6 +388,11 @@ def ptx_targets():
     out = [("subset_global", subset_global, SIG_GLOBAL), ("subset_shared", subset_shared, SIG_SHARED),
            ("subset_constant_local", constant_local_kernel(np.linspace(0, 1, 8128)), SIG_CONSTANT),
            ("final_argmin", final_argmin, SIG_FINAL)]
+    for dt in ("float64", "float32"):
+        out.append((f"correlation_checks[{dt}]", correlation_checks, SIG_CHECKS.format(dt)))
+        out.append((f"pack_squared[{dt}]", pack_squared, SIG_PACK.format(dt)))
+        out.append((f"column_moments[{dt}]", column_moments, SIG_MOMENTS.format(dt)))
+        out.append((f"correlation_pairs[{dt}]", correlation_pairs, SIG_PAIRS.format(dt)))
     for K in PTX_KS:
         for warp in (False, True):
             out.append((f"subset_incremental[K={K}{',warp' if warp else ''}]", incremental_kernel(K, warp), SIG_INCREMENTAL))

@@ -1,5 +1,10 @@
 """CPU side of chapter 2: data (correlations, synthetic and CSV returns), the exact reference
-search with :mod:`itertools`, and the fast CPU baseline (numba ``njit(parallel=True)``).
+search with `itertools`, and the fast CPU baseline (numba `njit(parallel=True)`).
+
+[`correlation`][gpulab.subset.reference.correlation] and
+[`squared_packed`][gpulab.subset.reference.squared_packed] also take device arrays and compute
+on the device; the searches here are CPU code: a device array given to them is copied to the
+host first.
 """
 
 from __future__ import annotations
@@ -26,11 +31,23 @@ class SubsetResult:
 # ----------------------------------------------------------------------------- data
 
 
-def correlation(returns: np.ndarray) -> np.ndarray:
+def correlation(returns):
     """Pearson correlation matrix (n×n, float64) of a T×n matrix of returns (one column per strategy).
 
     The result is made exactly symmetric with an exact unit diagonal, which the search checks.
+    Returns that live on the device (CuPy, PyTorch, numba) are correlated there, and the
+    matrix comes back on the device, in the caller's library.
     """
+    from gpulab.arrays import caller_of, device_input, is_device_array, shape_dtype, to_caller
+
+    if is_device_array(returns):
+        shape, _ = shape_dtype(returns)
+        if len(shape) != 2:
+            raise ShapeError(f"returns must be a 2-D T×n matrix (days × strategies), got shape {shape}")
+        from gpulab.subset.host import correlation_on_device
+
+        r = device_input(returns, "returns")
+        return to_caller(correlation_on_device(r.array), caller_of(r))
     R = np.asarray(returns, dtype=np.float64)
     if R.ndim != 2:
         raise ShapeError(f"returns must be a 2-D T×n matrix (days × strategies), got shape {R.shape}")
@@ -105,8 +122,16 @@ def subset_sum(Q, c) -> float:
 # --8<-- [end:objective]
 
 
-def squared_packed(C: np.ndarray) -> np.ndarray:
-    """``Q = pack(C)**2``: what every kernel reads."""
+def squared_packed(C):
+    """`Q = pack(C)**2`: what every kernel reads. A device C gives a device Q (packed there,
+    in the caller's library), bit-identical to the host's."""
+    from gpulab.arrays import caller_of, device_input, is_device_array, to_caller
+
+    if is_device_array(C):
+        from gpulab.subset.host import squared_packed_on_device
+
+        c = device_input(C, "C", ndim=2)
+        return to_caller(squared_packed_on_device(c.array, c.shape[0])[:c.shape[0] * (c.shape[0] - 1) // 2], caller_of(c))
     P = pack(C)
     return P * P
 
@@ -117,10 +142,13 @@ def distance_from_sum(s: float) -> float:
 
 # --8<-- [start:reference]
 def least_correlated_reference(C: np.ndarray, k: int) -> SubsetResult:
-    """Exhaustive search with :func:`itertools.combinations` (lexicographic = rank order).
+    """Exhaustive search with `itertools.combinations` (lexicographic = rank order).
 
     Strict ``<`` keeps the first (lowest-rank) subset among ties.
     """
+    from gpulab.arrays import to_host
+
+    C = to_host(C)
     n = C.shape[0]
     Q = squared_packed(C).tolist()
     best, best_rank, best_c = math.inf, -1, None
@@ -134,8 +162,10 @@ def least_correlated_reference(C: np.ndarray, k: int) -> SubsetResult:
 
 def frobenius_distance(C: np.ndarray, combination) -> float:
     """``||C[S, S] - I||_F`` computed the obvious way with numpy (a cross-check of the packed sum)."""
+    from gpulab.arrays import to_host
+
     idx = np.asarray(combination)
-    S = C[np.ix_(idx, idx)]
+    S = to_host(C)[np.ix_(idx, idx)]
     return float(np.linalg.norm(S - np.eye(len(idx))))
 
 
@@ -242,6 +272,9 @@ def _cpu_kernels():
 
 def least_correlated_cpu(Q: np.ndarray, n: int, k: int, chunk: int = 1 << 16) -> tuple[float, int]:
     """Fast CPU baseline: chunks of consecutive ranks in parallel (numba prange); returns (sum, rank)."""
+    from gpulab.arrays import to_host
+
+    Q = to_host(Q)
     total = choose(n, k)
     search = _cpu_kernels()
     T = binomial_table(n, k)

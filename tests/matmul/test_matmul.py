@@ -5,12 +5,13 @@ import pytest
 from numba import cuda
 
 import gpulab.matmul as mm
+from gpulab.arrays import is_device_array
 from gpulab.checking import float32_tolerance, poisoned, relative_error
 from gpulab.errors import BackendUnavailable, DtypeError, LimitError, ShapeError
 from gpulab.launch import check_block
 from gpulab.matmul import host
 from gpulab.matmul.variants import CONSTANT_VARIANTS, REGISTRY
-from tests.conftest import ON_SIMULATOR, skip_unless_runnable
+from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
 # Adversarial shapes (M, K, N): 1x1x1, odd primes, non-square, and tile-1 / tile / tile+1 for
 # the 16-wide shared tiles and the 128-wide register tiles (with K crossing the BK=8 stages).
@@ -125,3 +126,73 @@ def test_block_of_512x512_threads_is_refused_before_launch():
         check_block(512 * 512)
     with pytest.raises(LimitError, match="1024"):
         host.numba_shared(None, None, None, None, {"tile": 64})
+
+
+# ----------------------------------------------------------------------------- device arrays in, device arrays out
+
+
+DEVICE_SHAPES = [(1, 1, 1), (33, 40, 31)]
+
+
+@pytest.mark.parametrize("name", ["naive", "shared", "register", "wide"])
+@pytest.mark.parametrize("shape", DEVICE_SHAPES, ids=lambda s: "x".join(map(str, s)))
+def test_device_inputs_stay_on_the_device(name, shape, rng):
+    """numba device arrays in (their host copies refused): a numba device array out, same result."""
+    M, K, N = shape
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C = mm.matmul(device_only(A), device_only(B), variant=name)
+    assert is_device_array(C) and not isinstance(C, np.ndarray)
+    assert tuple(C.shape) == (M, N) and np.dtype(C.dtype) == np.float32
+    assert relative_error(C.copy_to_host(), mm.matmul_reference(A, B)) <= float32_tolerance(K)
+
+
+def test_mixed_inputs_and_streams(rng):
+    """A host A with a device B gives a device C; numpy in gives numpy out; a stream is accepted."""
+    A = rng.standard_normal((9, 5), dtype=np.float32)
+    B = rng.standard_normal((5, 7), dtype=np.float32)
+    ref = mm.matmul_reference(A, B)
+    C = mm.matmul(A, device_only(B), variant="coalesced", stream=cuda.stream())
+    assert not isinstance(C, np.ndarray)
+    assert relative_error(C.copy_to_host(), ref) <= float32_tolerance(5)
+    C = mm.matmul(A, B, variant="coalesced", stream=cuda.stream())
+    assert isinstance(C, np.ndarray) and relative_error(C, ref) <= float32_tolerance(5)
+
+
+@pytest.mark.parametrize("name", CONSTANT_VARIANTS)
+def test_constant_variants_take_a_device_B(name, rng):
+    """numba compiles B into the constant kernels, so a device B (<= 64 KiB) is copied to the
+    host once for that (documented); A stays on the device."""
+    A = rng.standard_normal((37, 29), dtype=np.float32)
+    B = rng.standard_normal((29, 41), dtype=np.float32)
+    C = mm.matmul(device_only(A), cuda.to_device(B), variant=name)
+    assert relative_error(C.copy_to_host(), mm.matmul_reference(A, B)) <= float32_tolerance(29)
+
+
+def test_device_inputs_are_validated_from_the_interface():
+    with pytest.raises(DtypeError, match="float32"):
+        mm.matmul(device_only(np.ones((2, 2))), device_only(np.ones((2, 2), np.float32)))
+    with pytest.raises(ShapeError, match="inner dimensions differ"):
+        mm.matmul(device_only(np.ones((2, 3), np.float32)), device_only(np.ones((2, 2), np.float32)))
+    with pytest.raises(ShapeError, match="2-D"):
+        mm.matmul(device_only(np.ones(3, np.float32)), device_only(np.ones((3, 2), np.float32)))
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_cupy_and_torch_inputs_come_back_in_their_library(lib_name, backend, rng):
+    """GPU only: CuPy in → CuPy out, PyTorch in → PyTorch out, on the caller's stream too."""
+    lib = gpu_library(lib_name)
+    skip_unless_runnable(REGISTRY.get("register", backend))
+    A = rng.standard_normal((1000, 999), dtype=np.float32)
+    B = rng.standard_normal((999, 1001), dtype=np.float32)
+    ref = mm.matmul_reference(A, B)
+    for name in ("shared", "register", "constant"):
+        Bx = B[:, :16] if name == "constant" else B
+        C = mm.matmul(on_gpu(lib, A), on_gpu(lib, Bx), variant=name, backend=backend)
+        assert type(C).__module__.split(".")[0] == lib_name, type(C)
+        assert relative_error(from_gpu(C), ref[:, :Bx.shape[1]]) <= float32_tolerance(999), name
+    stream = lib.cuda.Stream() if lib_name == "cupy" else lib.cuda.Stream()
+    C = mm.matmul(on_gpu(lib, A), on_gpu(lib, B), variant="register", backend=backend, stream=stream)
+    stream.synchronize()
+    assert relative_error(from_gpu(C), ref) <= float32_tolerance(999)

@@ -13,7 +13,7 @@ import gpulab.radix as rx
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.radix import bench, host
 from gpulab.radix.variants import REGISTRY, WARP
-from tests.conftest import ON_SIMULATOR, skip_unless_runnable
+from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
 SIM_PARAMS = {"SCAN_BLOCK": 8, "BLOCK": 32, "ITEMS": 2}
 GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
@@ -286,3 +286,144 @@ def test_unsorted_output_is_caught(rng):
     dk, dv = plan.sort(cuda.to_device(keys), iota=True)
     ok, _ = bench.check_argsort(keys, dv.copy_to_host(), np.sort(keys))
     assert not ok and not np.array_equal(dk.copy_to_host(), np.sort(keys))
+
+
+# --------------------------------------------------------------------------- device arrays in, device arrays out
+
+
+def _keys_of(dtype, rng, n):
+    if dtype == np.uint32:
+        k = rng.integers(0, 300, n, dtype=np.uint32)
+    elif dtype == np.int32:
+        k = rng.integers(-150, 150, n).astype(np.int32)
+    else:
+        k = (rng.integers(-40, 40, n) / 4).astype(np.float32)
+        specials = np.array([np.nan, -np.inf, np.inf, -0.0, 0.0, -np.nan], np.float32)
+        k[rng.choice(n, min(n, specials.size), replace=False)] = specials[:min(n, specials.size)]
+    return k
+
+
+def _device(x):
+    out = x.copy_to_host() if not isinstance(x, np.ndarray) else None
+    assert out is not None, "a device input gave a numpy result"
+    return out
+
+
+def test_device_keys_are_sorted_where_they_lie(rng):
+    """numba device keys (host copies refused): device results equal to numpy's, the input left
+    unchanged. Every entry point on uint32 keys; float32 keys (whose ordered form has all 32
+    bits significant: 8 simulated passes) through one sort of pairs. (int32 keys take the same
+    path with the other transform, checked in test_order_keys_on_the_device_is_to_ordered.)"""
+    name, p = sim_variant()
+    keys = _keys_of(np.uint32, rng, 45)
+    d_keys = device_only(keys)
+    ks = _device(rx.sort(d_keys, name, params=p, stream=cuda.stream()))
+    assert ks.dtype == np.uint32 and np.array_equal(ks, np.sort(keys, kind="stable"))
+    perm = _device(rx.argsort(d_keys, name, params=p))
+    assert perm.dtype == np.int64 and np.array_equal(perm, np.argsort(keys, kind="stable"))
+    assert np.array_equal(_device(rx.distinct(d_keys, name, params=p)), np.unique(keys))
+    assert np.array_equal(d_keys._ary if ON_SIMULATOR else d_keys.copy_to_host(), keys), "the input was modified"
+
+    fl = _keys_of(np.float32, rng, 20)
+    vals = np.arange(20, dtype=np.float32) * 0.5
+    pk, pv = rx.sort_pairs(device_only(fl), device_only(vals), name, params=p)
+    assert _device(pk).dtype == np.float32 and np.array_equal(_device(pk), np.sort(fl, kind="stable"), equal_nan=True)
+    assert _device(pv).dtype == np.float32 and np.array_equal(_device(pv), vals[np.argsort(fl, kind="stable")])
+
+
+def test_device_keys_edge_sizes_and_the_cpu_baseline(rng):
+    name, p = sim_variant()
+    for n in (0, 1):
+        keys = _keys_of(np.float32, rng, n)
+        assert np.array_equal(_device(rx.sort(device_only(keys), name, params=p)), np.sort(keys), equal_nan=True)
+        assert _device(rx.argsort(device_only(keys), name, params=p)).dtype == np.int64
+        assert _device(rx.distinct(device_only(keys), name, params=p)).size == n
+    keys = _keys_of(np.int32, rng, 30)
+    assert np.array_equal(_device(rx.sort(cuda.to_device(keys), "numpy", "cpu")), np.sort(keys))
+    assert np.array_equal(_device(rx.argsort(cuda.to_device(keys), "numpy", "cpu")), np.argsort(keys, kind="stable"))
+    assert np.array_equal(_device(rx.distinct(cuda.to_device(keys), "numpy", "cpu")), np.unique(keys))
+
+
+def test_device_scan_and_split(rng):
+    x = rng.integers(-1000, 1000, 37).astype(np.int32)
+    got = _device(rx.scan(device_only(x), inclusive=True, block=4))
+    assert got.dtype == np.int32 and np.array_equal(got, rx.scan_reference(x, True))
+    u = np.full(20, 2**31 + 5, np.uint32)
+    assert np.array_equal(_device(rx.scan(device_only(u), block=4)), rx.scan_reference(u, False))
+    keys = rng.integers(0, 2**32, 33, dtype=np.uint64).astype(np.uint32)
+    assert np.array_equal(_device(rx.split(device_only(keys), 7, block=4)), rx.split_reference(keys, 7))
+    assert _device(rx.scan(device_only(np.zeros(0, np.int32)))).size == 0
+
+
+def test_device_inputs_are_validated_from_the_interface():
+    with pytest.raises(DtypeError, match="uint32, int32 and float32"):
+        rx.sort(device_only(np.ones(4, np.float64)))
+    with pytest.raises(ShapeError, match="1-D"):
+        rx.sort(device_only(np.ones((2, 2), np.uint32)))
+    with pytest.raises(ShapeError, match="one value per key"):
+        rx.sort_pairs(device_only(np.ones(4, np.uint32)), device_only(np.ones(3, np.uint32)))
+    with pytest.raises(DtypeError, match="int32 and uint32"):
+        rx.scan(device_only(np.ones(4, np.float32)))
+
+
+def test_order_keys_on_the_device_is_to_ordered(rng):
+    """The device transform and its inverse against the numpy statement of it, on every special."""
+    fl = np.concatenate([rng.standard_normal(50).astype(np.float32) * 10.0 ** rng.integers(-40, 38, 50),
+                         np.array([np.nan, -np.nan, np.inf, -np.inf, 0.0, -0.0, 1e-45, -1e-45], np.float32)])
+    fl = fl.astype(np.float32)
+    ints = np.concatenate([rng.integers(-2**31, 2**31, 50, dtype=np.int64), [-2**31, 2**31 - 1, -1, 0]]).astype(np.int32)
+    for keys in (fl, ints):
+        out = cuda.device_array(keys.size, np.uint32)
+        d = host.order_on_device(cuda.to_device(keys), keys.dtype, out)
+        assert np.array_equal(d.copy_to_host(), host.to_ordered(keys))
+        back = host.unorder_on_device(d, keys.dtype).copy_to_host()
+        assert np.array_equal(back.view(np.uint32), host.from_ordered(host.to_ordered(keys), keys.dtype).view(np.uint32))
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_cupy_and_torch_inputs(lib_name, backend, rng):
+    """GPU only: every entry point on the caller's arrays, results in the caller's library."""
+    lib = gpu_library(lib_name)
+    skip_unless_runnable(REGISTRY.get("local", backend))
+    n = 1_000_003
+    same_lib = lambda x: type(x).__module__.split(".")[0] == lib_name  # noqa: E731
+    for dtype in (np.int32, np.float32) + ((np.uint32,) if lib_name == "cupy" else ()):
+        keys = _keys_of(dtype, rng, n) if dtype != np.uint32 else rng.integers(0, 2**32, n, dtype=np.uint32)
+        d = on_gpu(lib, keys)
+        for name in ("local", "radix4_shared"):
+            ks = rx.sort(d, name, backend)
+            assert same_lib(ks) and np.array_equal(from_gpu(ks), np.sort(keys, kind="stable"), equal_nan=True)
+            perm = rx.argsort(d, name, backend)
+            assert same_lib(perm) and np.array_equal(from_gpu(perm), np.argsort(keys, kind="stable"))
+        assert np.array_equal(from_gpu(rx.distinct(d, backend=backend)), np.unique(keys), equal_nan=True)
+        assert np.array_equal(from_gpu(d), keys, equal_nan=True), "the input was modified"
+    vals = rng.standard_normal(n).astype(np.float32)
+    keys = _keys_of(np.int32, rng, n)
+    stream = lib.cuda.Stream()
+    k, v = rx.sort_pairs(on_gpu(lib, keys), on_gpu(lib, vals), backend=backend, stream=stream)
+    stream.synchronize()
+    order = np.argsort(keys, kind="stable")
+    assert np.array_equal(from_gpu(k), keys[order]) and np.array_equal(from_gpu(v), vals[order])
+    x = rng.integers(-1000, 1000, n).astype(np.int32)
+    assert np.array_equal(from_gpu(rx.scan(on_gpu(lib, x), backend=backend)), rx.scan_reference(x))
+
+
+def test_plans_are_reused_but_results_are_not(rng):
+    """The public functions keep the last plan's buffers; each call still gets its own result
+    (the last pass writes it), for 1, 2 and 3 passes, with values and without."""
+    name, p = sim_variant()
+    rx.clear_plan_cache()
+    for iota in (True, False):
+        results, plans = [], set()
+        for bits in (4, 8, 12):  # 1, 2 and 3 passes of 4-bit digits
+            keys = rng.integers(0, 2**bits, 30, dtype=np.uint32)
+            out = rx.argsort(cuda.to_device(keys), name, params=p) if iota else rx.sort(cuda.to_device(keys), name, params=p)
+            results.append((keys, out))
+            plans |= {id(plan) for plan in rx._PLANS.values()}
+        assert len(plans) == 1, "the plan was not reused"
+        for keys, out in results:  # earlier results survive the later sorts on the same plan
+            ref = np.argsort(keys, kind="stable") if iota else np.sort(keys)
+            assert np.array_equal(out.copy_to_host(), ref)
+    rx.clear_plan_cache()
+    assert not rx._PLANS

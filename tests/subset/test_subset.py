@@ -16,7 +16,7 @@ from gpulab.subset import host
 from gpulab.subset.combinatorics import UINT64_MAX
 from gpulab.subset.reference import least_correlated_cpu, result_from, scan_chunk
 from gpulab.subset.variants import REGISTRY
-from tests.conftest import ON_SIMULATOR, skip_unless_runnable
+from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
 # (n, k): k = 1, k = n, k = n - 1, primes, a few partitions and chunks deep.
 SIM_SIZES = [(1, 1), (6, 1), (7, 2), (8, 8), (9, 8), (11, 3), (10, 5)]
@@ -319,3 +319,83 @@ def test_scan_chunk_cpu_matches_reference_on_every_chunking(rng):
         s, r = least_correlated_cpu(Q, n, k, chunk=chunk)
         assert_same(result_from(n, k, s, r), ref, f"chunk={chunk}")
     assert scan_chunk is not None
+
+
+# ----------------------------------------------------------------------------- device arrays in
+
+
+@pytest.mark.parametrize("variant", [v for v in REGISTRY if v.name != "reference"], ids=lambda v: v.key)
+def test_device_input_gives_the_same_answer(variant, rng):
+    """A correlation matrix on the device (its host copies refused): validated and packed there,
+    the same answer as from numpy, with the host partition loops turning several times."""
+    skip_unless_runnable(variant)
+    n, k = (9, 4)
+    C = random_corr(rng, n)
+    ref = ss.least_correlated(C, k, variant=variant.name, backend=variant.backend)
+    assert_same(ref, ss.least_correlated_reference(C, k), variant.key)
+    got = ss.least_correlated(device_only(C), k, variant=variant.name, backend=variant.backend)
+    assert got == ref, f"{variant.key}: {got} != {ref}"
+    if variant.backend != "cpu":
+        got = ss.least_correlated(device_only(C), k, variant=variant.name, backend=variant.backend, params=SMALL)
+        assert got == ref, f"{variant.key} with {SMALL}"
+
+
+def test_device_input_of_other_dtypes_and_n_1(rng):
+    C = random_corr(rng, 7)
+    ref = ss.least_correlated(C, 3)
+    assert ss.least_correlated(device_only(C.astype(np.float32)), 3).combination == \
+        ss.least_correlated(C.astype(np.float32), 3).combination
+    assert ss.least_correlated(device_only(np.eye(1)), 1) == ss.least_correlated(np.eye(1), 1)
+    assert ss.least_correlated(device_only(C), 3, variant="global") == ref
+
+
+@pytest.mark.parametrize("C,k,error,pattern", [
+    (np.ones((3, 4)), 2, ShapeError, "square"),
+    (np.array([[1.0, 0.2], [0.3, 1.0]]), 1, ShapeError, r"not symmetric: max \|C - C.T\| = 0.1"),
+    (np.array([[1.0, 0.2], [0.2, 0.9]]), 1, ShapeError, "unit diagonal"),
+    (np.array([[1.0, np.nan], [np.nan, 1.0]]), 1, ShapeError, r"NaN or inf \(2 entries\)"),
+    (np.array([[1.0, 0.0], [np.inf, 1.0]], np.float32), 1, ShapeError, r"NaN or inf \(1 entries\)"),
+    (np.array([[True]]), 1, DtypeError, "dtype"),
+    (_eye(4), 5, LimitError, r"1 <= k <= n = 4"),
+])
+def test_device_input_is_validated_on_the_device(C, k, error, pattern):
+    with pytest.raises(error, match=pattern):
+        ss.least_correlated(device_only(C), k)
+
+
+def test_packing_and_correlation_on_the_device(rng):
+    """The device helpers against the host ones: Q bit for bit; C to rounding, exactly symmetric."""
+    R = rng.standard_normal((40, 11))
+    C = ss.correlation(R)
+    dC = ss.correlation(device_only(R))
+    assert not isinstance(dC, np.ndarray)
+    Ch = dC.copy_to_host()
+    assert np.array_equal(Ch, Ch.T) and np.all(np.diag(Ch) == 1.0)
+    assert np.abs(Ch - C).max() < 1e-13
+    assert np.array_equal(ss.squared_packed(device_only(C)).copy_to_host(), ss.squared_packed(C))
+    R[:, 3] = 0.25
+    with pytest.raises(ShapeError, match=r"strategies \[3\] have zero variance"):
+        ss.correlation(device_only(R))
+    R[2, 1] = np.nan
+    with pytest.raises(ShapeError, match="NaN or inf"):
+        ss.correlation(device_only(R))
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_cupy_and_torch_inputs(lib_name, backend, rng):
+    """GPU only: the whole pipeline on the caller's arrays (returns → correlation → search)."""
+    lib = gpu_library(lib_name)
+    R = rng.standard_normal((300, 50))
+    C = ss.correlation(R)
+    dC = ss.correlation(on_gpu(lib, R))
+    assert type(dC).__module__.split(".")[0] == lib_name
+    assert np.abs(from_gpu(dC) - C).max() < 1e-13
+    for v in REGISTRY.select(backend=backend):
+        skip_unless_runnable(v)
+        ref = ss.least_correlated(C, 4, variant=v.name, backend=backend)
+        assert ss.least_correlated(on_gpu(lib, C), 4, variant=v.name, backend=backend) == ref, v.key
+    with pytest.raises(ShapeError, match="not symmetric"):
+        bad = C.copy()
+        bad[0, 1] += 1e-6
+        ss.least_correlated(on_gpu(lib, bad), 3, backend=backend)
