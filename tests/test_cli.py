@@ -28,7 +28,7 @@ def assert_one_line_error(p, *fragments):
 
 
 @pytest.mark.parametrize("args,fragments", [
-    (["bench", "nope"], ["gpulab bench: unknown chapter 'nope'", "known: matmul, subset, radix"]),
+    (["bench", "nope"], ["gpulab bench: unknown chapter 'nope'", "known: matmul, subset, gp, radix, euler"]),
     (["tour", "matmul", "nope"], ["gpulab tour: unknown chapter 'nope'"]),
     (["compile-check", "nope"], ["gpulab compile-check: unknown chapter 'nope'"]),
     (["bench", "matmul", "--variants", "fastest"], ["unknown variant 'fastest'", "known: naive, coalesced"]),
@@ -40,7 +40,7 @@ def assert_one_line_error(p, *fragments):
     (["bench"], ["required: chapter"]),
     (["frobnicate"], ["invalid choice: 'frobnicate'"]),
     (["grade"], ["required: exercise_set"]),
-    (["grade", "nope"], ["no exercise set 'nope' in", "known: matmul, radix, subset"]),
+    (["grade", "nope"], ["no exercise set 'nope' in", "known: euler, gp, matmul, radix, subset"]),
     (["grade", "matmul", "--exercises", "/nonexistent/place"], ["/nonexistent/place is not an exercises directory"]),
     (["info", "--verbose"], ["unrecognized arguments: --verbose"]),
 ])
@@ -52,14 +52,14 @@ def test_grade_outside_the_repository_finds_the_source_checkout(tmp_path):
     """From an unrelated directory the editable install's checkout is found (an unknown set
     then names the sets it found there, without running any test)."""
     p = gpulab("grade", "nope", cwd=tmp_path)
-    assert_one_line_error(p, f"in {ROOT / 'exercises'}", "known: matmul, radix, subset")
+    assert_one_line_error(p, f"in {ROOT / 'exercises'}", "known: euler, gp, matmul, radix, subset")
 
 
 def test_grade_takes_an_exercises_directory_anywhere(tmp_path):
     """A copy of the exercises elsewhere (as a student gets them), by --exercises or --path,
     and from inside that copy by the current directory."""
     copy = tmp_path / "course" / "exercises"
-    shutil.copytree(ROOT / "exercises", copy, ignore=shutil.ignore_patterns("__pycache__", "radix", "subset"))
+    shutil.copytree(ROOT / "exercises", copy, ignore=shutil.ignore_patterns("__pycache__", "radix", "subset", "gp", "euler"))
     for option in ("--exercises", "--path"):
         p = gpulab("grade", "matmul", option, str(copy), cwd=tmp_path)
         assert p.returncode == 1 and " FAIL " in p.stdout and "NotImplementedError" in p.stdout, p.stdout + p.stderr
