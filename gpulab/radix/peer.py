@@ -110,11 +110,12 @@ def sorter(d_keys, pairs: bool = False):
     vals_in = cuda.to_device(np.arange(n, dtype=np.uint32)) if pairs else None
     vals_out = cuda.device_array(n, np.uint32) if pairs else None
     args = (_ptr(temp), nbytes.value, _ptr(d_keys), _ptr(keys_out))
+    keep = (temp, d_keys, keys_out, vals_in, vals_out)  # the launch holds raw pointers: keep their owners alive
 
     if pairs:
-        def launch():
+        def launch(keep=keep):
             _check(dll.gpulab_cub_sort_pairs(*args, _ptr(vals_in), _ptr(vals_out), n), "SortPairs")
     else:
-        def launch():
+        def launch(keep=keep):
             _check(dll.gpulab_cub_sort_keys(*args, n), "SortKeys")
     return launch, keys_out, vals_out

