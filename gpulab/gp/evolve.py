@@ -22,7 +22,7 @@ import numpy as np
 
 from gpulab.gp import breeding
 from gpulab.gp.market import Market
-from gpulab.gp.programs import Population
+from gpulab.gp.programs import STAT_DEPTH, Population
 from gpulab.gp.variants import DEFAULT_VARIANT, REGISTRY
 
 
@@ -42,6 +42,7 @@ class GPParams:
     mutation_depth: int = 4
     p_leaf: float = 0.3  # grow: chance of a terminal above the depth limit
     p_function: float = 0.9  # crossover points: internal nodes preferred (Koza's 90%)
+    parsimony: bool = False  # lexicographic parsimony (on equal fitness the smaller wins): see the chapter
 
 
 @dataclass
@@ -67,9 +68,11 @@ def initial_population(params: GPParams, seed: int) -> Population:
 
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int) -> Population:
     """Selection, crossover, mutation, elitism: one call into compiled code."""
-    code, offsets = breeding.breed(pop.code, pop.offsets, np.ascontiguousarray(fitness, np.float64), params.elite,
+    depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
+    code, offsets = breeding.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
                                    params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
-                                   params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function, seed)
+                                   params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
+                                   bool(params.parsimony), seed)
     return Population(code, offsets)
 
 

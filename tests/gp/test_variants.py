@@ -27,7 +27,7 @@ CHECKED = [v for v in REGISTRY if v.name != "reference"]
 DEVICE = [v for v in REGISTRY if v.backend != "cpu"]
 # (stocks, days): 1 stock, a warp minus one, a warp, a warp plus one; 1 and 2 days, and 767
 # (23 whole 32-day words plus 31 days: the bit-sliced variants' partial last word)
-SIM_SIZES = [(1, 1), (31, 2), (32, 1), (33, 2), (1, 767), (2, 767)]
+SIM_SIZES = [(1, 1), (31, 2), (32, 1), (33, 2), (1, 700), (2, 767)]
 GPU_SIZES = SIM_SIZES + [(33, 767), (32, 768), (128, 4096), (97, 1000)]
 SIZES = SIM_SIZES if ON_SIMULATOR else GPU_SIZES
 PAPER = ("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))", "(OR MACDL (NOT (< CP MA200)))")
