@@ -183,7 +183,19 @@ def finalize(result: dict) -> None:
 COMPILE_MS: dict = {}  # (case label, backend) -> ms to build the compiled variant's kernels
 
 
+def annotate(variant, state, rec) -> None:
+    """The compile-time parameters each record was measured with (they are tuned)."""
+    rec["params"] = {k: x for k, x in variant.params.items() if k != "sim"}
+
+
+def _overrides() -> dict:
+    from gpulab.gp.variants import overrides
+
+    return overrides()
+
+
 SPEC = BenchSpec(chapter="gp", cases=cases, setup=setup, runner=runner, check=check, teardown=teardown,
                  peer_name=f"numba CPU interpreter (parallel=True, {os.cpu_count()} threads)", peer=peer,
-                 peer_timing=peer_timing, finalize=finalize,
-                 extra={"work": "tree nodes × stocks × days per generation (both trees of every individual)"})
+                 peer_timing=peer_timing, finalize=finalize, annotate=annotate,
+                 extra={"work": "tree nodes × stocks × days per generation (both trees of every individual)",
+                        "params_overrides": _overrides})

@@ -179,7 +179,7 @@ class CudaCKernels:
 
 
 def cuda_defines(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k in ("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW")}
+    return {k: v for k, v in params.items() if k in ("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW", "TRADE")}
 
 
 def provider(backend: str, params: dict):
@@ -250,10 +250,11 @@ class Evaluator:
         return self._buffers["flags"], self._buffers["flags_host"]
 
     # --8<-- [start:evaluate]
-    def __call__(self, pop: Population, trace: bool = False, poison: bool = False):
+    def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None):
         from gpulab.checking import poisoned
 
         name, p, K, m = self.name, self.p, self.K, self.market
+        mark = _marker(timeline)
         P, S, D = len(pop), m.stocks, m.days
         check_limits(name, pop, p)  # O(1): the population carries its maxima
         money = self._buf("money", P * S, np.float64)
@@ -268,6 +269,7 @@ class Evaluator:
         args_tail = (money, tr, _i(trace), flags)
         dims = (_i(P), _i(S), _i(D))
         groups = ceil_div(S, 32)
+        mark("start")
         if name == "compiled":
             self._compiled(pop, dims, args_tail)
         elif name == "constant":
@@ -280,6 +282,7 @@ class Evaluator:
                   constant=constant_image(pop, i0, nb))
         else:
             code, offs = self.programs.upload(pop)  # one asynchronous copy, buffers reused
+            mark("upload")
             if name == "thread_global":
                 block = p["BLOCK"]
                 grid = ceil_div(P * S, block)
@@ -297,7 +300,9 @@ class Evaluator:
                     K("gp_bitsliced", (grid,), (block,), code, offs, *dims, self.M, self.C, *args_tail)
                 else:
                     K(f"gp_{name}", (grid,), (block,), code, offs, *dims, self.F, self.B, *args_tail)
+        mark("kernel")
         K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit, flags)
+        mark("fitness")
         flags.copy_to_host(flags_host)  # the one synchronization: 8 bytes
         if int(flags_host[1]):
             raise LimitError(overflow_message(self.name))
@@ -310,6 +315,23 @@ class Evaluator:
         kern = compiled.kernel(self.backend, pop, self.p)
         self.compile_ms = kern.compile_ms
         kern.launch(32 * self.p["WPB"], self.market.stocks, self.market.days, self.F, self.B, *args_tail)
+
+
+def _marker(timeline):
+    """``mark(label)``: records a CUDA event on the default stream into ``timeline`` (a list of
+    ``(label, event)``), for the tuning script's breakdown of one evaluation; a no-op when
+    ``timeline`` is None (always, in the GP loop and the benchmark)."""
+    if timeline is None or device.on_simulator():
+        return lambda label: None
+
+    def mark(label):
+        from numba import cuda
+
+        ev = cuda.event()
+        ev.record()
+        timeline.append((label, ev))
+
+    return mark
 
 
 # --8<-- [start:upload]

@@ -22,6 +22,9 @@
 #ifndef TW
 #define TW 4
 #endif
+#ifndef TRADE
+#define TRADE 1  // 0: a diagnostic build without the trading pass (the tuning script's breakdown)
+#endif
 
 // --8<-- [start:common]
 typedef unsigned long long u64;
@@ -531,6 +534,7 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
             sbuy[k * THREADS + tb] = bw & ~sw;
             ssell[k * THREADS + tb] = sw & ~bw;
         }
+        if (!TRADE) continue;
         // trade across the chunk: each step finds the next executable signal, skipping words
         // with none left, and trades; a lane takes one step per trade it makes
         u64 k = 0;

@@ -565,13 +565,15 @@ def lowest_bit(x):
 
 # --8<-- [start:bitsliced]
 @lru_cache(maxsize=None)
-def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int):
+def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
     """A warp = one individual × 32 stocks, as ``register``. The warp decodes its program once
     into mask-program entries in shared memory (:func:`decode_tree`); each lane then evaluates
     its stock's buy and sell tree on 64 days per word operation, ``TW`` words at a time,
     keeping the days on which a buy or a sell would execute in shared memory, and trades across
     those ``TW`` words, jumping from one executable signal to the next with find-first-set.
-    ``M``: masks ``uint64 [W, 303, S]``; ``C``: the close, ``float32 [D, S]``."""
+    ``M``: masks ``uint64 [W, 303, S]``; ``C``: the close, ``float32 [D, S]``. ``TRADE = 0``
+    builds a diagnostic kernel without the trading pass (wrong money; the tuning script times it
+    to split evaluation from trading)."""
     THREADS = WPB * 32
     SLOTS = BSTACK * THREADS
     TSLOTS = TW * THREADS
@@ -617,6 +619,9 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int):
                         trace[(i * uS + s) * uD + wk * U64 + j] = uint8((bw >> j) & U1) + uint8(2) * uint8((sw >> j) & U1)
                 sbuy[uint64(k) * UT + tb] = bw & (sw ^ ALL64)
                 ssell[uint64(k) * UT + tb] = sw & (bw ^ ALL64)
+            if not TRADE:
+                w0 += UTW
+                continue
             # trade across the chunk: each step finds the next executable signal, skipping words
             # with none left, and trades; a lane takes one step per trade it makes
             k = U0
@@ -696,7 +701,7 @@ def kernel_for(name: str, params: dict):
     if name == "register":
         return register_kernel(p["WPB"], p["CODE"], p["DAYS"]), SIG_SHARED
     if name == "bitsliced":
-        return bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"]), SIG_BITS
+        return bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1)), SIG_BITS
     if name == "fitness":
         return gp_fitness, SIG_FITNESS
     raise KeyError(name)
