@@ -34,9 +34,11 @@ _LADDER = [
     ("shared", ("shared", "global"),
      "each warp's program and the stacks in shared memory"),
     ("register", ("registers", "shared", "global"),
-     "no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register"),
+     "no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register; DAYS days per "
+     "pass over the program"),
     ("bitsliced", ("registers", "shared", "global"),
-     "comparisons as precomputed bit masks: 32 days per word operation, and a trading loop that jumps between signals"),
+     "comparisons as precomputed bit masks: 64 days per word operation, the program decoded once per warp, and a "
+     "trading pass that jumps between signals across several words"),
     ("compiled", ("registers", "global"),
      "the population compiled to straight-line code (NVRTC / numba): no interpreter at all, at a compile cost per generation"),
 ]

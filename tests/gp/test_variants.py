@@ -25,8 +25,9 @@ from tests.gp.programs_strategy import individual
 # the reference itself is the oracle; every other entry is checked against it
 CHECKED = [v for v in REGISTRY if v.name != "reference"]
 DEVICE = [v for v in REGISTRY if v.backend != "cpu"]
-# (stocks, days): 1 stock, a warp minus one, a warp, a warp plus one; 1 and 2 days, and 767
-# (23 whole 32-day words plus 31 days: the bit-sliced variants' partial last word)
+# (stocks, days): 1 stock, a warp minus one, a warp, a warp plus one; 1 and 2 days, 700 (10 whole
+# 64-day words plus 60 days: three trading passes of TW = 4 words, the last one short) and 767
+# (11 words plus 63 days; the register variant's last pass of DAYS = 4 holds 3 days)
 SIM_SIZES = [(1, 1), (31, 2), (32, 1), (33, 2), (1, 700), (2, 767)]
 GPU_SIZES = SIM_SIZES + [(33, 767), (32, 768), (128, 4096), (97, 1000)]
 SIZES = SIM_SIZES if ON_SIMULATOR else GPU_SIZES
@@ -82,6 +83,22 @@ def test_variant_matches_reference(variant, size, rng):
     if variant.name == "compiled" and variant.backend == "numba":
         n = min(n, 8)
     check(variant, random_population(rng, n), market)
+
+
+TUNED = [("register", dict(DAYS=1)), ("register", dict(DAYS=3)), ("register", dict(DAYS=8, WPB=1)),
+         ("bitsliced", dict(TW=1)), ("bitsliced", dict(TW=3, WPB=1)), ("bitsliced", dict(TW=8, BSTACK=16))]
+
+
+@pytest.mark.parametrize("name,params", TUNED, ids=lambda x: str(x))
+def test_tuned_parameters_give_the_same_results(name, params, rng):
+    """The tuning sweep's other configurations (days per pass, words per trading pass, warps per
+    block) against the reference: 330 days = 5 words of 64 + 10 days, 33 stocks."""
+    market = gp.synthetic_market(33, 330, seed=int(rng.integers(2**31)))
+    pop = random_population(rng, 3)
+    ref = reference.evaluate(pop, market, trace=True)
+    p = {k: x for k, x in REGISTRY.get(name, "numba").params.items() if k != "sim"} | params | {"sim": {}}  # WPB as given
+    got = gp.evaluate_detail(pop, market, name, "numba", params=p, poison=True)
+    assert_same(got, ref, f"{name} {params}")
 
 
 def right_deep(terminals, bottom):
