@@ -362,7 +362,9 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     (lexicographic parsimony when ``parsimony``). Children deeper than ``max_depth`` or longer
     than ``max_nodes`` are replaced by a copy of the first parent, and so is a child of a parent
     tree already deeper than ``max_depth`` (``tree_depth``: every tree's height, from the
-    population's stats). Returns the new ``(code, offsets)``.
+    population's stats). Returns the new ``(code, offsets, src)``: ``src[t]`` is the parent
+    tree that child tree ``t`` copies byte for byte, or -1 for a changed tree (the only ones that
+    need validating again).
 
     Pass 1 plans child ``c`` — parent ``a``, operator, the changed tree, the span ``[lo, hi)``
     of ``a``'s tree it replaces and the span ``[slo, shi)`` of parent ``b``'s tree that goes in
@@ -408,11 +410,15 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
                     q = _pick(rng, code, b0, b1, 1 if code[p] < _NF else 0, p_func)
                     if q >= 0:
                         qlo, qh = _subtree(code, q, st)
-                        if rest + (q + 1 - qlo) <= max_nodes and _depth_at(code, s1, p, st) - 1 + qh <= max_depth:
+                        # a point is at most as deep as its tree: walk to it only when that bound is not enough
+                        deep = tree_depth[2 * a + t] - 1 + qh > max_depth
+                        if rest + (q + 1 - qlo) <= max_nodes and (not deep or _depth_at(code, s1, p, st) - 1 + qh <= max_depth):
                             slo, shi = qlo, q + 1
                             new_len = rest + (shi - slo)
                 else:
-                    room = 1 if code[p] < _NF else min(mut_depth, max_depth - _depth_at(code, s1, p, st) + 1)
+                    room = 1 if code[p] < _NF else mut_depth
+                    if room > 1 and tree_depth[2 * a + t] - 1 + mut_depth > max_depth:
+                        room = min(mut_depth, max_depth - _depth_at(code, s1, p, st) + 1)
                     if room >= 1:
                         grown_at[c] = rng[0]
                         g = _grow(rng, grown, 0, max_nodes - rest, code[p] < _NF, room, False, p_leaf, ops, left)
@@ -428,6 +434,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     out_off = np.zeros(2 * P + 1, np.int32)
     out_off[1:] = np.cumsum(plan[:, _LEN0:_LEN1 + 1].ravel())
     out = np.empty(out_off[2 * P], np.uint8)
+    src = np.empty(2 * P, np.int64)  # the parent tree a child's tree copies verbatim, or -1 (changed)
     for task in prange(ntasks):
         rng = np.empty(1, np.uint64)
         ops = np.empty(mut_depth + 2, np.int32)
@@ -439,7 +446,9 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
                 n = out_off[2 * c + u]
                 if kind == 0 or u != t:
                     out[n:n + s1 - s0] = code[s0:s1]
+                    src[2 * c + u] = 2 * a + u
                     continue
+                src[2 * c + u] = -1
                 lo, hi = plan[c, _LO], plan[c, _HI]
                 out[n:n + lo - s0] = code[s0:lo]
                 n += lo - s0
@@ -453,5 +462,5 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
                     n = _grow(rng, out, n, n + max_nodes - rest, code[hi - 1] < _NF, plan[c, _ROOM], False, p_leaf,
                               ops, left)
                 out[n:n + s1 - hi] = code[hi:s1]
-    return out, out_off
+    return out, out_off, src
 # --8<-- [end:breed]

@@ -69,11 +69,11 @@ def initial_population(params: GPParams, seed: int) -> Population:
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int) -> Population:
     """Selection, crossover, mutation, elitism: one call into compiled code."""
     depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
-    code, offsets = breeding.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
+    code, offsets, src = breeding.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
                                    params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
                                    params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
                                    bool(params.parsimony), seed)
-    return Population(code, offsets)
+    return Population.bred(code, offsets, pop, src)
 
 
 def _host(x) -> np.ndarray:

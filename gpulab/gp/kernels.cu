@@ -471,9 +471,10 @@ __device__ __forceinline__ u64 bits_eval(const unsigned short* prog, u64 a, u64 
     for (u64 pc = a; pc < b; ++pc) {
         u64 e = prog[pc];
         if (e < NMASK) {
+            u64 next = M[mbase + e * mstride];  // the load first: in flight while the spill waits for the last one
             stack[sbase + sp * sstride] = top;  // spill the old top
             sp += 1;
-            top = M[mbase + e * mstride];
+            top = next;
         } else if (e == 303) {
             sp -= 1;
             top &= stack[sbase + sp * sstride];

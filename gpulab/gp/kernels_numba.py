@@ -538,9 +538,10 @@ def bits_eval(prog, a, b, M, mbase, mstride, stack, sbase, sstride):
         e = uint64(prog[pc])
         pc += U1
         if e < UNMASK64:
+            new = M[mbase + e * mstride]  # the load first: it is in flight while the spill waits for the last one
             stack[sbase + sp * sstride] = top  # spill the old top
             sp += U1
-            top = M[mbase + e * mstride]
+            top = new
         elif e == E_AND:
             sp -= U1
             top = top & stack[sbase + sp * sstride]

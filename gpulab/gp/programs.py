@@ -67,6 +67,32 @@ def analyze(code, offsets):
     return out
 
 
+@njit(parallel=True, cache=True)
+def analyze_bred(code, offsets, parent_stats, src):
+    """:func:`analyze` for a bred population: tree ``t`` with ``src[t] >= 0`` is a byte-for-byte
+    copy of the parent tree ``src[t]`` and takes its row of ``parent_stats`` (checked: same
+    length); every other tree is scanned. Returns the stats and how many copies had the wrong
+    length (0, unless breeding is broken)."""
+    ntrees = offsets.size - 1
+    out = np.zeros((ntrees, 6), np.int32)
+    longest = 1
+    for t in range(ntrees):
+        longest = max(longest, offsets[t + 1] - offsets[t])
+    chunk = 256
+    ntasks = (ntrees + chunk - 1) // chunk
+    bad = np.zeros(ntasks, np.int64)
+    for task in prange(ntasks):
+        types = np.empty(longest + 1, np.int8)
+        heights = np.empty(longest + 1, np.int32)
+        for t in range(task * chunk, min(ntrees, (task + 1) * chunk)):
+            if src[t] >= 0:
+                out[t] = parent_stats[src[t]]
+                bad[task] += out[t, 0] != offsets[t + 1] - offsets[t]
+            else:
+                _analyze_tree(code, offsets[t], offsets[t + 1], types, heights, out[t])
+    return out, bad.sum()
+
+
 @njit(inline="always")
 def _analyze_tree(code, a, b, types, heights, row):
     sp, nbool, max_sp, max_bool, max_h = 0, 0, 0, 0, 0
@@ -413,6 +439,19 @@ class Population:
         self.max_stack_depth, self.max_bool_depth = int(top[STAT_STACK]), int(top[STAT_BOOLS])
         self.max_tree_nodes = int(top[STAT_NODES])
         self.max_program_nodes = int((offsets[2::2] - offsets[:-2:2]).max())
+
+    @classmethod
+    def bred(cls, code, offsets, parents: "Population", src) -> "Population":
+        """Children from :func:`gpulab.gp.breeding.breed`: a tree that is a byte-for-byte copy of
+        a parent's (``src[t] >= 0``) takes that parent's stats, already validated; every
+        changed tree goes through the typed scan. So every tree has been validated once."""
+        code = np.ascontiguousarray(code, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int32)
+        stats, bad = analyze_bred(code, offsets, parents.stats, np.ascontiguousarray(src, np.int64))
+        if bad:
+            raise ProgramError(f"bred population: {bad} copied tree(s) differ in length from their parent tree")
+        check_stats(stats, offsets, code)
+        return cls(code, offsets, stats=stats)
 
     @classmethod
     def from_individuals(cls, individuals) -> "Population":

@@ -208,3 +208,23 @@ def test_lexicographic_parsimony_breaks_fitness_ties_towards_the_smaller():
     better[int(np.argmax(sizes))] = 1.0  # fitness still comes first
     top = next_generation(pop, better, params, 5)
     assert np.array_equal(top.tree(0, 0), pop.tree(int(np.argmax(sizes)), 0))
+
+
+def test_bred_population_stats_equal_a_full_validation(rng):
+    """Population.bred re-scans only the changed trees: its stats must equal a scan of every tree,
+    and a copied tree whose length disagrees with its parent's is caught."""
+    params = GPParams(population=800, max_depth=9, max_nodes=80)
+    pop = initial_population(params, int(rng.integers(2**31)))
+    for _ in range(3):
+        parent = pop
+        code, offsets, src = breeding.breed(parent.code, parent.offsets, np.ascontiguousarray(parent.stats[:, 1]),
+                                            rng.normal(size=len(parent)), 2, 7, 0.8, 0.1, params.max_depth,
+                                            params.max_nodes, 4, 0.3, 0.9, False, int(rng.integers(2**31)))
+        assert 0 < (src < 0).sum() < src.size  # some trees changed, some were copied
+        pop = gp.Population.bred(code, offsets, parent, src)
+        assert np.array_equal(pop.stats, gp.Population(code, offsets).stats)
+    wrong = src.copy()
+    k = int(np.flatnonzero(wrong >= 0)[0])
+    wrong[k] = next(t for t in range(src.size) if np.diff(parent.offsets)[t] != np.diff(offsets)[k])
+    with pytest.raises(gp.ProgramError, match="copied tree"):
+        gp.Population.bred(code, offsets, parent, wrong)
