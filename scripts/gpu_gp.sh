@@ -46,17 +46,20 @@ if [[ $stage == final ]]; then
   echo "bench exit $? ($(elapsed) s)"
 fi
 if [[ $stage == evolve || $stage == all || $stage == final ]]; then
-  vs=${GP_VARIANTS:-bitsliced register}
-  [[ $stage == final ]] && vs=${GP_VARIANTS:-bitsliced}
-  for v in $vs; do
+  # variant:backend pairs; the default variant (bitsliced, numba) first
+  runs=${GP_EVOLVE_RUNS:-bitsliced:numba register:numba}
+  [[ $stage == final ]] && runs=${GP_EVOLVE_RUNS:-bitsliced:numba bitsliced:cuda-c}
+  for vb in $runs; do
+    v=${vb%%:*}; b=${vb##*:}
+    stem="gp-evolve-$v"; [[ $b != numba ]] && stem="gp-evolve-$v-$b"
     start=$(date +%s.%N)
     timeout "${GP_EVOLVE_TIMEOUT:-90}" $py -m gpulab gp evolve --population "$POP" --generations "$GENS" --stocks "$STOCKS" \
-      --days "$DAYS" --test-days "${GP_TEST_DAYS:-256}" --variant "$v" --seed 1 --out "$OUT" --stem "gp-evolve-$v" \
-      > "$OUT/evolve-$v.txt" 2>&1
+      --days "$DAYS" --test-days "${GP_TEST_DAYS:-256}" --variant "$v" --backend "$b" --seed 1 --out "$OUT" \
+      --stem "$stem" > "$OUT/evolve-$v-$b.txt" 2>&1
     rc=$?
     end=$(date +%s.%N)
-    echo "evolve $v exit $rc; process wall time $($py -c "print(round($end - $start, 2))") s (imports, data and kernel compilation included)"
-    tail -2 "$OUT/evolve-$v.txt"
+    echo "evolve $v[$b] exit $rc; process wall time $($py -c "print(round($end - $start, 2))") s (imports, data and kernel compilation included)"
+    tail -1 "$OUT/evolve-$v-$b.txt"
   done
 fi
 if [[ $stage == experiment || $stage == all || $stage == final ]]; then
