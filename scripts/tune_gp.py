@@ -116,7 +116,9 @@ def breakdown(name: str, backend: str, params: dict, pop, market, repeat: int) -
 
 
 def trade_split(backend: str, params: dict, pop, market, repeat: int) -> dict:
-    """``bitsliced`` with and without its trading pass (a diagnostic build, TRADE=0)."""
+    """``bitsliced`` with and without its trading pass (a diagnostic build, TRADE=0, whose money
+    is a checksum of the signals). The diagnostic build needs fewer registers, so it may fit more
+    warps per SM: the difference is an estimate of the trading pass's share, not an exact one."""
     v = REGISTRY.get("bitsliced", backend)
     full = v.run("bitsliced", market, params)
     bare = v.run("bitsliced", market, params | {"TRADE": 0})

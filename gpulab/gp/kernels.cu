@@ -516,6 +516,7 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
     u64 tb = threadIdx.x;
     double m = 10000.0;
     long long sh = 0;
+    u64 chk = 0;  // TRADE = 0 only: a checksum of the signals keeps their evaluation from being optimized away
     u64 words = (uD + 63) / 64;
     for (u64 w0 = 0; w0 < words; w0 += TW) {
         u64 n = words - w0 < TW ? words - w0 : TW;
@@ -535,7 +536,10 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
             sbuy[k * THREADS + tb] = bw & ~sw;
             ssell[k * THREADS + tb] = sw & ~bw;
         }
-        if (!TRADE) continue;
+        if (!TRADE) {
+            for (u64 k = 0; k < n; ++k) chk ^= sbuy[k * THREADS + tb] ^ (ssell[k * THREADS + tb] << 1);
+            continue;
+        }
         // trade across the chunk: each step finds the next executable signal, skipping words
         // with none left, and trades; a lane takes one step per trade it makes
         u64 k = 0;
@@ -561,6 +565,7 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
         }
     }
     if (sh > 0) m = m + sh * (double)C[(uD - 1) * uS + s] - 1.0;
+    if (!TRADE) m = (double)(chk & 0xFFFFFFFFULL);
     money[i * uS + s] = m;
 }
 // --8<-- [end:bitsliced]

@@ -602,6 +602,7 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
         prog = sdec[w]
         tb = uint64(cuda.threadIdx.x)
         m, sh = float64(10000.0), int64(0)
+        chk = U0  # TRADE = 0 only: a checksum of the signals keeps their evaluation from being optimized away
         words = (uD + U64 - U1) // U64
         w0 = U0
         while w0 < words:
@@ -621,6 +622,8 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
                 sbuy[uint64(k) * UT + tb] = bw & (sw ^ ALL64)
                 ssell[uint64(k) * UT + tb] = sw & (bw ^ ALL64)
             if not TRADE:
+                for k in range(n):
+                    chk ^= sbuy[uint64(k) * UT + tb] ^ (ssell[uint64(k) * UT + tb] << U1)
                 w0 += UTW
                 continue
             # trade across the chunk: each step finds the next executable signal, skipping words
@@ -650,6 +653,8 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
             w0 += UTW
         if sh > 0:
             m = m + sh * float64(C[(uD - U1) * uS + s]) - 1.0
+        if not TRADE:
+            m = float64(chk & FULL32)
         money[i * uS + s] = m
 
     return gp_bitsliced
