@@ -281,3 +281,21 @@ def test_seed_size_population_matches_the_cpu_interpreter(variant):
     got = gp.evaluate_detail(pop, market, variant.name, variant.backend, trace=False, poison=True)
     assert np.array_equal(got.money.view(np.uint64), cpu.money.view(np.uint64))
     assert np.array_equal(got.fitness.view(np.uint64), cpu.fitness.view(np.uint64))
+
+
+def test_params_overrides_from_the_environment(monkeypatch, tmp_path):
+    """GPULAB_GP_PARAMS (JSON text or a file) overrides the registry's parameters per variant or
+    per variant and backend; unknown names are an error that names them."""
+    import importlib
+
+    variants = importlib.import_module("gpulab.gp.variants")
+    monkeypatch.setenv("GPULAB_GP_PARAMS", '{"register": {"DAYS": 8}, "bitsliced[cuda-c]": {"TW": 2}}')
+    extra = variants.overrides()
+    assert variants.params_for("register", "cuda-c", extra)["DAYS"] == 8
+    assert variants.params_for("bitsliced", "cuda-c", extra)["TW"] == 2
+    assert variants.params_for("bitsliced", "numba", extra)["TW"] == variants.PARAMS["bitsliced"]["TW"]
+    path = tmp_path / "p.json"
+    path.write_text('{"registr": {"DAYS": 2}}')
+    monkeypatch.setenv("GPULAB_GP_PARAMS", str(path))
+    with pytest.raises(ValueError, match="registr"):
+        variants.overrides()
