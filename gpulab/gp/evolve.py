@@ -118,6 +118,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     t_warm = time.perf_counter()
     tiny = Population.from_individuals([("NVIG", "NVIL")])
     ev_train(tiny), ev_test(tiny)  # compile the kernels (JIT) and upload the markets before the clock starts
+    warm = GPParams(**{**asdict(params), "population": 4})  # ... and the breeding (numba JIT, or its disk cache)
+    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0)
     t_start = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
     settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
