@@ -6,8 +6,8 @@
   every opcode (the general stack, and the register variant's two floats and bit-stack);
 * ``gp-stack-layouts.svg`` — per-thread stacks against depth-interleaved stacks: the addresses
   one warp's PUSH touches;
-* ``gp-bitslice.svg`` — one 32-day word: two comparison masks, a boolean terminal, the tree's
-  word, and the days the trading loop visits.
+* ``gp-bitslice.svg`` — 32 days of a 64-day word: two comparison masks, a boolean terminal,
+  the tree's word, and the days the trading loop visits.
 
 The stack contents are computed by the library's own parser (:mod:`gpulab.gp.programs`), not typed.
 """
@@ -171,8 +171,8 @@ def bitslice():
     for k, what in visits:
         ax.annotate(what, (k + 0.45, -0.05), (k + 0.45, -0.9), ha="center", fontsize=7,
                     arrowprops=dict(arrowstyle="->", color=INK, lw=0.8))
-    ax.text(-0.3, -1.5, "trading loop: ffs(pending) jumps to the next executable signal; "
-            f"{len(visits)} visits instead of {days} days", ha="left", fontsize=8, color=GREY)
+    ax.text(-0.3, -1.5, f"days 0-{days - 1} of a 64-day word. trading loop: ffs(pending) jumps to the next executable "
+            f"signal; {len(visits)} visits instead of {days} days", ha="left", fontsize=8, color=GREY)
     save(fig, "gp-bitslice.svg")
 
 

@@ -12,8 +12,8 @@ What is timed is one generation's evaluation, as the GP loop runs it: upload the
 byte code, every kernel launch (and the constant variant's batch copies), the fitness reduction,
 and the 4-byte overflow flag back (the one synchronization). The market's arrays are uploaded
 once, before (as in a GP run). Throughput is **GP operations per second**: tree nodes (both
-trees, all individuals) × stocks × days / time. ``bitsliced`` evaluates 32 days per word
-operation; its records also carry ``word_ops_per_s`` (nodes × stocks × ⌈days/32⌉ / time), the
+trees, all individuals) × stocks × days / time. ``bitsliced`` evaluates 64 days per word
+operation; its records also carry ``word_ops_per_s`` (nodes × stocks × ⌈days/64⌉ / time), the
 other counting convention.
 
 The peer is the numba ``parallel=True`` CPU interpreter (:func:`gpulab.gp.cpu.interpret`, the
@@ -64,7 +64,7 @@ def _case(label: str, P: int, S: int, D: int, take: int | None = None) -> Case:
     pop = population(P, take)
     n = len(pop)
     nodes = pop.total_nodes
-    words = -(-D // 32)
+    words = -(-D // 64)  # the bit-sliced variants' 64-day words
     return Case(label=label, size={"population": n, "stocks": S, "days": D, "nodes": nodes,
                                    "mean_nodes": nodes / n, "words": words, "source_population": P},
                 work=float(nodes) * S * D, unit="GP ops/s", unit_scale=1.0)
@@ -166,7 +166,7 @@ def finalize(result: dict) -> None:
         r["ms_per_generation"] = r["median_ms"]
         if "bitsliced" in r["variant"]:
             r["word_ops_per_s"] = z["nodes"] * z["stocks"] * z["words"] / (r["median_ms"] * 1e-3)
-            r["op_convention"] = "throughput: tree nodes × stock-days; word_ops_per_s: tree nodes × stocks × 32-day words"
+            r["op_convention"] = "throughput: tree nodes × stock-days; word_ops_per_s: tree nodes × stocks × 64-day words"
         cpu_peer = "cpu_bitsliced" if r["variant"] == "bitsliced" else "interpreter"
         if r["backend"] != "cpu":
             same = next((q for q in recs if q["label"] == r["label"] and q["variant"] == cpu_peer
@@ -183,7 +183,19 @@ def finalize(result: dict) -> None:
 COMPILE_MS: dict = {}  # (case label, backend) -> ms to build the compiled variant's kernels
 
 
+def annotate(variant, state, rec) -> None:
+    """The compile-time parameters each record was measured with (they are tuned)."""
+    rec["params"] = {k: x for k, x in variant.params.items() if k != "sim"}
+
+
+def _overrides() -> dict:
+    from gpulab.gp.variants import overrides
+
+    return overrides()
+
+
 SPEC = BenchSpec(chapter="gp", cases=cases, setup=setup, runner=runner, check=check, teardown=teardown,
                  peer_name=f"numba CPU interpreter (parallel=True, {os.cpu_count()} threads)", peer=peer,
-                 peer_timing=peer_timing, finalize=finalize,
-                 extra={"work": "tree nodes × stocks × days per generation (both trees of every individual)"})
+                 peer_timing=peer_timing, finalize=finalize, annotate=annotate,
+                 extra={"work": "tree nodes × stocks × days per generation (both trees of every individual)",
+                        "params_overrides": _overrides})

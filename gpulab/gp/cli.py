@@ -40,7 +40,7 @@ def run_evolve(args) -> int:
     t = result.timing
     print(f"best rule: buy {result.best['buy']}\n           sell {result.best['sell']}")
     print(f"{args.generations} generations in {t['total_s']:.2f} s (evaluation {t['evaluation_s']:.2f} s, "
-          f"breeding {t['breeding_s']:.2f} s; before them, {t['warmup_s']:.2f} s of kernel compilation and "
+          f"breeding {t['breeding_s']:.2f} s; before them, {t['warmup_s']:.2f} s of compilation (kernels, breeding) and "
           f"upload); wrote {', '.join(map(str, paths))}")
     return 0
 

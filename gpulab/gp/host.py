@@ -35,6 +35,8 @@ FITNESS_BLOCK = 128
 
 def check_program_bytes(pop: Population, limit: int, variant: str, per_node: int = 1, nodes=None) -> None:
     """Each individual's two trees must fit a per-warp buffer of ``limit`` opcodes."""
+    if nodes is None and pop.max_program_nodes <= limit:  # O(1): the population knows its longest program
+        return
     nodes = pop.nodes if nodes is None else nodes
     total = nodes.sum(axis=1)
     over = np.flatnonzero(total > limit)
@@ -61,7 +63,7 @@ def check_limits(name: str, pop: Population, params: dict) -> None:
     if name == "constant":
         cap = p.get("CONST_CAPACITY", CONST_BYTES)
         cost = pop.nodes.sum(axis=1) + 4
-        if (cost + 2 > cap).any():
+        if pop.max_program_nodes + 6 > cap:
             i = int(np.flatnonzero(cost + 2 > cap)[0])
             raise ProgramLimitError(f"{_where(i, 1, int(pop.nodes[i, 1]))}: too long for the constant variant: "
                                     f"{int(cost[i]) + 2} bytes with its offsets, over the {cap} bytes of "
@@ -69,8 +71,10 @@ def check_limits(name: str, pop: Population, params: dict) -> None:
 
 
 def check_market(market, variant_name: str) -> None:
+    from gpulab.gp.market import DAY_PAD
+
     S, D = market.stocks, market.days
-    if S * D * oc.NF >= 2**31 or market.words * 303 * S >= 2**31:
+    if S * (D + DAY_PAD) * oc.NF >= 2**31 or market.words * 303 * S >= 2**31:
         raise LimitError(f"{S} stocks × {D} days: the indicator arrays exceed 2**31 elements")
 
 
@@ -175,7 +179,7 @@ class CudaCKernels:
 
 
 def cuda_defines(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k in ("STACK", "WPB", "CODE", "BSTACK")}
+    return {k: v for k, v in params.items() if k in ("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW", "TRADE")}
 
 
 def provider(backend: str, params: dict):
@@ -222,7 +226,9 @@ class Evaluator:
         self.F, self.B = market.device(layout)
         self.bh = market.device("bh")
         self.M = market.device("wms") if name == "bitsliced" else None
+        self.C = market.device("close") if name == "bitsliced" else None
         self._buffers: dict = {}
+        self.programs = ProgramBuffer()
         self.compile_ms = 0.0
 
     def _buf(self, key, n, dtype):
@@ -231,30 +237,39 @@ class Evaluator:
         b = self._buffers.get(key)
         if b is None or b.size < n:
             b = self._buffers[key] = cuda.device_array(max(n, 1), dtype)
-        return b[:max(n, 1)]
+        return b
 
-    # --8<-- [start:evaluate]
-    def __call__(self, pop: Population, trace: bool = False, poison: bool = False):
+    def _flags(self):
+        """``int32[2]`` on the device (zeroed once: the fitness kernel clears ``flags[0]`` after
+        handing it to ``flags[1]``) and a pinned host word to read ``flags[1]`` into."""
         from numba import cuda
 
+        if "flags" not in self._buffers:
+            self._buffers["flags"] = cuda.to_device(np.zeros(2, np.int32))
+            self._buffers["flags_host"] = cuda.pinned_array(2, np.int32)
+        return self._buffers["flags"], self._buffers["flags_host"]
+
+    # --8<-- [start:evaluate]
+    def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None):
         from gpulab.checking import poisoned
 
         name, p, K, m = self.name, self.p, self.K, self.market
+        mark = _marker(timeline)
         P, S, D = len(pop), m.stocks, m.days
-        check_limits(name, pop, p)
+        check_limits(name, pop, p)  # O(1): the population carries its maxima
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
         fit = self._buf("fitness", P, np.float64)
-        flags = self._buf("flags", 1, np.int32)
+        flags, flags_host = self._flags()
         if poison:
             money.copy_to_device(poisoned(money.size, np.float64))
             fit.copy_to_device(poisoned(fit.size, np.float64))
             if trace:
                 tr.copy_to_device(np.full(tr.size, 0xFF, np.uint8))
-        flags.copy_to_device(np.zeros(1, np.int32))
         args_tail = (money, tr, _i(trace), flags)
         dims = (_i(P), _i(S), _i(D))
         groups = ceil_div(S, 32)
+        mark("start")
         if name == "compiled":
             self._compiled(pop, dims, args_tail)
         elif name == "constant":
@@ -266,10 +281,8 @@ class Evaluator:
                 K("gp_constant", (grid,), (block,), _i(i0), _i(nb), _i(S), _i(D), self.F, self.B, stack, *args_tail,
                   constant=constant_image(pop, i0, nb))
         else:
-            code = self._buf("code", pop.code.size, np.uint8)  # reused from generation to generation
-            offs = self._buf("offsets", pop.offsets.size, np.int32)
-            code.copy_to_device(pop.code)
-            offs.copy_to_device(pop.offsets)
+            code, offs = self.programs.upload(pop)  # one asynchronous copy, buffers reused
+            mark("upload")
             if name == "thread_global":
                 block = p["BLOCK"]
                 grid = ceil_div(P * S, block)
@@ -284,11 +297,14 @@ class Evaluator:
                 block = 32 * p["WPB"]
                 grid = ceil_div(P * groups * 32, block)
                 if name == "bitsliced":
-                    K("gp_bitsliced", (grid,), (block,), code, offs, *dims, self.M, self.F, *args_tail)
+                    K("gp_bitsliced", (grid,), (block,), code, offs, *dims, self.M, self.C, *args_tail)
                 else:
                     K(f"gp_{name}", (grid,), (block,), code, offs, *dims, self.F, self.B, *args_tail)
-        K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit)
-        if int(flags.copy_to_host()[0]):  # the one synchronization: 4 bytes
+        mark("kernel")
+        K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit, flags)
+        mark("fitness")
+        flags.copy_to_host(flags_host)  # the one synchronization: 8 bytes
+        if int(flags_host[1]):
             raise LimitError(overflow_message(self.name))
         return fit, money, (tr if trace else None)
     # --8<-- [end:evaluate]
@@ -299,6 +315,73 @@ class Evaluator:
         kern = compiled.kernel(self.backend, pop, self.p)
         self.compile_ms = kern.compile_ms
         kern.launch(32 * self.p["WPB"], self.market.stocks, self.market.days, self.F, self.B, *args_tail)
+
+
+def _marker(timeline):
+    """``mark(label)``: records a CUDA event on the default stream into ``timeline`` (a list of
+    ``(label, event)``), for the tuning script's breakdown of one evaluation; a no-op when
+    ``timeline`` is None (always, in the GP loop and the benchmark)."""
+    if timeline is None or device.on_simulator():
+        return lambda label: None
+
+    def mark(label):
+        from numba import cuda
+
+        ev = cuda.event()
+        ev.record()
+        timeline.append((label, ev))
+
+    return mark
+
+
+# --8<-- [start:upload]
+class ProgramBuffer:
+    """A population's byte code on the device, uploaded with one asynchronous copy.
+
+    One device allocation holds the offsets (``int32``, at the start) and the code (after room
+    for ``capacity`` individuals' offsets), and so does a pinned host buffer that mirrors it:
+    each generation packs the offsets and the code into the pinned buffer (host memcpy) and
+    copies the used bytes in one ``cuMemcpyHtoDAsync`` on the default stream, which the kernel
+    launches that follow wait for. The two device views the kernels take are made once per
+    allocation, not per generation. Both buffers grow (doubling) when a population needs more.
+    """
+
+    def __init__(self):
+        self.capacity = self.code_bytes = -1
+
+    def _allocate(self, individuals: int, code_bytes: int) -> None:
+        from numba import cuda
+
+        self.capacity, self.code_bytes = individuals, code_bytes
+        self.code0 = 4 * (2 * individuals + 1)  # where the code starts, after the offsets
+        total = self.code0 + code_bytes
+        self.device = cuda.device_array(total, np.uint8)
+        self.host = cuda.pinned_array(total, np.uint8)
+        self.offs = self.device[:self.code0].view(np.int32)
+        self.code = self.device[self.code0:]
+
+    def upload(self, pop: Population):
+        P, n = len(pop), pop.code.size
+        if P > self.capacity or n > self.code_bytes:
+            self._allocate(max(P, 2 * self.capacity, 1), max(n, 2 * self.code_bytes, 64))
+        no = 4 * (2 * P + 1)
+        self.host[:no] = pop.offsets.view(np.uint8)
+        self.host[self.code0:self.code0 + n] = pop.code
+        copy_async(self.device, self.host, self.code0 + n)
+        return self.code, self.offs
+# --8<-- [end:upload]
+
+
+def copy_async(dst, src, nbytes: int) -> None:
+    """``nbytes`` from pinned host memory ``src`` to the device array ``dst`` on the default
+    stream (asynchronous with respect to the host; ordered with the launches on that stream)."""
+    if device.on_simulator():
+        dst[:nbytes].copy_to_device(src[:nbytes])
+        return
+    from numba import cuda
+    from numba.cuda.cudadrv.driver import host_to_device
+
+    host_to_device(dst, src, nbytes, stream=cuda.default_stream())
 
 
 def overflow_message(variant: str) -> str:

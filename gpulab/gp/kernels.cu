@@ -1,6 +1,6 @@
 // Chapter 3 kernels in CUDA C: the RPN interpreter, from global-memory stacks to bit-slicing.
 // The same kernels as kernels_numba.py, line by line; compile-time sizes come as -D macros from
-// the variant registry (STACK, WPB, CODE, BSTACK). Every kernel writes money[i*S + s] (the money
+// the variant registry (STACK, WPB, CODE, BSTACK, DAYS, TW). Every kernel writes money[i*S + s] (the money
 // after the last day, positions sold), a trace byte per day when trace_on, and flags[0] = 1 when
 // a buy would reach 2^29 shares. Indices are 64-bit unsigned, as in the numba kernels.
 
@@ -15,6 +15,15 @@
 #endif
 #ifndef BSTACK
 #define BSTACK 16
+#endif
+#ifndef DAYS
+#define DAYS 4
+#endif
+#ifndef TW
+#define TW 4
+#endif
+#ifndef TRADE
+#define TRADE 1  // 0: a diagnostic build without the trading pass (the tuning script's breakdown)
 #endif
 
 // --8<-- [start:common]
@@ -315,7 +324,78 @@ __device__ __forceinline__ int register_eval(const unsigned char* code, u64 a, u
 }
 // --8<-- [end:register_eval]
 
+// --8<-- [start:register_days]
+// register_eval on DAYS consecutive days at once: one opcode fetch and dispatch per node for all
+// of them. Day j has its own bit-stack and float pair; the unrolled loops over j make the arrays
+// 3*DAYS registers, and the DAYS loads of a float terminal are in flight together. Returns the
+// tree's values as a word, bit j = day j.
+__device__ __forceinline__ unsigned register_eval_days(const unsigned char* code, u64 a, u64 b,
+                                                       const float* __restrict__ F, u64 fbase, u64 fday,
+                                                       const unsigned char* __restrict__ B, u64 bbase, u64 bday,
+                                                       u64 stride)
+{
+    unsigned bits[DAYS];
+    float f0[DAYS], f1[DAYS];
+#pragma unroll
+    for (int j = 0; j < DAYS; ++j) {
+        bits[j] = 0;
+        f0[j] = 0.0f;
+        f1[j] = 0.0f;
+    }
+    for (u64 pc = a; pc < b; ++pc) {
+        unsigned op = code[pc];
+        if (op < 17) {
+            u64 fk = fbase + op * stride;
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) {
+                f0[j] = f1[j];
+                f1[j] = F[fk + (u64)j * fday];
+            }
+        } else if (op < 31) {
+            u64 bk = bbase + (op - 17) * stride;
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) bits[j] = (bits[j] << 1) | (unsigned)B[bk + (u64)j * bday];
+        } else if (op == 31) {
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) {
+                unsigned top = bits[j] & 1u;
+                bits[j] = (bits[j] >> 1) & (0xFFFFFFFEu | top);
+            }
+        } else if (op == 32) {
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) {
+                unsigned top = bits[j] & 1u;
+                bits[j] = (bits[j] >> 1) | top;
+            }
+        } else if (op == 33) {
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) bits[j] ^= 1u;
+        } else if (op == 34) {
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) bits[j] = (bits[j] << 1) | (unsigned)(f0[j] < f1[j]);
+        } else {
+#pragma unroll
+            for (int j = 0; j < DAYS; ++j) bits[j] = (bits[j] << 1) | (unsigned)(f0[j] > f1[j]);
+        }
+    }
+    unsigned out = 0;
+#pragma unroll
+    for (int j = 0; j < DAYS; ++j) out |= (bits[j] & 1u) << j;
+    return out;
+}
+// --8<-- [end:register_days]
+
+// The decision matrix for one day, loading the close only when it can act.
+__device__ __forceinline__ int trade_signal(int buy, int sell, u64 close_at, const float* __restrict__ F,
+                                            double& m, long long& sh)
+{
+    if ((buy && !sell && sh == 0) || (sell && !buy && sh > 0)) return trade_day(buy, sell, (double)F[close_at], m, sh);
+    return 0;
+}
+
 // --8<-- [start:register]
+// F and B are padded with 32 days past the last one on the device: the last pass reads real
+// memory, and its extra days are ignored.
 extern "C" __global__ void gp_register(const unsigned char* code, const int* offs, int P, int S, int D,
                                        const float* __restrict__ F, const unsigned char* __restrict__ B,
                                        double* money, unsigned char* trace, int trace_on, int* flags)
@@ -329,59 +409,80 @@ extern "C" __global__ void gp_register(const unsigned char* code, const int* off
     u64 uS = S, uD = D;
     if (i >= (u64)P || s >= uS) return;
     const unsigned char* prog = scode[w];
+    u64 fday = NF * uS, bday = NB * uS;  // one day further in F, in B
     double m = 10000.0;
     long long sh = 0;
-    for (u64 d = 0; d < uD; ++d) {
-        u64 fbase = d * NF * uS + s;
-        u64 bbase = d * NB * uS + s;
-        int buy = register_eval(prog, 0, mid, F, fbase, uS, B, bbase, uS);
-        int sell = register_eval(prog, mid, end, F, fbase, uS, B, bbase, uS);
-        int act = trade_day(buy, sell, (double)F[fbase + CP * uS], m, sh);
-        if (act == 4) flags[0] = 1;
-        if (trace_on) trace[(i * uS + s) * uD + d] = trace_byte(buy, sell, act);
+    for (u64 d0 = 0; d0 < uD; d0 += DAYS) {
+        u64 fbase = d0 * fday + s;
+        u64 bbase = d0 * bday + s;
+        unsigned bw = register_eval_days(prog, 0, mid, F, fbase, fday, B, bbase, bday, uS);
+        unsigned sw = register_eval_days(prog, mid, end, F, fbase, fday, B, bbase, bday, uS);
+        u64 nd = uD - d0 < DAYS ? uD - d0 : DAYS;
+        for (u64 j = 0; j < nd; ++j) {
+            int buy = (bw >> j) & 1u, sell = (sw >> j) & 1u;
+            u64 d = d0 + j;
+            int act = trade_signal(buy, sell, fbase + j * fday + CP * uS, F, m, sh);
+            if (act == 4) flags[0] = 1;
+            if (trace_on) trace[(i * uS + s) * uD + d] = trace_byte(buy, sell, act);
+        }
     }
     if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
     money[i * uS + s] = m;
 }
 // --8<-- [end:register]
 
-// --8<-- [start:bits_eval]
-// A tree on one 32-day word: each comparison "a b <" ("a b >") of the RPN is one push of the mask
-// "a < b" (mask a*17 + b; "a > b" is "b < a"), a boolean terminal k pushes mask 289 + k; AND, OR,
-// NOT work on 32 days at once. The top of the stack is a register; the rest lives in shared memory.
-__device__ __forceinline__ unsigned bits_eval(const unsigned char* code, u64 a, u64 b,
-                                              const unsigned* __restrict__ M, u64 mbase, u64 mstride,
-                                              unsigned* stack, u64 sbase, u64 sstride)
+// --8<-- [start:decode]
+// RPN code[a:b] -> mask-program entries at sdec[n:]: "x y <" -> mask x*17 + y ("x y >" -> y*17 + x),
+// boolean terminal k -> mask 289 + k, AND/OR/NOT -> 303/304/305. Every lane reads the same
+// opcodes (broadcast loads) and decodes in step; lane 0 writes.
+__device__ __forceinline__ u64 decode_tree(const unsigned char* code, u64 a, u64 b, unsigned short* sdec, u64 n,
+                                           u64 lane)
 {
-    unsigned top = 0;
-    u64 sp = 0;
     u64 pc = a;
     while (pc < b) {
-        unsigned op = code[pc];
-        if (op < 31) {
-            u64 k;
-            if (op < 17) {  // a float terminal starts "a b <" or "a b >": one mask
-                unsigned rhs = code[pc + 1];
-                k = code[pc + 2] == 34 ? (u64)op * NF + rhs : (u64)rhs * NF + op;
-                pc += 3;
-            } else {
-                k = 289 + (op - 17);
-                pc += 1;
-            }
+        u64 op = code[pc], e;
+        if (op < NF) {  // the left operand of a comparison: the validator guarantees "x y <" or "x y >"
+            u64 rhs = code[pc + 1];
+            e = code[pc + 2] == 34 ? op * NF + rhs : rhs * NF + op;
+            pc += 3;
+        } else if (op < 31) {
+            e = 289 + (op - NF);
+            pc += 1;
+        } else {
+            e = op + 272;
+            pc += 1;
+        }
+        if (lane == 0) sdec[n] = (unsigned short)e;
+        n += 1;
+    }
+    return n;
+}
+// --8<-- [end:decode]
+
+// --8<-- [start:bits_eval]
+// A tree on one 64-day word from its decoded entries: an entry below 303 pushes mask e; AND, OR,
+// NOT work on 64 days at once. The top of the stack is a register; the rest lives in shared memory.
+__device__ __forceinline__ u64 bits_eval(const unsigned short* prog, u64 a, u64 b,
+                                         const u64* __restrict__ M, u64 mbase, u64 mstride,
+                                         u64* stack, u64 sbase, u64 sstride)
+{
+    u64 top = 0;
+    u64 sp = 0;
+    for (u64 pc = a; pc < b; ++pc) {
+        u64 e = prog[pc];
+        if (e < NMASK) {
+            u64 next = M[mbase + e * mstride];  // the load first: in flight while the spill waits for the last one
             stack[sbase + sp * sstride] = top;  // spill the old top
             sp += 1;
-            top = M[mbase + k * mstride];
-        } else {
-            pc += 1;
-            if (op == 31) {
-                sp -= 1;
-                top &= stack[sbase + sp * sstride];
-            } else if (op == 32) {
-                sp -= 1;
-                top |= stack[sbase + sp * sstride];
-            } else {  // NOT (< and > never come here: their operands consumed them)
-                top = ~top;
-            }
+            top = next;
+        } else if (e == 303) {
+            sp -= 1;
+            top &= stack[sbase + sp * sstride];
+        } else if (e == 304) {
+            sp -= 1;
+            top |= stack[sbase + sp * sstride];
+        } else {  // NOT
+            top = ~top;
         }
     }
     return top;
@@ -389,59 +490,95 @@ __device__ __forceinline__ unsigned bits_eval(const unsigned char* code, u64 a, 
 // --8<-- [end:bits_eval]
 
 // --8<-- [start:bitsliced]
+// M: masks u64 [W, 303, S]; C: the close, float [D, S].
 extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* offs, int P, int S, int D,
-                                        const unsigned* __restrict__ M, const float* __restrict__ F,
+                                        const u64* __restrict__ M, const float* __restrict__ C,
                                         double* money, unsigned char* trace, int trace_on, int* flags)
 {
-    __shared__ unsigned char scode[WPB][CODE];
-    __shared__ unsigned sstack[BSTACK * WPB * 32];
-    u64 t, i, s, mid, end;
+    __shared__ unsigned short sdec[WPB][CODE];
+    __shared__ u64 sstack[BSTACK * WPB * 32];
+    __shared__ u64 sbuy[TW * WPB * 32];   // per word of the chunk and lane: days a buy would execute
+    __shared__ u64 ssell[TW * WPB * 32];  // ... and a sell
+    const u64 THREADS = WPB * 32;
+    u64 t, i, s;
     warp_task(S, t, i, s);
-    u64 w = threadIdx.x / 32;
-    load_program(code, offs, P, i, scode[w], t % 32, mid, end);
+    u64 w = threadIdx.x / 32, lane = t % 32;
+    u64 nbuy = 0, nend = 0;
+    if (i < (u64)P) {
+        u64 a = offs[2 * i], mid = offs[2 * i + 1], b = offs[2 * i + 2];
+        nbuy = decode_tree(code, a, mid, sdec[w], 0, lane);
+        nend = decode_tree(code, mid, b, sdec[w], nbuy, lane);
+    }
     __syncthreads();
     u64 uS = S, uD = D;
     if (i >= (u64)P || s >= uS) return;
-    const unsigned char* prog = scode[w];
+    const unsigned short* prog = sdec[w];
     u64 tb = threadIdx.x;
     double m = 10000.0;
     long long sh = 0;
-    u64 words = (uD + 31) / 32;
-    for (u64 k = 0; k < words; ++k) {
-        u64 mbase = k * NMASK * uS + s;
-        unsigned bw = bits_eval(prog, 0, mid, M, mbase, uS, sstack, tb, WPB * 32);
-        unsigned sw = bits_eval(prog, mid, end, M, mbase, uS, sstack, tb, WPB * 32);
-        u64 left = uD - k * 32;
-        unsigned valid = left >= 32 ? 0xFFFFFFFFu : (1u << left) - 1u;
-        bw &= valid;  // NOT set the bits past the last day
-        sw &= valid;
-        if (trace_on) {
-            for (u64 j = 0; j < (left < 32 ? left : 32); ++j)
-                trace[(i * uS + s) * uD + k * 32 + j] = (unsigned char)(((bw >> j) & 1u) + 2 * ((sw >> j) & 1u));
+    u64 chk = 0;  // TRADE = 0 only: a checksum of the signals keeps their evaluation from being optimized away
+    u64 words = (uD + 63) / 64;
+    for (u64 w0 = 0; w0 < words; w0 += TW) {
+        u64 n = words - w0 < TW ? words - w0 : TW;
+        for (u64 k = 0; k < n; ++k) {  // evaluate the chunk's words
+            u64 wk = w0 + k;
+            u64 mbase = wk * NMASK * uS + s;
+            u64 bw = bits_eval(prog, 0, nbuy, M, mbase, uS, sstack, tb, THREADS);
+            u64 sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, THREADS);
+            u64 left = uD - wk * 64;
+            u64 valid = left >= 64 ? ~0ULL : (1ULL << left) - 1;
+            bw &= valid;  // NOT set the bits past the last day
+            sw &= valid;
+            if (trace_on) {
+                for (u64 j = 0; j < (left < 64 ? left : 64); ++j)
+                    trace[(i * uS + s) * uD + wk * 64 + j] = (unsigned char)(((bw >> j) & 1) + 2 * ((sw >> j) & 1));
+            }
+            sbuy[k * THREADS + tb] = bw & ~sw;
+            ssell[k * THREADS + tb] = sw & ~bw;
         }
-        unsigned eb = bw & ~sw;  // a buy would execute (when flat)
-        unsigned es = sw & ~bw;  // a sell would execute (when holding)
-        unsigned done = 0;
+        if (!TRADE) {
+            for (u64 k = 0; k < n; ++k) chk ^= sbuy[k * THREADS + tb] ^ (ssell[k * THREADS + tb] << 1);
+            continue;
+        }
+        // trade across the chunk: each step finds the next executable signal, skipping words
+        // with none left, and trades; a lane takes one step per trade it makes
+        u64 k = 0;
+        u64 eb = sbuy[tb], es = ssell[tb];
         while (true) {
-            unsigned pending = (sh > 0 ? es : eb) & ~done;
+            u64 pending = sh > 0 ? es : eb;
+            while (pending == 0) {
+                k += 1;
+                if (k >= n) break;
+                eb = sbuy[k * THREADS + tb];
+                es = ssell[k * THREADS + tb];
+                pending = sh > 0 ? es : eb;
+            }
             if (pending == 0) break;
-            u64 j = __ffs(pending) - 1;
-            u64 d = k * 32 + j;
-            int act = trade_day(sh == 0, sh > 0, (double)F[(d * NF + CP) * uS + s], m, sh);
+            u64 j = __ffsll(pending) - 1;
+            u64 d = (w0 + k) * 64 + j;
+            int act = trade_day(sh == 0, sh > 0, (double)C[d * uS + s], m, sh);
             if (act == 4) flags[0] = 1;
             if (trace_on) trace[(i * uS + s) * uD + d] |= (unsigned char)(4 * (act & 3));
-            done = (unsigned)((2ULL << j) - 1);
+            u64 later = ~(((1ULL << j) - 1) | (1ULL << j));  // the days after day j
+            eb &= later;
+            es &= later;
         }
     }
-    if (sh > 0) m = m + sh * (double)F[((uD - 1) * NF + CP) * uS + s] - 1.0;
+    if (sh > 0) m = m + sh * (double)C[(uD - 1) * uS + s] - 1.0;
+    if (!TRADE) m = (double)(chk & 0xFFFFFFFFULL);
     money[i * uS + s] = m;
 }
 // --8<-- [end:bitsliced]
 
 // --8<-- [start:fitness]
-extern "C" __global__ void gp_fitness(const double* money, const double* bh, int P, int S, double* out)
+// Thread 0 also hands the interpreter's overflow flag to the host (flags[1]) and clears flags[0].
+extern "C" __global__ void gp_fitness(const double* money, const double* bh, int P, int S, double* out, int* flags)
 {
     int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+        flags[1] = flags[0];
+        flags[0] = 0;
+    }
     if (i < P) {
         double acc = 0.0;
         for (int s = 0; s < S; ++s) acc += (money[(long long)i * S + s] - 10000.0) / 10000.0 - bh[s];

@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import cuda, float32, float64, int64, uint8, uint32, uint64
+from numba import cuda, float32, float64, int64, uint8, uint16, uint32, uint64
 
 from gpulab import device
 from gpulab.gp import trading
@@ -372,10 +372,81 @@ def register_eval(code, a, b, F, fbase, fstride, B, bbase, bstride):
 # --8<-- [end:register_eval]
 
 
+# --8<-- [start:register_days]
+@lru_cache(maxsize=None)
+def register_days_eval(DAYS: int):
+    """:func:`register_eval` on ``DAYS`` consecutive days at once: one opcode fetch and one
+    dispatch per node for all of them. Day ``j`` has its own bit-stack and float pair
+    (``bits[j]``, ``f0[j]``, ``f1[j]``): the loops over ``j`` have a compile-time trip count, so
+    the compiler unrolls them and the arrays become ``3·DAYS`` registers. The ``DAYS`` loads of
+    a float terminal are independent, so they are in flight together. Returns the tree's values
+    as a word, bit ``j`` = day ``j``."""
+
+    @cuda.jit(device=True, inline=True)
+    def eval_days(code, a, b, F, fbase, fday, B, bbase, bday, stride):
+        bits = cuda.local.array(DAYS, uint32)
+        f0 = cuda.local.array(DAYS, float32)
+        f1 = cuda.local.array(DAYS, float32)
+        for j in range(DAYS):
+            bits[j] = uint32(0)
+            f0[j] = float32(0)
+            f1[j] = float32(0)
+        pc = a
+        while pc < b:
+            op = code[pc]
+            pc += U1
+            if op < 17:
+                fk = fbase + uint64(op) * stride
+                for j in range(DAYS):
+                    f0[j] = f1[j]
+                    f1[j] = F[fk + uint64(j) * fday]
+            elif op < 31:
+                bk = bbase + uint64(op - 17) * stride
+                for j in range(DAYS):
+                    bits[j] = uint32((bits[j] << uint32(1)) | uint32(B[bk + uint64(j) * bday]))
+            elif op == 31:
+                for j in range(DAYS):
+                    top = uint32(bits[j] & uint32(1))
+                    bits[j] = uint32((bits[j] >> uint32(1)) & (ONES | top))
+            elif op == 32:
+                for j in range(DAYS):
+                    top = uint32(bits[j] & uint32(1))
+                    bits[j] = uint32((bits[j] >> uint32(1)) | top)
+            elif op == 33:
+                for j in range(DAYS):
+                    bits[j] = uint32(bits[j] ^ uint32(1))
+            elif op == 34:
+                for j in range(DAYS):
+                    bits[j] = uint32((bits[j] << uint32(1)) | uint32(f0[j] < f1[j]))
+            else:
+                for j in range(DAYS):
+                    bits[j] = uint32((bits[j] << uint32(1)) | uint32(f0[j] > f1[j]))
+        out = uint32(0)
+        for j in range(DAYS):
+            out |= uint32((bits[j] & uint32(1)) << uint32(j))
+        return out
+
+    return eval_days
+# --8<-- [end:register_days]
+
+
+@cuda.jit(device=True, inline=True)
+def trade_signal(buy, sell, close_at, F, m, sh):
+    """The decision matrix for one day, loading the close only when it can act (a buy signal
+    while flat, a sell signal while holding): :func:`trade_day` on those days, nothing else."""
+    if (buy and not sell and sh == 0) or (sell and not buy and sh > 0):
+        return trade_day(buy, sell, float64(F[close_at]), m, sh)
+    return m, sh, 0
+
+
 # --8<-- [start:register]
 @lru_cache(maxsize=None)
-def register_kernel(WPB: int, CODE: int):
-    """``shared``'s program buffer, with the stack in registers (:func:`register_eval`)."""
+def register_kernel(WPB: int, CODE: int, DAYS: int):
+    """``shared``'s program buffer, with the stack in registers, ``DAYS`` days per pass over
+    the program (:func:`register_days_eval`). ``F`` and ``B`` are padded with 32 days past the
+    last one on the device, so the last pass reads real memory; its extra days are ignored."""
+    eval_days = register_days_eval(DAYS)
+    UDAYS = np.uint64(DAYS)
 
     @cuda.jit
     def gp_register(code, offs, P, S, D, F, B, money, trace, trace_on, flags):
@@ -388,17 +459,25 @@ def register_kernel(WPB: int, CODE: int):
         if i >= uint64(P) or s >= uS:
             return
         prog = scode[w]
+        fday, bday = UNF * uS, UNB * uS  # one day further in F, in B
         m, sh = float64(10000.0), int64(0)
-        for d in range(uD):
-            fbase = d * UNF * uS + s
-            bbase = d * UNB * uS + s
-            buy = register_eval(prog, U0, mid, F, fbase, uS, B, bbase, uS)
-            sell = register_eval(prog, mid, end, F, fbase, uS, B, bbase, uS)
-            m, sh, act = trade_day(buy, sell, float64(F[fbase + UCP * uS]), m, sh)
-            if act == 4:
-                flags[0] = 1
-            if trace_on:
-                trace[(i * uS + s) * uD + d] = _trace_byte(buy, sell, act)
+        d0 = U0
+        while d0 < uD:
+            fbase = d0 * fday + s
+            bbase = d0 * bday + s
+            bw = eval_days(prog, U0, mid, F, fbase, fday, B, bbase, bday, uS)
+            sw = eval_days(prog, mid, end, F, fbase, fday, B, bbase, bday, uS)
+            for j in range(min(UDAYS, uD - d0)):
+                uj = uint64(j)
+                buy = ((bw >> uj) & U1) != U0
+                sell = ((sw >> uj) & U1) != U0
+                d = d0 + uj
+                m, sh, act = trade_signal(buy, sell, fbase + uj * fday + UCP * uS, F, m, sh)
+                if act == 4:
+                    flags[0] = 1
+                if trace_on:
+                    trace[(i * uS + s) * uD + d] = _trace_byte(buy, sell, act)
+            d0 += UDAYS
         if sh > 0:
             m = m + sh * float64(F[((uD - U1) * UNF + UCP) * uS + s]) - 1.0
         money[i * uS + s] = m
@@ -410,99 +489,172 @@ def register_kernel(WPB: int, CODE: int):
 # ----------------------------------------------------------------------------- bit-sliced
 
 
+UNMASK64 = np.uint64(303)
+E_AND, E_OR = np.uint64(303), np.uint64(304)  # decoded entries: 0..302 a mask, then AND, OR, NOT (305)
+ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
+U64 = np.uint64(64)
+FULL32 = np.uint64(0xFFFFFFFF)
+
+
+# --8<-- [start:decode]
+@cuda.jit(device=True, inline=True)
+def decode_tree(code, a, b, sdec, w, n, lane):
+    """Translate RPN ``code[a:b]`` into mask-program entries at ``sdec[w, n:]``: a comparison
+    ``x y <`` (three opcodes; ``x y >`` is ``y x <``) becomes the index of the mask "x < y",
+    ``x*17 + y``; a boolean terminal ``k`` becomes mask ``289 + k``; AND, OR, NOT become 303,
+    304, 305. Every lane of the warp reads the same opcodes (one broadcast load each) and
+    decodes in step; lane 0 writes. Returns the end of the entries."""
+    pc = a
+    while pc < b:
+        op = uint64(code[pc])
+        if op < UNF:  # the left operand of a comparison: the validator guarantees "x y <" or "x y >"
+            rhs = uint64(code[pc + U1])
+            e = op * UNF + rhs if code[pc + U2] == 34 else rhs * UNF + op
+            pc += np.uint64(3)
+        elif op < np.uint64(31):
+            e = np.uint64(289) + (op - UNF)
+            pc += U1
+        else:
+            e = op + np.uint64(272)
+            pc += U1
+        if lane == U0:
+            sdec[w, n] = uint16(e)
+        n += U1
+    return n
+# --8<-- [end:decode]# --8<-- [end:decode]
+
+
 # --8<-- [start:bits_eval]
 @cuda.jit(device=True, inline=True)
-def bits_eval(code, a, b, M, mbase, mstride, stack, sbase, sstride):
-    """A tree on one 32-day word. Every comparison ``a b <`` (``a b >``) of the RPN is one push of
-    the precomputed mask "a < b" (``M[mbase + (a*17 + b)*mstride]``; "a > b" is "b < a"), a
-    boolean terminal ``k`` pushes mask ``289 + k``; AND, OR, NOT work on 32 days at once. The
-    top of the stack lives in a register, the rest in shared memory."""
+def bits_eval(prog, a, b, M, mbase, mstride, stack, sbase, sstride):
+    """A tree on one 64-day word, from its decoded entries ``prog[a:b]``: an entry below 303
+    pushes mask ``e`` (``M[mbase + e*mstride]``, 64 days of "x < y" or of a boolean terminal);
+    AND, OR and NOT work on 64 days at once. The top of the stack lives in a register, the rest
+    in shared memory."""
     top = U0
     sp = U0
     pc = a
     while pc < b:
-        op = code[pc]
-        if op < 31:
-            if op < 17:  # a float terminal starts "a b <" or "a b >": one mask
-                rhs = code[pc + U1]
-                if code[pc + U2] == 34:
-                    k = uint64(op) * UNF + uint64(rhs)
-                else:
-                    k = uint64(rhs) * UNF + uint64(op)
-                pc += np.uint64(3)
-            else:
-                k = np.uint64(289) + uint64(op - 17)
-                pc += U1
-            stack[sbase + sp * sstride] = uint32(top)  # spill the old top
+        e = uint64(prog[pc])
+        pc += U1
+        if e < UNMASK64:
+            new = M[mbase + e * mstride]  # the load first: it is in flight while the spill waits for the last one
+            stack[sbase + sp * sstride] = top  # spill the old top
             sp += U1
-            top = uint64(M[mbase + k * mstride])
-        else:
-            pc += U1
-            if op == 31:
-                sp -= U1
-                top = top & uint64(stack[sbase + sp * sstride])
-            elif op == 32:
-                sp -= U1
-                top = top | uint64(stack[sbase + sp * sstride])
-            else:  # NOT (< and > never come here: their operands consumed them)
-                top = top ^ FULL
+            top = new
+        elif e == E_AND:
+            sp -= U1
+            top = top & stack[sbase + sp * sstride]
+        elif e == E_OR:
+            sp -= U1
+            top = top | stack[sbase + sp * sstride]
+        else:  # NOT
+            top = top ^ ALL64
     return top
 # --8<-- [end:bits_eval]
 
 
+@cuda.jit(device=True, inline=True)
+def lowest_bit(x):
+    """Index of the lowest set bit of a nonzero uint64 (``__ffsll(x) - 1``), from two 32-bit
+    ``ffs``: the simulator's ``ffs`` only knows 32 bits."""
+    lo = uint32(x & FULL32)
+    if lo != uint32(0):
+        return uint64(cuda.ffs(lo)) - U1
+    return uint64(cuda.ffs(uint32(x >> U32))) + np.uint64(31)
+
+
 # --8<-- [start:bitsliced]
 @lru_cache(maxsize=None)
-def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int):
-    """A warp = one individual × 32 stocks, as ``register``; each lane evaluates its stock's
-    buy and sell tree on 32 days per word operation, then trades by jumping with ``ffs`` from
-    one executable signal to the next. ``M``: masks ``[W, 303, S]``; ``F`` (day/indicator/stock)
-    for the close on trading days."""
+def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
+    """A warp = one individual × 32 stocks, as ``register``. The warp decodes its program once
+    into mask-program entries in shared memory (:func:`decode_tree`); each lane then evaluates
+    its stock's buy and sell tree on 64 days per word operation, ``TW`` words at a time,
+    keeping the days on which a buy or a sell would execute in shared memory, and trades across
+    those ``TW`` words, jumping from one executable signal to the next with find-first-set.
+    ``M``: masks ``uint64 [W, 303, S]``; ``C``: the close, ``float32 [D, S]``. ``TRADE = 0``
+    builds a diagnostic kernel without the trading pass (wrong money; the tuning script times it
+    to split evaluation from trading)."""
     THREADS = WPB * 32
     SLOTS = BSTACK * THREADS
+    TSLOTS = TW * THREADS
+    UT = np.uint64(THREADS)
+    UTW = np.uint64(TW)
 
     @cuda.jit
-    def gp_bitsliced(code, offs, P, S, D, M, F, money, trace, trace_on, flags):
-        scode = cuda.shared.array((WPB, CODE), uint8)
-        sstack = cuda.shared.array(SLOTS, uint32)
+    def gp_bitsliced(code, offs, P, S, D, M, C, money, trace, trace_on, flags):
+        sdec = cuda.shared.array((WPB, CODE), uint16)
+        sstack = cuda.shared.array(SLOTS, uint64)
+        sbuy = cuda.shared.array(TSLOTS, uint64)  # per word of the chunk and lane: days a buy would execute
+        ssell = cuda.shared.array(TSLOTS, uint64)  # ... and a sell
         t, i, s = warp_task(S)
         w = uint64(cuda.threadIdx.x) // U32
-        mid, end = load_program(code, offs, P, i, scode, w, t % U32)
+        lane = t % U32
+        nbuy = nend = U0
+        if i < uint64(P):
+            a, mid, b = uint64(offs[U2 * i]), uint64(offs[U2 * i + U1]), uint64(offs[U2 * i + U2])
+            nbuy = decode_tree(code, a, mid, sdec, w, U0, lane)
+            nend = decode_tree(code, mid, b, sdec, w, nbuy, lane)
         cuda.syncthreads()
         uS, uD = uint64(S), uint64(D)
         if i >= uint64(P) or s >= uS:
             return
-        prog = scode[w]
+        prog = sdec[w]
         tb = uint64(cuda.threadIdx.x)
         m, sh = float64(10000.0), int64(0)
-        words = (uD + U32 - U1) // U32
-        for k in range(words):
-            mbase = k * UNMASK * uS + s
-            bw = bits_eval(prog, U0, mid, M, mbase, uS, sstack, tb, np.uint64(THREADS))
-            sw = bits_eval(prog, mid, end, M, mbase, uS, sstack, tb, np.uint64(THREADS))
-            left = uD - k * U32
-            valid = FULL if left >= U32 else (U1 << left) - U1
-            bw &= valid  # NOT set the bits past the last day
-            sw &= valid
-            if trace_on:
-                for j in range(min(left, U32)):
-                    trace[(i * uS + s) * uD + k * U32 + j] = uint8((bw >> j) & U1) + uint8(2) * uint8((sw >> j) & U1)
-            eb = bw & ~sw & FULL  # a buy would execute (when flat)
-            es = sw & ~bw & FULL  # a sell would execute (when holding)
-            done = U0
+        chk = U0  # TRADE = 0 only: a checksum of the signals keeps their evaluation from being optimized away
+        words = (uD + U64 - U1) // U64
+        w0 = U0
+        while w0 < words:
+            n = min(UTW, words - w0)
+            for k in range(n):  # evaluate the chunk's words
+                wk = w0 + uint64(k)
+                mbase = wk * UNMASK64 * uS + s
+                bw = bits_eval(prog, U0, nbuy, M, mbase, uS, sstack, tb, UT)
+                sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, UT)
+                left = uD - wk * U64
+                valid = ALL64 if left >= U64 else (U1 << left) - U1
+                bw &= valid  # NOT set the bits past the last day
+                sw &= valid
+                if trace_on:
+                    for j in range(min(left, U64)):
+                        trace[(i * uS + s) * uD + wk * U64 + j] = uint8((bw >> j) & U1) + uint8(2) * uint8((sw >> j) & U1)
+                sbuy[uint64(k) * UT + tb] = bw & (sw ^ ALL64)
+                ssell[uint64(k) * UT + tb] = sw & (bw ^ ALL64)
+            if not TRADE:
+                for k in range(n):
+                    chk ^= sbuy[uint64(k) * UT + tb] ^ (ssell[uint64(k) * UT + tb] << U1)
+                w0 += UTW
+                continue
+            # trade across the chunk: each step finds the next executable signal, skipping words
+            # with none left, and trades; a lane takes one step per trade it makes
+            k = U0
+            eb, es = sbuy[tb], ssell[tb]
             while True:
-                pending = (es if sh > 0 else eb) & ~done & FULL
+                pending = es if sh > 0 else eb
+                while pending == U0:
+                    k += U1
+                    if k >= n:
+                        break
+                    eb, es = sbuy[k * UT + tb], ssell[k * UT + tb]
+                    pending = es if sh > 0 else eb
                 if pending == U0:
                     break
-                j = uint64(cuda.ffs(uint32(pending))) - U1
-                d = k * U32 + j
-                m, sh, act = trade_day(sh == 0, sh > 0, float64(F[(d * UNF + UCP) * uS + s]), m, sh)
+                j = lowest_bit(pending)
+                d = (w0 + k) * U64 + j
+                m, sh, act = trade_day(sh == 0, sh > 0, float64(C[d * uS + s]), m, sh)
                 if act == 4:
                     flags[0] = 1
                 if trace_on:
                     trace[(i * uS + s) * uD + d] |= uint8(4 * (act & 3))
-                done = (U2 << j) - U1
+                later = (((U1 << j) - U1) | (U1 << j)) ^ ALL64  # the days after day j
+                eb &= later
+                es &= later
+            w0 += UTW
         if sh > 0:
-            m = m + sh * float64(F[((uD - U1) * UNF + UCP) * uS + s]) - 1.0
+            m = m + sh * float64(C[(uD - U1) * uS + s]) - 1.0
+        if not TRADE:
+            m = float64(chk & FULL32)
         money[i * uS + s] = m
 
     return gp_bitsliced
@@ -514,10 +666,15 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int):
 
 # --8<-- [start:fitness]
 @cuda.jit
-def gp_fitness(money, bh, P, S, out):
+def gp_fitness(money, bh, P, S, out, flags):
     """``out[i]`` = mean over stocks of (ROI − buy-and-hold ROI), summed in stock order — the
-    order of the CPU versions, so every backend gets the same bits."""
+    order of the CPU versions, so every backend gets the same bits. Thread 0 also hands the
+    interpreter's overflow flag to the host (``flags[1]``, the 4 bytes it reads back) and clears
+    ``flags[0]`` for the next generation: no host copy to reset it."""
     i = cuda.grid(1)
+    if i == 0:
+        flags[1] = flags[0]
+        flags[0] = 0
     if i < P:
         acc = 0.0
         for s in range(S):
@@ -528,12 +685,12 @@ def gp_fitness(money, bh, P, S, out):
 
 # ----------------------------------------------------------------------------- compile checks
 
-A_U8, A_I32, A_F32, A_F64, A_U32 = "uint8[::1]", "int32[::1]", "float32[::1]", "float64[::1]", "uint32[::1]"
+A_U8, A_I32, A_F32, A_F64, A_U64 = "uint8[::1]", "int32[::1]", "float32[::1]", "float64[::1]", "uint64[::1]"
 SIG_THREAD = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_F32}, {A_U8}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_SHARED = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_F32}, {A_U8}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_CONST = f"void(int32, int32, int32, int32, {A_F32}, {A_U8}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
-SIG_BITS = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_U32}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
-SIG_FITNESS = f"void({A_F64}, {A_F64}, int32, int32, {A_F64})"
+SIG_BITS = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_U64}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
+SIG_FITNESS = f"void({A_F64}, {A_F64}, int32, int32, {A_F64}, {A_I32})"
 
 
 def kernel_for(name: str, params: dict):
@@ -548,9 +705,9 @@ def kernel_for(name: str, params: dict):
     if name == "shared":
         return shared_kernel(p["STACK"], p["WPB"], p["CODE"]), SIG_SHARED
     if name == "register":
-        return register_kernel(p["WPB"], p["CODE"]), SIG_SHARED
+        return register_kernel(p["WPB"], p["CODE"], p["DAYS"]), SIG_SHARED
     if name == "bitsliced":
-        return bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"]), SIG_BITS
+        return bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1)), SIG_BITS
     if name == "fitness":
         return gp_fitness, SIG_FITNESS
     raise KeyError(name)

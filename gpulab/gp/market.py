@@ -22,7 +22,7 @@ The layouts the kernels read (built on first use and cached per market):
 * ``"dis"`` — day / indicator / stock: ``[D, 17, S]``, ``[D, 14, S]`` (the paper's "CO";
   every later variant: a warp's 32 stocks read 32 consecutive values);
 * bit masks for ``bitsliced``: for every ordered pair (a, b) of float terminals the days on
-  which a < b, and every boolean terminal, 32 days per ``uint32`` word
+  which a < b, and every boolean terminal, 64 days per ``uint64`` word
   (:data:`NMASK` = 17·17 + 14 masks), as ``[W, NMASK, S]`` (GPU) or ``[S, W, NMASK]`` (CPU).
 """
 
@@ -44,7 +44,9 @@ from gpulab.gp import trading
 
 WARMUP = ind.WARMUP
 NPAIR = oc.NF * oc.NF  # ordered pairs (a, b) of float terminals, a == b included (always false)
-NMASK = NPAIR + oc.NB  # 303 bit masks per stock and 32-day word
+NMASK = NPAIR + oc.NB  # 303 bit masks per stock and 64-day word
+WORD_DAYS = 64  # days per bit-sliced word (uint64)
+DAY_PAD = 32  # days of zeros after the last one in the device copies of "dis" (register reads ahead)
 
 
 class DataError(GpulabError, ValueError):
@@ -253,12 +255,12 @@ class Market:
 
     @property
     def words(self) -> int:
-        """32-day words per stock in the bit-sliced layout."""
-        return -(-self._days // 32)
+        """64-day words per stock in the bit-sliced layout."""
+        return -(-self._days // WORD_DAYS)
 
     def masks(self, layout: str = "wms") -> np.ndarray:
-        """Bit masks ``uint32``: ``"wms"`` ``[W, NMASK, S]`` (GPU) or ``"swm"`` ``[S, W, NMASK]`` (CPU).
-        Bit ``j`` of word ``w`` is day ``32 w + j``; bits past the last day are 0."""
+        """Bit masks ``uint64``: ``"wms"`` ``[W, NMASK, S]`` (GPU) or ``"swm"`` ``[S, W, NMASK]`` (CPU).
+        Bit ``j`` of word ``w`` is day ``64 w + j``; bits past the last day are 0."""
         if layout not in ("wms", "swm"):
             raise ValueError(f"unknown mask layout {layout!r}; expected 'wms' or 'swm'")
 
@@ -269,11 +271,11 @@ class Market:
             lt = (f[:, :, None, :] < f[:, None, :, :]).reshape(S, NPAIR, D)  # [S, a*17+b, D]
             allm = np.concatenate([lt, b.astype(bool)], axis=1)  # [S, NMASK, D]
             W = self.words
-            pad = np.zeros((S, NMASK, W * 32), bool)
+            pad = np.zeros((S, NMASK, W * WORD_DAYS), bool)
             pad[:, :, :D] = allm
-            packed = np.packbits(pad.reshape(S, NMASK, W, 32), axis=-1, bitorder="little")  # [S, NMASK, W, 4]
-            words = packed.view("<u4").reshape(S, NMASK, W)
-            return np.ascontiguousarray(words.transpose(0, 2, 1).astype(np.uint32))
+            packed = np.packbits(pad.reshape(S, NMASK, W, WORD_DAYS), axis=-1, bitorder="little")  # [S, NMASK, W, 8]
+            words = packed.view("<u8").reshape(S, NMASK, W)
+            return np.ascontiguousarray(words.transpose(0, 2, 1).astype(np.uint64))
 
         swm = self._cached(("masks", "swm"), build_swm)
         if layout == "swm":
@@ -299,15 +301,25 @@ class Market:
 
     def device(self, what: str):
         """Device copies of the kernel inputs, flattened (the kernels index them as 1-D arrays)
-        and cached: ``"sid"``/``"dis"`` → (floats, bools), ``"wms"`` → masks, ``"bh"`` →
+        and cached: ``"sid"``/``"dis"`` → (floats, bools) (``"dis"`` with :data:`DAY_PAD`
+        days of zeros after the last day, which the ``register`` variant may read but never
+        uses), ``"wms"`` → masks, ``"close"`` → the close as ``float32 [D, S]``, ``"bh"`` →
         buy-and-hold ROI."""
         from numba import cuda
 
         def build():
-            if what in ("sid", "dis"):
+            if what == "sid":
                 return cuda.to_device(self.floats(what).ravel()), cuda.to_device(self.bools(what).ravel())
+            if what == "dis":
+                f, b = self.floats("dis"), self.bools("dis")
+                fp = np.zeros((f.shape[0] + DAY_PAD,) + f.shape[1:], f.dtype)
+                bp = np.zeros((b.shape[0] + DAY_PAD,) + b.shape[1:], b.dtype)
+                fp[:f.shape[0]], bp[:b.shape[0]] = f, b
+                return cuda.to_device(fp.ravel()), cuda.to_device(bp.ravel())
             if what == "wms":
                 return cuda.to_device(self.masks("wms").ravel())
+            if what == "close":
+                return cuda.to_device(np.ascontiguousarray(self.close32().T).ravel())
             if what == "bh":
                 return cuda.to_device(self.buy_and_hold())
             raise ValueError(f"unknown device array {what!r}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
+from numba import njit, prange
 
 from gpulab.errors import GpulabError, LimitError
 from gpulab.gp import opcodes as oc
@@ -47,72 +47,105 @@ STAT_NODES, STAT_DEPTH, STAT_STACK, STAT_BOOLS, STAT_ERR, STAT_POS = range(6)
 
 
 # --8<-- [start:analyze]
-@njit(cache=True)
+@njit(parallel=True, cache=True)
 def analyze(code, offsets):
-    """Scan every tree once with a typed stack. Returns int32 ``[ntrees, 6]``: nodes, depth
-    (height of the tree), general stack depth (values of any type on the stack, at most),
-    boolean stack depth, error kind (0 = none) and the error's position in the tree."""
+    """Scan every tree once with a typed stack (trees in parallel). Returns int32
+    ``[ntrees, 6]``: nodes, depth (height of the tree), general stack depth (values of any type
+    on the stack, at most), boolean stack depth, error kind (0 = none) and the error's position
+    in the tree."""
     ntrees = offsets.size - 1
     out = np.zeros((ntrees, 6), np.int32)
     longest = 1
     for t in range(ntrees):
         longest = max(longest, offsets[t + 1] - offsets[t])
-    types = np.empty(longest + 1, np.int8)  # type of each stack entry
-    heights = np.empty(longest + 1, np.int32)  # height of the subtree each entry came from
-    for t in range(ntrees):
-        a, b = offsets[t], offsets[t + 1]
-        sp, nbool, max_sp, max_bool, max_h = 0, 0, 0, 0, 0
-        err, pos = 0, 0
-        for pc in range(a, b):
-            op = np.int32(code[pc])
-            if op >= 36:
-                err, pos = 1, pc - a
-                break
-            if op < 31:  # terminal: push its type
-                types[sp] = 1 if op < 17 else 0
-                heights[sp] = 1
-                nbool += types[sp] == 0
-                sp += 1
-            elif op == 33:  # NOT: boolean -> boolean
-                if sp < 1:
-                    err, pos = 2, pc - a
-                    break
-                if types[sp - 1] != 0:
-                    err, pos = 3, pc - a
-                    break
-                heights[sp - 1] += 1
-            else:  # binary: AND, OR (boolean) or <, > (float)
-                if sp < 2:
-                    err, pos = 2, pc - a
-                    break
-                want = 1 if op >= 34 else 0
-                if types[sp - 1] != want or types[sp - 2] != want:
-                    err, pos = 3, pc - a
-                    break
-                h = max(heights[sp - 1], heights[sp - 2]) + 1
-                sp -= 1
-                if want == 0:
-                    nbool -= 1
-                else:
-                    nbool += 1  # two floats become one boolean
-                types[sp - 1] = 0
-                heights[sp - 1] = h
-            max_sp = max(max_sp, sp)
-            max_bool = max(max_bool, nbool)
-        if err == 0:
-            if sp != 1:
-                err, pos = 4, b - a
-            elif types[0] != 0:
-                err, pos = 5, b - a
-            else:
-                max_h = heights[0]
-        out[t, 0] = b - a
-        out[t, 1] = max_h
-        out[t, 2] = max_sp
-        out[t, 3] = max_bool
-        out[t, 4] = err
-        out[t, 5] = pos
+    chunk = 256
+    for task in prange((ntrees + chunk - 1) // chunk):
+        types = np.empty(longest + 1, np.int8)  # type of each stack entry
+        heights = np.empty(longest + 1, np.int32)  # height of the subtree each entry came from
+        for t in range(task * chunk, min(ntrees, (task + 1) * chunk)):
+            _analyze_tree(code, offsets[t], offsets[t + 1], types, heights, out[t])
     return out
+
+
+@njit(parallel=True, cache=True)
+def analyze_bred(code, offsets, parent_stats, src):
+    """:func:`analyze` for a bred population: tree ``t`` with ``src[t] >= 0`` is a byte-for-byte
+    copy of the parent tree ``src[t]`` and takes its row of ``parent_stats`` (checked: same
+    length); every other tree is scanned. Returns the stats and how many copies had the wrong
+    length (0, unless breeding is broken)."""
+    ntrees = offsets.size - 1
+    out = np.zeros((ntrees, 6), np.int32)
+    longest = 1
+    for t in range(ntrees):
+        longest = max(longest, offsets[t + 1] - offsets[t])
+    chunk = 256
+    ntasks = (ntrees + chunk - 1) // chunk
+    bad = np.zeros(ntasks, np.int64)
+    for task in prange(ntasks):
+        types = np.empty(longest + 1, np.int8)
+        heights = np.empty(longest + 1, np.int32)
+        for t in range(task * chunk, min(ntrees, (task + 1) * chunk)):
+            if src[t] >= 0:
+                out[t] = parent_stats[src[t]]
+                bad[task] += out[t, 0] != offsets[t + 1] - offsets[t]
+            else:
+                _analyze_tree(code, offsets[t], offsets[t + 1], types, heights, out[t])
+    return out, bad.sum()
+
+
+@njit(inline="always")
+def _analyze_tree(code, a, b, types, heights, row):
+    sp, nbool, max_sp, max_bool, max_h = 0, 0, 0, 0, 0
+    err, pos = 0, 0
+    for pc in range(a, b):
+        op = np.int32(code[pc])
+        if op >= 36:
+            err, pos = 1, pc - a
+            break
+        if op < 31:  # terminal: push its type
+            types[sp] = 1 if op < 17 else 0
+            heights[sp] = 1
+            nbool += types[sp] == 0
+            sp += 1
+        elif op == 33:  # NOT: boolean -> boolean
+            if sp < 1:
+                err, pos = 2, pc - a
+                break
+            if types[sp - 1] != 0:
+                err, pos = 3, pc - a
+                break
+            heights[sp - 1] += 1
+        else:  # binary: AND, OR (boolean) or <, > (float)
+            if sp < 2:
+                err, pos = 2, pc - a
+                break
+            want = 1 if op >= 34 else 0
+            if types[sp - 1] != want or types[sp - 2] != want:
+                err, pos = 3, pc - a
+                break
+            h = max(heights[sp - 1], heights[sp - 2]) + 1
+            sp -= 1
+            if want == 0:
+                nbool -= 1
+            else:
+                nbool += 1  # two floats become one boolean
+            types[sp - 1] = 0
+            heights[sp - 1] = h
+        max_sp = max(max_sp, sp)
+        max_bool = max(max_bool, nbool)
+    if err == 0:
+        if sp != 1:
+            err, pos = 4, b - a
+        elif types[0] != 0:
+            err, pos = 5, b - a
+        else:
+            max_h = heights[0]
+    row[0] = b - a
+    row[1] = max_h
+    row[2] = max_sp
+    row[3] = max_bool
+    row[4] = err
+    row[5] = pos
 # --8<-- [end:analyze]
 
 
@@ -400,6 +433,25 @@ class Population:
         self.depth = stats[:, STAT_DEPTH].reshape(P, 2)
         self.stack_depth = stats[:, STAT_STACK].reshape(P, 2)
         self.bool_depth = stats[:, STAT_BOOLS].reshape(P, 2)
+        # the maxima every evaluation checks against a variant's limits, computed once here: a
+        # population is immutable, so checking it before each launch is O(1)
+        top = stats.max(axis=0)
+        self.max_stack_depth, self.max_bool_depth = int(top[STAT_STACK]), int(top[STAT_BOOLS])
+        self.max_tree_nodes = int(top[STAT_NODES])
+        self.max_program_nodes = int((offsets[2::2] - offsets[:-2:2]).max())
+
+    @classmethod
+    def bred(cls, code, offsets, parents: "Population", src) -> "Population":
+        """Children from :func:`gpulab.gp.breeding.breed`: a tree that is a byte-for-byte copy of
+        a parent's (``src[t] >= 0``) takes that parent's stats, already validated; every
+        changed tree goes through the typed scan. So every tree has been validated once."""
+        code = np.ascontiguousarray(code, dtype=np.uint8)
+        offsets = np.ascontiguousarray(offsets, dtype=np.int32)
+        stats, bad = analyze_bred(code, offsets, parents.stats, np.ascontiguousarray(src, np.int64))
+        if bad:
+            raise ProgramError(f"bred population: {bad} copied tree(s) differ in length from their parent tree")
+        check_stats(stats, offsets, code)
+        return cls(code, offsets, stats=stats)
 
     @classmethod
     def from_individuals(cls, individuals) -> "Population":
@@ -447,10 +499,10 @@ class Population:
                      tree_nodes: int | None = None, variant: str = "") -> None:
         """Raise :class:`ProgramLimitError` naming the first tree deeper or longer than a limit."""
         what = f"the {variant} variant's" if variant else "the"
-        checks = [(self.stack_depth, stack, False, "stack depth", "stack of STACK = {} values"),
-                  (self.bool_depth, bools, True, "boolean stack depth", "limit of {} booleans")]
-        for arr, limit, bools_only, label, desc in checks:
-            if limit is None:
+        checks = [(self.stack_depth, self.max_stack_depth, stack, False, "stack depth", "stack of STACK = {} values"),
+                  (self.bool_depth, self.max_bool_depth, bools, True, "boolean stack depth", "limit of {} booleans")]
+        for arr, top, limit, bools_only, label, desc in checks:
+            if limit is None or top <= limit:  # the common case: O(1)
                 continue
             over = np.flatnonzero(arr.ravel() > limit)
             if over.size:
@@ -459,7 +511,7 @@ class Population:
                 pos = first_position_over(self.tree(i, k), limit, bools_only)
                 raise ProgramLimitError(f"{_where(i, k, pos, self.tree(i, k))}: too deep: {label} "
                                         f"{int(arr.ravel()[t])} exceeds {what} {desc.format(limit)}")
-        if tree_nodes is not None:
+        if tree_nodes is not None and self.max_tree_nodes > tree_nodes:
             over = np.flatnonzero(self.nodes.ravel() > tree_nodes)
             if over.size:
                 t = int(over[0])

@@ -8,7 +8,10 @@ from gpulab.registry import Registry, Variant
 
 # Compile-time parameters, the same for numba and CUDA C (-D macros). STACK: float32 stack
 # slots per thread. WPB: warps per block. CODE: program opcodes (both trees) a warp keeps in
-# shared memory. BSTACK: the bit-sliced stack's 32-day words per thread (booleans deep).
+# shared memory. DAYS: days the register variant evaluates per pass over a program (<= 32).
+# BSTACK: the bit-sliced stack's 64-day words per thread (booleans deep; the GP's depth limit of
+# 12 never needs more than 12). TW: 64-day words the bit-sliced variant evaluates before each
+# trading pass.
 # "sim": smaller blocks on the simulator (it pays per thread), so that the tests still see
 # several warps per block.
 PARAMS = {
@@ -16,8 +19,8 @@ PARAMS = {
     "coalesced": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
     "constant": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
     "shared": dict(WPB=4, STACK=16, CODE=512, sim=dict(WPB=2)),
-    "register": dict(WPB=4, CODE=512, sim=dict(WPB=2)),
-    "bitsliced": dict(WPB=4, CODE=512, BSTACK=16, sim=dict(WPB=2)),
+    "register": dict(WPB=4, CODE=512, DAYS=4, sim=dict(WPB=2)),
+    "bitsliced": dict(WPB=4, CODE=512, BSTACK=12, TW=4, sim=dict(WPB=2)),
     "compiled": dict(WPB=4, CHUNK=128, sim=dict(WPB=2)),
 }
 
@@ -31,18 +34,56 @@ _LADDER = [
     ("shared", ("shared", "global"),
      "each warp's program and the stacks in shared memory"),
     ("register", ("registers", "shared", "global"),
-     "no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register"),
+     "no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register; DAYS days per "
+     "pass over the program"),
     ("bitsliced", ("registers", "shared", "global"),
-     "comparisons as precomputed bit masks: 32 days per word operation, and a trading loop that jumps between signals"),
+     "comparisons as precomputed bit masks: 64 days per word operation, the program decoded once per warp, and a "
+     "trading pass that jumps between signals across several words"),
     ("compiled", ("registers", "global"),
      "the population compiled to straight-line code (NVRTC / numba): no interpreter at all, at a compile cost per generation"),
 ]
 
+# Where the tuned best differs between the backends: (name, backend) -> parameters over PARAMS.
+BACKEND_PARAMS: dict = {}
+
+PARAMS_ENV = "GPULAB_GP_PARAMS"
+
+
+def overrides() -> dict:
+    """Parameters from ``$GPULAB_GP_PARAMS`` (JSON text, or the path of a JSON file): keys
+    ``"name"`` or ``"name[backend]"``, values dicts over the registry's parameters. The tuning
+    sweep (``scripts/tune_gp.py``) writes such a file so that one GPU run can benchmark its
+    winners before they are written into :data:`PARAMS`."""
+    import json
+    import os
+
+    text = os.environ.get(PARAMS_ENV, "").strip()
+    if not text:
+        return {}
+    if not text.startswith("{"):
+        with open(text) as f:
+            text = f.read()
+    data = json.loads(text)
+    known = {f"{n}[{b}]" for n, *_ in _LADDER for b in ("numba", "cuda-c")} | {n for n, *_ in _LADDER}
+    bad = sorted(set(data) - known)
+    if bad:
+        raise ValueError(f"{PARAMS_ENV}: unknown variant(s) {bad}; expected names like 'register' or 'register[cuda-c]'")
+    return data
+
+
+def params_for(name: str, backend: str, extra: dict | None = None) -> dict:
+    """PARAMS, then BACKEND_PARAMS, then the environment's overrides (``extra``)."""
+    extra = overrides() if extra is None else extra
+    return {**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {}), **extra.get(name, {}),
+            **extra.get(f"{name}[{backend}]", {})}
+
+
 REGISTRY = Registry("gp")
+_OVERRIDES = overrides()
 for name, memory, lesson in _LADDER:
     for backend in ("numba", "cuda-c"):
         REGISTRY.add(Variant(name, backend, memory, lesson, host.evaluator_factory(backend), kernels=(f"gp_{name}", "gp_fitness"),
-                             params=PARAMS[name], teaching_only=name == "thread_global"))
+                             params=params_for(name, backend, _OVERRIDES), teaching_only=name == "thread_global"))
 
 REGISTRY.add(Variant("interpreter", "cpu", ("host",),
                      "the CPU peer: Algorithm 2 with numba parallel=True over (individual, stock) pairs",

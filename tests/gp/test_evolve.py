@@ -138,3 +138,93 @@ def test_cli_evolve_writes_json_and_png(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "gpulab", "gp", "evolve", "--data", "csv:/no/such.csv", "--backend", "cpu"],
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "cannot read" in bad.stderr and "Traceback" not in bad.stderr
+
+
+def test_breeding_gives_the_same_children_on_any_number_of_threads(rng):
+    """Every child draws from its own counter-based stream: the result cannot depend on threads."""
+    import numba
+
+    params = GPParams(population=1500, max_depth=8, max_nodes=60)
+    pop = initial_population(params, int(rng.integers(2**31)))
+    fit = rng.normal(size=len(pop))
+    seed = int(rng.integers(2**31))
+    saved = numba.get_num_threads()
+    try:
+        numba.set_num_threads(1)
+        one = next_generation(pop, fit, params, seed)
+        first = initial_population(params, seed)
+        numba.set_num_threads(max(2, saved))
+        many = next_generation(pop, fit, params, seed)
+        again = initial_population(params, seed)
+    finally:
+        numba.set_num_threads(saved)
+    assert np.array_equal(one.code, many.code) and np.array_equal(one.offsets, many.offsets)
+    assert np.array_equal(first.code, again.code) and np.array_equal(first.offsets, again.offsets)
+    assert not np.array_equal(one.code, next_generation(pop, fit, params, seed + 1).code)
+
+
+def test_subtree_and_depth_walks_agree_with_node_info(rng):
+    """The backward walks breeding uses (subtree span and height, depth of a node) against the
+    forward stack pass of node_info, on every node of random trees."""
+    pop = initial_population(GPParams(population=60, init_depth=(2, 7)), int(rng.integers(2**31)))
+    size, height, depth, _ = breeding.node_info(pop.code, pop.offsets)
+    st = np.empty(pop.code.size + 2, np.int32)
+    for t in range(2 * len(pop)):
+        a, b = pop.offsets[t], pop.offsets[t + 1]
+        for p in range(a, b):
+            lo, h = breeding._subtree(pop.code, p, st)
+            assert (lo, h) == (p - size[p] + 1, height[p])
+            assert breeding._depth_at(pop.code, b, p, st) == depth[p]
+
+
+def test_pick_draws_nodes_uniformly_by_kind(rng):
+    """Rejection sampling picks every node of the wanted kind equally often: functions only
+    (p_func = 1), any node (p_func = 0), floats only."""
+    tree = gp.parse("(AND (> MA10 MA50) (OR (< EMA9 MA25) (NOT NVIG)))").ops  # functions at 2, 5, 7, 8, 9
+    r = np.empty(1, np.uint64)
+    breeding._seed_stream(r, int(rng.integers(2**31)), 0)
+    n = 6000
+    for want, p_func, allowed in [(-1, 1.0, [2, 5, 7, 8, 9]), (-1, 0.0, range(10)), (1, 0.9, [0, 1, 3, 4])]:
+        counts = np.bincount([breeding._pick(r, tree, 0, tree.size, want, p_func) for _ in range(n)], minlength=10)
+        assert set(np.flatnonzero(counts)) == set(allowed)
+        expect = n / len(allowed)
+        assert np.all(np.abs(counts[list(allowed)] - expect) < 5 * np.sqrt(expect)), counts
+    assert breeding._pick(r, gp.parse("(AND NVIG NVIL)").ops, 0, 3, 1, 0.9) == -1  # no float to pick
+
+
+def test_lexicographic_parsimony_breaks_fitness_ties_towards_the_smaller():
+    params = GPParams(population=2000, elite=2, p_crossover=0.0, p_mutation=0.0, init_depth=(2, 6), parsimony=True)
+    pop = initial_population(params, 11)
+    sizes = pop.nodes.sum(axis=1)
+    flat = np.zeros(len(pop))  # every fitness equal: only size can decide
+    lean = next_generation(pop, flat, params, 5)
+    plain = next_generation(pop, flat, GPParams(**{**params.__dict__, "parsimony": False}), 5)
+    assert lean.nodes.sum(axis=1).mean() < 0.7 * sizes.mean()
+    assert abs(plain.nodes.sum(axis=1).mean() - sizes.mean()) < 0.1 * sizes.mean()
+    smallest = np.flatnonzero(sizes == sizes.min())[:2]  # the elite: equal fitness, smallest first, then by index
+    for k, i in enumerate(smallest):
+        assert np.array_equal(lean.tree(k, 0), pop.tree(i, 0)) and np.array_equal(lean.tree(k, 1), pop.tree(i, 1))
+    better = flat.copy()
+    better[int(np.argmax(sizes))] = 1.0  # fitness still comes first
+    top = next_generation(pop, better, params, 5)
+    assert np.array_equal(top.tree(0, 0), pop.tree(int(np.argmax(sizes)), 0))
+
+
+def test_bred_population_stats_equal_a_full_validation(rng):
+    """Population.bred re-scans only the changed trees: its stats must equal a scan of every tree,
+    and a copied tree whose length disagrees with its parent's is caught."""
+    params = GPParams(population=800, max_depth=9, max_nodes=80)
+    pop = initial_population(params, int(rng.integers(2**31)))
+    for _ in range(3):
+        parent = pop
+        code, offsets, src = breeding.breed(parent.code, parent.offsets, np.ascontiguousarray(parent.stats[:, 1]),
+                                            rng.normal(size=len(parent)), 2, 7, 0.8, 0.1, params.max_depth,
+                                            params.max_nodes, 4, 0.3, 0.9, False, int(rng.integers(2**31)))
+        assert 0 < (src < 0).sum() < src.size  # some trees changed, some were copied
+        pop = gp.Population.bred(code, offsets, parent, src)
+        assert np.array_equal(pop.stats, gp.Population(code, offsets).stats)
+    wrong = src.copy()
+    k = int(np.flatnonzero(wrong >= 0)[0])
+    wrong[k] = next(t for t in range(src.size) if np.diff(parent.offsets)[t] != np.diff(offsets)[k])
+    with pytest.raises(gp.ProgramError, match="copied tree"):
+        gp.Population.bred(code, offsets, parent, wrong)

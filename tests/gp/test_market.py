@@ -123,15 +123,19 @@ def test_readings_are_the_documented_comparisons(rng):
 
 
 def test_layouts_and_masks_agree(rng):
-    m = gp.synthetic_market(3, 70, seed=int(rng.integers(1000)))
+    m = gp.synthetic_market(3, 134, seed=int(rng.integers(1000)))
     f, b = m.floats("sid"), m.bools("sid")
     assert np.array_equal(m.floats("dis"), f.transpose(2, 1, 0)) and np.array_equal(m.bools("dis"), b.transpose(2, 1, 0))
     M = m.masks("swm")
-    assert M.shape == (3, 3, NMASK) and np.array_equal(m.masks("wms"), M.transpose(1, 2, 0))
-    s, a, c, d = 1, 3, 15, 66  # day 66 = word 2, bit 2
-    assert bool((M[s, d // 32, a * 17 + c] >> (d % 32)) & 1) == bool(f[s, a, d] < f[s, c, d])
-    assert bool((M[s, d // 32, 289 + 5] >> (d % 32)) & 1) == bool(b[s, 5, d])
-    assert (M[:, 2] >> 6 == 0).all(), "bits past the last day must be 0"
+    assert M.dtype == np.uint64 and M.shape == (3, 3, NMASK) and np.array_equal(m.masks("wms"), M.transpose(1, 2, 0))
+    for s, a, c, d in [(1, 3, 15, 130), (2, 16, 0, 63), (0, 4, 9, 64)]:  # day 130 = word 2, bit 2; 63 and 64: a word's edges
+        assert bool((int(M[s, d // 64, a * 17 + c]) >> (d % 64)) & 1) == bool(f[s, a, d] < f[s, c, d])
+        assert bool((int(M[s, d // 64, 289 + 5]) >> (d % 64)) & 1) == bool(b[s, 5, d])
+    every = np.array([[[(int(M[s, d // 64, k]) >> (d % 64)) & 1 for d in range(134)] for k in (5, 16 * 17 + 2, 289 + 13)]
+                      for s in range(3)], bool)  # [S, 3 masks, D] unpacked bit by bit
+    assert np.array_equal(every[:, 0], f[:, 0] < f[:, 5]) and np.array_equal(every[:, 1], f[:, 16] < f[:, 2])
+    assert np.array_equal(every[:, 2], b[:, 13].astype(bool))
+    assert (M[:, 2] >> np.uint64(6) == 0).all(), "bits past the last day must be 0"
 
 
 def test_synthetic_market_is_seeded_and_realistic():

@@ -25,9 +25,10 @@ from tests.gp.programs_strategy import individual
 # the reference itself is the oracle; every other entry is checked against it
 CHECKED = [v for v in REGISTRY if v.name != "reference"]
 DEVICE = [v for v in REGISTRY if v.backend != "cpu"]
-# (stocks, days): 1 stock, a warp minus one, a warp, a warp plus one; 1 and 2 days, and 767
-# (23 whole 32-day words plus 31 days: the bit-sliced variants' partial last word)
-SIM_SIZES = [(1, 1), (31, 2), (32, 1), (33, 2), (1, 767), (2, 767)]
+# (stocks, days): 1 stock, a warp minus one, a warp, a warp plus one; 1 and 2 days, 700 (10 whole
+# 64-day words plus 60 days: three trading passes of TW = 4 words, the last one short) and 767
+# (11 words plus 63 days; the register variant's last pass of DAYS = 4 holds 3 days)
+SIM_SIZES = [(1, 1), (31, 2), (32, 1), (33, 2), (1, 700), (2, 767)]
 GPU_SIZES = SIM_SIZES + [(33, 767), (32, 768), (128, 4096), (97, 1000)]
 SIZES = SIM_SIZES if ON_SIMULATOR else GPU_SIZES
 PAPER = ("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))", "(OR MACDL (NOT (< CP MA200)))")
@@ -82,6 +83,22 @@ def test_variant_matches_reference(variant, size, rng):
     if variant.name == "compiled" and variant.backend == "numba":
         n = min(n, 8)
     check(variant, random_population(rng, n), market)
+
+
+TUNED = [("register", dict(DAYS=1)), ("register", dict(DAYS=3)), ("register", dict(DAYS=8, WPB=1)),
+         ("bitsliced", dict(TW=1)), ("bitsliced", dict(TW=3, WPB=1)), ("bitsliced", dict(TW=8, BSTACK=16))]
+
+
+@pytest.mark.parametrize("name,params", TUNED, ids=lambda x: str(x))
+def test_tuned_parameters_give_the_same_results(name, params, rng):
+    """The tuning sweep's other configurations (days per pass, words per trading pass, warps per
+    block) against the reference: 330 days = 5 words of 64 + 10 days, 33 stocks."""
+    market = gp.synthetic_market(33, 330, seed=int(rng.integers(2**31)))
+    pop = random_population(rng, 3)
+    ref = reference.evaluate(pop, market, trace=True)
+    p = {k: x for k, x in REGISTRY.get(name, "numba").params.items() if k != "sim"} | params | {"sim": {}}  # WPB as given
+    got = gp.evaluate_detail(pop, market, name, "numba", params=p, poison=True)
+    assert_same(got, ref, f"{name} {params}")
 
 
 def right_deep(terminals, bottom):
@@ -264,3 +281,21 @@ def test_seed_size_population_matches_the_cpu_interpreter(variant):
     got = gp.evaluate_detail(pop, market, variant.name, variant.backend, trace=False, poison=True)
     assert np.array_equal(got.money.view(np.uint64), cpu.money.view(np.uint64))
     assert np.array_equal(got.fitness.view(np.uint64), cpu.fitness.view(np.uint64))
+
+
+def test_params_overrides_from_the_environment(monkeypatch, tmp_path):
+    """GPULAB_GP_PARAMS (JSON text or a file) overrides the registry's parameters per variant or
+    per variant and backend; unknown names are an error that names them."""
+    import importlib
+
+    variants = importlib.import_module("gpulab.gp.variants")
+    monkeypatch.setenv("GPULAB_GP_PARAMS", '{"register": {"DAYS": 8}, "bitsliced[cuda-c]": {"TW": 2}}')
+    extra = variants.overrides()
+    assert variants.params_for("register", "cuda-c", extra)["DAYS"] == 8
+    assert variants.params_for("bitsliced", "cuda-c", extra)["TW"] == 2
+    assert variants.params_for("bitsliced", "numba", extra)["TW"] == variants.PARAMS["bitsliced"]["TW"]
+    path = tmp_path / "p.json"
+    path.write_text('{"registr": {"DAYS": 2}}')
+    monkeypatch.setenv("GPULAB_GP_PARAMS", str(path))
+    with pytest.raises(ValueError, match="registr"):
+        variants.overrides()
