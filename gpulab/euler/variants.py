@@ -19,7 +19,9 @@ from gpulab.registry import Registry, Variant
 #     chapter 4's radix sort (SORT names its variant).
 #   SPACING / GROWTH: ruling-set labelling: about one splitter per SPACING unlabelled edges,
 #     SPACING / GROWTH in the next round. RANK_SPACING: splitters of the final ranking.
-BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="local")
+#   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
+#     "changed" flags (the host waits for the device at each look).
+BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="local", JUMP_CHECK=8)
 PARAMS = {
     "partition": dict(BASE),
     "propagate": dict(BASE),
@@ -31,7 +33,7 @@ PARAMS = {
 # On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),
 # small tiles, and dense splitters so that several rounds still happen on a few hundred edges.
-SIM_PARAMS = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4)
+SIM_PARAMS = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4, JUMP_CHECK=3)
 
 _LADDER = [
     ("partition", ("global", "host"),

@@ -263,13 +263,19 @@ class SortPlan:
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
 
-    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False):
+    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False, max_key: int | None = None, out=None):
         """Sort ``d_keys_in`` (left unchanged); values come from ``d_vals_in`` or, with ``iota``,
-        are the input positions (an argsort). Returns the device arrays holding the result."""
+        are the input positions (an argsort). Returns the device arrays holding the result.
+
+        A caller that already knows an upper bound of the keys passes it as ``max_key`` (no
+        reduction, no host readback); ``out = (keys, values)`` makes the last pass write there
+        instead of into the plan's buffers (no copy afterwards)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
-        passes = self.passes(self.max_key(d_keys_in)) if n > 1 else 0
+        if n > 1 and max_key is None:
+            max_key = self.max_key(d_keys_in)
+        passes = self.passes(max_key) if n > 1 else 0
         # The first pass reads the input where it is (no copy); values start as positions
         # (written into the buffer the first pass does not write) or as the caller's.
         ks, vs = d_keys_in, self.vals[1]
@@ -278,15 +284,17 @@ class SortPlan:
         elif hv:
             vs = d_vals_in
         if passes == 0:  # nothing to sort (n <= 1, or every key is 0): the result is the input
-            self.keys[0][:n].copy_to_device(d_keys_in)
-            if hv and not iota:
-                self.vals[0][:n].copy_to_device(d_vals_in)
+            ko, vo = out if out is not None else (self.keys[0], self.vals[0])
+            ko[:n].copy_to_device(d_keys_in)
+            if hv and (out is not None or not iota):
+                vo[:n].copy_to_device(self.vals[0][:n] if iota else d_vals_in)
             self.passes_run = 0
-            return self.keys[0][:n], self.vals[0][:n] if hv else None
+            return ko[:n], vo[:n] if hv else None
         dst = 0
         for p in range(passes):
-            self.one_pass(p * self.bits, ks, vs, self.keys[dst], self.vals[dst])
-            ks, vs = self.keys[dst], self.vals[dst]
+            kd, vd = (out if out is not None and p == passes - 1 else (self.keys[dst], self.vals[dst]))
+            self.one_pass(p * self.bits, ks, vs, kd, vd)
+            ks, vs = kd, vd
             dst = 1 - dst
         self.passes_run = passes
         return ks[:n], vs[:n] if hv else None
