@@ -29,6 +29,8 @@ PARAMS = {
     "shared": dict(BASE, TILE=1024),
     "ruling_set": dict(BASE, SPACING=64, GROWTH=8, RANK_SPACING=64),
 }
+# Where the H200 preferred other values for one backend (scripts/tune_euler.py prints this).
+BACKEND_PARAMS: dict = {}
 
 # On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),
@@ -57,7 +59,8 @@ for name, memory, lesson in _LADDER:
     for backend in ("numba", "cuda-c"):
         REGISTRY.add(Variant(name, backend, memory, lesson,
                              host.plan_factory(name, backend, "ruling_set" if name == "ruling_set" else "wyllie"),
-                             kernels=(), params=dict(PARAMS[name]), needs_warp_intrinsics=True,
+                             kernels=(), params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})},
+                             needs_warp_intrinsics=True,
                              teaching_only=name in ("partition", "propagate")))
 
 
