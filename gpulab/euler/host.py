@@ -17,9 +17,13 @@ differ only inside the kernels. An :class:`EulerPlan` owns every buffer a graph 
 6. **ranking** — order the single cycle from the start edge: Wyllie's pointer jumping, or
    (``ruling_set``) splitters walked in registers.
 
-Small counters go back to the host between rounds (one int each): they decide how many rounds
-to launch. Nothing of size E crosses the bus except in the ``partition`` variant, whose point
-is exactly that.
+The host waits for the device only where it must decide something (how many splitters, is a
+labelling round needed, did the pointer jumping converge, how many links, how many trees):
+small counters live in one int32 array that kernels reset in stream order, and one copy of it
+answers every question of that moment. Rounds whose count can be proven (list ranking:
+ceil(log2 n)) run without any check; rounds that stop on convergence are launched in batches
+whose every round sets its own flag, read once per batch. Nothing of size E crosses the bus
+except in the ``partition`` variant, whose point is exactly that.
 """
 
 from __future__ import annotations
@@ -42,22 +46,35 @@ ID_DTYPES = (np.dtype(np.int32), np.dtype(np.int64))
 STAGES = ("validate", "pairing", "labelling", "circuit_graph", "spanning_forest", "splice", "ranking")
 
 # --8<-- [start:slots]
-# Buffers of one stage share memory with the dead buffers of earlier stages: ten scratch slots
-# S0..S9 serve every stage (a name's slot, by stage). Kept for the whole run: src/dst (copies,
-# when needed), ssrc, out_order, in_order, succ, label, out, tree (uint8).
+# Buffers of one stage share memory with the dead buffers of earlier stages. Scratch slots
+# D0..D3 hold 8 bytes per edge: a name takes a whole one as a uint64 array ("w": the packed
+# words of pointer jumping) or one half as an int32 array (0 / 1); S0 holds 4 bytes per edge.
+# Kept for the whole run: src/dst (copies, when needed), ssrc, out_order, in_order, succ,
+# label, out, tree (uint8).
 SLOTS = {
-    # pairing         labelling: ruling set / shared     circuit graph, forest   ranking, checks
-    "sdst": "S0",     "xit": "S0",                       "nodes": "S0",          "vpos": "S0",
-    "sid": "S1",      "mn": "S1",                        "comp": "S1",
-    "splitters": "S2", "cid": "S2",                      "best": "S2",
-    "nxt_s": "S3",    "exits": "S3",                     "lu": "S3",
-    "min_s": "S4",    "cnxt": "S4",                      "lv": "S4",
-    "len_s": "S5",    "cval": "S5",                      "lp": "S5",
-    "J0": "S6",                                          "lu2": "S6",
-    "J1": "S7",                                          "lv2": "S7",
-    "J2": "S8",                                          "lp2": "S8",
-    "J3": "S9",
+    # pairing
+    "sdst": ("D0", 0),
+    # labelling (jump, shared, ruling set) and ranking (Wyllie, ruling set)
+    "W0": ("D0", "w"), "W1": ("D1", "w"), "spl": ("D2", 0), "clab": ("D2", 1), "sid": ("D2", 1),
+    # the shared contraction
+    "xit": ("D2", 0), "mn": ("D2", 1), "cid": ("D3", 0), "exits": ("D3", 1),
+    # circuit graph and spanning forest
+    "nodes": ("D0", 0), "comp": ("D0", 1), "best": ("D1", 0), "lu": ("D1", 1), "lv": ("D2", 0),
+    "lp": ("D2", 1), "lu2": ("D3", 0), "lv2": ("D3", 1), "lp2": ("S0", 0),
+    # checks
+    "vpos": ("D0", 0),
 }
+SLOT_WIDTH = {"D0": 2, "D1": 2, "D2": 2, "D3": 2, "S0": 1}  # int32 words per edge
+
+# The plan's int32 counters (one array, read back whole, reset by kernels in stream order).
+CTR_SIZE = 128
+C_BAD, C_FIRST = 8, 9            # pairing: positions where in != out, the first one
+C_TREES = 10                     # 10, 11, 12: trees, smallest and largest root
+C_NODES, C_LINKS = 13, 14        # nodes and links of the circuit graph
+ROUND = 16                       # 16..47: per-round counts (labelling, Borůvka)
+FLAGS = 48                       # 48..111: per-round "changed" flags of a batch of rounds
+MAX_FLAGS = 64
+SHORTCUTS = 4                    # Borůvka: pointer-jumping rounds launched before a check
 # --8<-- [end:slots]
 
 
@@ -80,8 +97,8 @@ class NumbaKernels:
         kn, p = self.kn, self.params
         if name.startswith("to_i32"):
             return kn.to_i32_kernel(p["BLOCK"])
-        if name == "sum_i32":
-            return kn.sum_kernel(p["BLOCK"])
+        if name == "pick_splitters":
+            return kn.pick_splitters_kernel(p["BLOCK"])
         if name == "tile_contract":
             return kn.tile_contract_kernel(p["TILE"])
         return getattr(kn, name)
@@ -162,14 +179,22 @@ class EulerPlan:
 
         self.labelling, self.backend, self.capacity = labelling, backend, max(int(capacity), 1)
         self.params = dict(params)
+        if self.params.get("GROWTH", 2) < 2:
+            raise LimitError(f"GROWTH = {self.params['GROWTH']}: the splitters must get denser each round (>= 2)")
         self.ranking = ranking
         self.sim = device.on_simulator()
         self.K = provider(backend, self.params)
         self._bufs: dict = {}
+        self._raw: dict = {}
         self._sorts: dict = {}
-        self.ctr = cuda.device_array(8, np.int32)
-        self.stats64 = cuda.device_array(2, np.int64)
+        self.ctr = cuda.device_array(CTR_SIZE, np.int32)
+        self.flags = self.ctr[FLAGS:FLAGS + MAX_FLAGS]
+        self.rounds_ctr = self.ctr[ROUND:FLAGS]
+        self.stats64 = cuda.device_array(4, np.int64)
+        self.counters = np.zeros(CTR_SIZE, np.int32)
+        self.vmax = None  # the largest vertex id of the loaded edges (the sorts' key bound)
         self.stats: dict = {}
+        self.syncs = 0
         self.instrument = False
         self.stage_ms: dict = {}
         self._marks: list = []
@@ -178,26 +203,39 @@ class EulerPlan:
 
     def buf(self, name: str, dtype=np.int32, size: int | None = None):
         """A named device buffer of ``capacity`` (or ``size``) elements, allocated on first use;
-        names of different stages share a slot (:data:`SLOTS`)."""
+        names of different stages share a scratch slot (:data:`SLOTS`)."""
         from numba import cuda
 
-        key = (SLOTS.get(name, name), np.dtype(dtype).str)
-        b = self._bufs.get(key)
         want = max(int(size if size is not None else self.capacity), 1)
-        if b is None or b.size < want:
-            b = self._bufs[key] = cuda.device_array(want, dtype)
-        return b
+        slot = SLOTS.get(name)
+        if slot is None:
+            key = (name, np.dtype(dtype).str)
+            b = self._bufs.get(key)
+            if b is None or b.size < want:
+                b = self._bufs[key] = cuda.device_array(want, dtype)
+            return b
+        sname, part = slot
+        width = SLOT_WIDTH[sname]
+        raw = self._raw.get(sname)
+        if raw is None or raw.size < width * want:
+            raw = self._raw[sname] = cuda.device_array(width * want, np.int32)
+        cap = raw.size // width
+        if part == "w":
+            return raw.view(np.uint64)
+        return raw[part * cap:(part + 1) * cap]
 
     def nbytes(self) -> int:
         """Device memory this plan holds now (its buffers and its sort plans' key/value buffers)."""
-        total = sum(b.size * b.dtype.itemsize for b in self._bufs.values())
+        total = sum(b.size * b.dtype.itemsize for b in list(self._bufs.values()) + list(self._raw.values()))
         for sp in self._sorts.values():
             total += sum(getattr(a, "size", 0) * 4 for a in getattr(sp, "keys", []) + getattr(sp, "vals", []))
         return total
 
     def buffers(self) -> dict:
-        """{slot: (elements, dtype)} of the buffers allocated so far (memory accounting)."""
-        return {k[0]: (b.size, k[1]) for k, b in self._bufs.items()}
+        """{name or slot: (elements, dtype)} of the buffers allocated so far (memory accounting)."""
+        out = {k[0]: (b.size, k[1]) for k, b in self._bufs.items()}
+        out.update({k: (b.size, "<i4") for k, b in self._raw.items()})
+        return out
 
     def ew(self, n: int):
         """(grid, block) of an element-wise launch over n items (grid-stride loops)."""
@@ -210,20 +248,34 @@ class EulerPlan:
         g, b = self.ew(n)
         self.K(name, g, b, *args)
 
-    def sum(self, a, n: int) -> int:
-        """sum(a[:n]) on the device (a block reduction), one int64 back."""
-        self.stats64.copy_to_device(np.zeros(2, np.int64))
-        g, b = self.ew(n)
-        self.K("sum_i32", (min(g[0], 1024),) if not self.sim else g, b, a, _i(n), self.stats64)
-        return int(self.stats64.copy_to_host()[0])
+    # --------------------------------------------------------------- counters
+
+    def preset(self, i0: int, *values):
+        """ctr[i0:i0 + 4] = values (zeros after them), by a kernel: no wait for the device."""
+        v = list(values) + [0] * (4 - len(values))
+        self.K("preset_i32", (1,), (32,), self.ctr, _i(i0), *(_i(x) for x in v))
 
     def set_ctr(self, *values):
-        vals = np.zeros(8, np.int32)
-        vals[: len(values)] = values
-        self.ctr.copy_to_device(vals)
+        """ctr[0:8] = values (zeros after them)."""
+        v = list(values) + [0] * (8 - len(values))
+        self.preset(0, *v[:4])
+        self.preset(4, *v[4:8])
+
+    def read(self) -> np.ndarray:
+        """Every counter, in one copy: the host waits for the device here (and only here)."""
+        self.syncs += 1
+        self.counters = self.ctr.copy_to_host()
+        return self.counters
 
     def get_ctr(self, k: int = 8) -> np.ndarray:
-        return self.ctr.copy_to_host()[:k]
+        return self.read()[:k]
+
+    def zero_flags(self):
+        self.launch("fill_i32", MAX_FLAGS, self.flags, _i(MAX_FLAGS), _i(0))
+
+    def read_stats64(self) -> np.ndarray:
+        self.syncs += 1
+        return self.stats64.copy_to_host()
 
     # --------------------------------------------------------------- stage timing
 
@@ -242,6 +294,7 @@ class EulerPlan:
             self._marks.append((stage, ev))
 
     def _close_marks(self):
+        self.stats["host_syncs"] = self.syncs
         if not self.instrument or not self._marks:
             return
         from numba import cuda
@@ -255,36 +308,51 @@ class EulerPlan:
         self.stage_ms = ms
         self._marks = []
 
+    def _begin(self):
+        self._marks = []
+        self.syncs = 0
+        self.stats = {}
+
     # --------------------------------------------------------------- step 0: load the edges
 
     def load(self, src, dst, n: int, extra: int = 0):
         """Check every id on the device (non-negative, at most 2^31 - 2) and return int32 edge
         arrays: the inputs themselves when they are int32 and need no room for ``extra`` edges
-        (the pipeline only reads them), else copies in the plan (int64 narrowed to int32)."""
-        self._marks = []
+        (the pipeline only reads them), else copies in the plan (int64 narrowed to int32).
+        Both arrays are checked by one reduction each and read back together; the largest id
+        is kept as the sorts' key bound."""
+        self._begin()
         self.mark("validate")
         out = []
-        for name, a in (("src", src), ("dst", dst)):
+        big = 2**63 - 1
+        if n:
+            self.K("preset_i64", (1,), (32,), self.stats64, *(np.int64(v) for v in (big, -big, big, -big)))
+        for k, (name, a) in enumerate((("src", src), ("dst", dst))):
             in_place = extra == 0 and np.dtype(a.dtype) == np.int32
             b = a if in_place else self.buf(name, size=n + extra)
             if n:
-                self.stats64.copy_to_device(np.array([2**63 - 1, -(2**63) + 1], np.int64))
                 kname = "to_i32_i64" if np.dtype(a.dtype) == np.int64 else "to_i32_i32"
                 g, blk = self.ew(n)
                 if not self.sim:
                     g = (min(g[0], 1024),)  # a reduction: few blocks, long grid-stride loops
-                self.K(kname, g, blk, a, _i(n), b, self.stats64, _i(0 if in_place else 1))
-                lo, hi = (int(x) for x in self.stats64.copy_to_host())
+                self.K(kname, g, blk, a, _i(n), b, self.stats64, _i(0 if in_place else 1), _i(k))
+            out.append(b)
+        self.vmax = None
+        if n:
+            st = [int(x) for x in self.read_stats64()]
+            for k, name in enumerate(("src", "dst")):
+                lo, hi = st[2 * k], st[2 * k + 1]
                 if lo < 0:
                     raise ShapeError(f"{name} contains the negative vertex id {lo}; vertex ids must be >= 0")
                 if hi > MAX_VERTEX:
                     raise LimitError(f"{name} contains the vertex id {hi}; vertex ids are int32 on the GPU "
                                      f"(at most {MAX_VERTEX})")
-            out.append(b)
+            self.vmax = max(st[1], st[3])
         return out
 
     def put(self, arr, index: int, value: int):
         """One int into a device buffer (the extra edge of an Euler path)."""
+        self.syncs += 1
         arr[index:index + 1].copy_to_device(np.array([value], np.int32))
 
     # --------------------------------------------------------------- step 1: pairing
@@ -302,28 +370,29 @@ class EulerPlan:
             name = self.params["SORT"]
             rp = dict(self.params.get("SORT_PARAMS") or radix_params(name, self.backend))
             sp = self._sorts[n] = rh.SortPlan(KIND[name], self.backend, n, True, rp)
-        ks, vs = sp.sort(keys.view(np.uint32), iota=True)
-        out_keys[:n].copy_to_device(ks.view(np.int32))
-        out_perm[:n].copy_to_device(vs.view(np.int32))
+        if self.vmax is None:
+            self.syncs += 1  # the sort finds the largest key itself
+        # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
+        # straight into the plan's buffers
+        sp.sort(keys.view(np.uint32), iota=True, max_key=self.vmax,
+                out=(out_keys.view(np.uint32), out_perm.view(np.uint32)))
 
     # --8<-- [start:pairing]
-    def pairing(self, src, dst, n: int):
-        """Sort by source and by destination; return the mismatch count and first position
-        (in = out everywhere exactly when the two sorted key arrays are equal)."""
+    def pairing(self, src, dst, n: int, check: bool = True):
+        """Sort by source and by destination, pair: succ = the successor permutation. With
+        ``check``, wait for and return (positions where in != out, the first one); otherwise
+        the count stays on the device, read later with the spanning forest's counters."""
         self.mark("pairing")
         ssrc, out_order = self.buf("ssrc"), self.buf("out_order")
         sdst, in_order = self.buf("sdst"), self.buf("in_order")
         self.sort(src[:n], n, ssrc, out_order)
         self.sort(dst[:n], n, sdst, in_order)
-        self.set_ctr(0, INT32_MAX)
-        self.launch("mismatch", n, ssrc, sdst, _i(n), self.ctr)
-        bad, first = self.get_ctr(2)
-        return int(bad), int(first)
-
-    def make_succ(self, n: int):
-        succ = self.buf("succ")
-        self.launch("pair", n, self.buf("in_order"), self.buf("out_order"), _i(n), succ)
-        return succ
+        self.preset(C_BAD, 0, INT32_MAX)
+        self.launch("pair", n, in_order, out_order, ssrc, sdst, _i(n), self.buf("succ"), self.ctr, _i(C_BAD))
+        if not check:
+            return None
+        h = self.read()
+        return int(h[C_BAD]), int(h[C_FIRST])
     # --8<-- [end:pairing]
 
     def imbalance(self, n: int) -> dict:
@@ -348,23 +417,28 @@ class EulerPlan:
 
     # --------------------------------------------------------------- step 2: labelling
 
-    def min_jump(self, nxt, lab, m: int, keep_nxt: bool):
-        """Min-label pointer jumping on the cycles of ``nxt`` (m elements) with values ``lab``;
-        returns (the buffer holding each element's cycle minimum, rounds). ``nxt`` is only read
-        when ``keep_nxt``; otherwise ``nxt`` and ``lab`` serve as scratch."""
-        a, b, c = self.buf("J0"), self.buf("J1"), self.buf("J2")
-        spare_n = [a, b] if keep_nxt else [a, nxt]
-        spare_l = [c, lab]
-        n_cur, l_cur = nxt, lab
+    # --8<-- [start:min_jump]
+    def min_jump(self, lo: int, hi: int, bound: int):
+        """Min-label pointer jumping on the cycles of the words W0[lo:hi] (value, next): at most
+        ``bound`` rounds (ceil(log2) of the longest cycle: then every window covers its cycle),
+        launched in batches of JUMP_CHECK rounds whose flags are read once per batch. Returns
+        (the buffer holding the result, rounds run)."""
+        cur, other = self.buf("W0"), self.buf("W1")
+        check = max(1, int(self.params.get("JUMP_CHECK", 8)))
+        self.zero_flags()
         r = 0
-        while True:
-            n_new, l_new = spare_n[r % 2], spare_l[r % 2]
-            self.set_ctr(0)
-            self.launch("jump_round", m, n_cur, l_cur, n_new, l_new, _i(m), self.ctr)
-            n_cur, l_cur = n_new, l_new
-            r += 1
-            if self.get_ctr(1)[0] == 0:
-                return l_cur, r
+        while r < bound:
+            batch = min(check, bound - r)
+            for k in range(r, r + batch):
+                self.launch("jump_round", hi - lo, cur, other, _i(lo), _i(hi), self.ctr, _i(FLAGS + k))
+                cur, other = other, cur
+            r += batch
+            if r >= bound:
+                break
+            if not self.read()[FLAGS + r - batch:FLAGS + r].all():  # a round that changed nothing
+                break
+        return cur, r
+    # --8<-- [end:min_jump]
 
     def label_cycles(self, succ, n: int):
         """Step 2 with this plan's labelling variant: label[e] = smallest edge id of e's cycle."""
@@ -372,25 +446,11 @@ class EulerPlan:
         label = self.buf("label")
         kind = self.labelling
         if kind == "propagate":
-            self.launch("iota", n, label, _i(n))
-            rounds = 0
-            cap = self.params.get("MAX_ROUNDS")
-            while True:
-                self.set_ctr(0)
-                self.launch("propagate_round", n, succ, label, _i(n), self.ctr)
-                rounds += 1
-                if self.get_ctr(1)[0] == 0:
-                    break
-                if cap and rounds >= cap:
-                    self.stats["label_rounds"] = rounds
-                    raise LimitError(f"propagate: labels still moving after {rounds} rounds (MAX_ROUNDS); a "
-                                     "round moves a label one edge, so a cycle of L edges needs about L rounds")
-            self.stats["label_rounds"] = rounds
+            self._label_propagate(succ, n, label)
         elif kind == "jump":
-            self.launch("iota", n, label, _i(n))
-            res, rounds = self.min_jump(succ, label, n, keep_nxt=True)
-            if res is not label:
-                label[:n].copy_to_device(res[:n])
+            self.launch("jump_init", n, succ, _i(n), self.buf("W0"))
+            res, rounds = self.min_jump(0, n, ceil_log2(n))
+            self.launch("unpack_labels", n, res, _i(0), _i(n), label)
             self.stats["label_rounds"] = rounds
         elif kind == "shared":
             self._label_shared(succ, n, label)
@@ -401,6 +461,28 @@ class EulerPlan:
         else:
             raise ValueError(f"unknown labelling {kind!r}")
         return label
+
+    def _label_propagate(self, succ, n, label):
+        """Rounds of propagation in batches of JUMP_CHECK, each with its own flag: the rounds
+        counted are exactly those that moved a label, plus the one that found nothing to move."""
+        self.launch("iota", n, label, _i(n))
+        check = max(1, int(self.params.get("JUMP_CHECK", 8)))
+        cap = self.params.get("MAX_ROUNDS")
+        rounds = 0
+        while True:
+            self.zero_flags()
+            for k in range(check):
+                self.launch("propagate_round", n, succ, label, _i(n), self.ctr, _i(FLAGS + k))
+            f = self.read()[FLAGS:FLAGS + check]
+            if not f.all():
+                rounds += int(np.argmin(f)) + 1
+                break
+            rounds += check
+            if cap and rounds >= cap:
+                self.stats["label_rounds"] = rounds
+                raise LimitError(f"propagate: labels still moving after {rounds} rounds (MAX_ROUNDS); a "
+                                 "round moves a label one edge, so a cycle of L edges needs about L rounds")
+        self.stats["label_rounds"] = rounds
 
     # --8<-- [start:label_shared]
     def _label_shared(self, succ, n, label):
@@ -415,44 +497,50 @@ class EulerPlan:
         self.stats["contracted"] = m
         rounds = 0
         if m:
-            cnxt, cval = self.buf("cnxt"), self.buf("cval")
-            self.launch("build_contracted", m, succ, xit, mn, cid, exits, _i(m), cnxt, cval)
-            clab, rounds = self.min_jump(cnxt, cval, m, keep_nxt=False)
-            self.launch("expand_labels", n, xit, cid, clab, _i(n), label)
+            self.launch("build_contracted", m, succ, xit, mn, cid, exits, _i(m), self.buf("W0"))
+            res, rounds = self.min_jump(0, m, ceil_log2(m))
+            self.launch("expand_labels", n, xit, cid, res, _i(n), label)
         self.stats["label_rounds"] = rounds
     # --8<-- [end:label_shared]
 
     # --8<-- [start:label_ruling_set]
     def _label_ruling_set(self, succ, n, label):
-        """Rounds of random splitters among the edges not labelled yet, each walking its
-        sublist in registers (the walk tests "splitter?" by the same hash, so its only memory
-        access per edge is the successor; ``sid`` is read once, at the end); the short list of
-        splitters is labelled by pointer jumping.
-        Cycles that drew no splitter wait for the next round, whose splitters are denser; the
-        last round makes every remaining edge a splitter."""
-        sid, spl = self.buf("sid"), self.buf("splitters")
-        nxt_s, min_s, len_s = self.buf("nxt_s"), self.buf("min_s"), self.buf("len_s")
-        self.launch("fill_i32", n, label, _i(n), _i(-1))
-        spacing = self.params["SPACING"]
-        growth = self.params["GROWTH"]
+        """Rounds of random splitters among the edges not labelled yet. Each splitter walks its
+        sublist in registers (the walk tests "splitter?" by the same hash, so its only read per
+        edge is the successor) and marks every edge it passes as its own; the short list of
+        splitters is labelled by pointer jumping; one pass over the edges turns "owned by
+        splitter j" into the label. Cycles that drew no splitter wait for the next round, whose
+        splitters are denser; the last round makes every remaining edge a splitter.
+        One wait per round (how many splitters, how many edges were still unlabelled) and one
+        per batch of jumping rounds."""
+        own, spl, clab = label, self.buf("spl"), self.buf("clab")
+        self.launch("fill_i32", n, own, _i(n), _i(-1))
+        self.preset(0, 0)
+        self.launch("fill_i32", FLAGS - ROUND, self.rounds_ctr, _i(FLAGS - ROUND), _i(0))
+        spacing, growth = self.params["SPACING"], self.params["GROWTH"]
         seed = int(self.params.get("SEED", 0x5EED))
-        rounds, splitters, jump_rounds = 0, [], 0
-        todo = n
-        while todo:
-            thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
+        base, rounds, splitters, jump_rounds = 0, 0, [], 0
+        while True:
+            thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
             rseed = _u(seed + rounds * 0x9E3779B9)
-            self.set_ctr(0)
-            self.launch("pick_splitters", n, label, _i(n), _u(thresh), rseed, sid, spl, self.ctr)
-            s = int(self.get_ctr(1)[0])
+            self.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, self.ctr, _i(ROUND + rounds))
+            h = self.read()
+            total, todo = int(h[0]), int(h[ROUND + rounds])
+            if todo == 0:
+                break
+            s = total - base
             rounds += 1
             splitters.append(s)
             if s:
-                self.launch("walk_sublists", s, succ, sid, spl, _i(s), _u(thresh), rseed, _i(-1), nxt_s, min_s, len_s)
-                todo -= self.sum(len_s, s)  # the edges labelled in this round
-                clab, jr = self.min_jump(nxt_s, min_s, s, keep_nxt=False)
+                self.launch("walk_label", s, succ, own, spl, _i(base), _i(total), thresh, rseed, self.buf("W0"))
+                res, jr = self.min_jump(base, total, ceil_log2(s))
                 jump_rounds += jr
-                self.launch("write_labels", s, succ, spl, _i(s), _u(thresh), rseed, clab, label)
-            spacing //= growth
+                self.launch("unpack_labels", s, res, _i(base), _i(total), clab)
+            base = total
+            if spacing <= 1:
+                break
+            spacing = max(1, spacing // growth)
+        self.launch("label_from_owner", n, label, _i(n), clab)
         self.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
     # --8<-- [end:label_ruling_set]
 
@@ -461,6 +549,7 @@ class EulerPlan:
         thread), copy the labels back."""
         from gpulab.euler.reference import _walk_labels
 
+        self.syncs += 2
         host_succ = succ[:n].copy_to_host().astype(np.int64)
         lab = _walk_labels(host_succ).astype(np.int32)
         label[:n].copy_to_device(lab)
@@ -473,43 +562,68 @@ class EulerPlan:
         """Links between cycles, then Borůvka: every component takes its lightest link (an
         atomicMin on its root), hooks along it, and pointer jumping flattens the hooks; links
         inside a component are dropped each round. Marks the tree links in ``tree``; returns
-        the number of trees (1 = the edges are weakly connected)."""
+        the number of trees (1 = the edges are weakly connected) and two roots.
+        The first round's minima are taken while the links are found (every cycle is its own
+        component then); one wait for the graph's size, then one per round, and it stops as
+        soon as one tree is left."""
         self.mark("circuit_graph")
-        nodes, comp = self.buf("nodes"), self.buf("comp")
-        self.set_ctr(0)
-        self.launch("list_nodes", n, label, _i(n), nodes, comp, self.ctr)
-        c = int(self.get_ctr(1)[0])
+        nodes, comp, best = self.buf("nodes"), self.buf("comp"), self.buf("best")
+        self.preset(C_TREES, 0, INT32_MAX, -1, 0)  # also C_NODES = 0
+        self.preset(C_LINKS, 0)
+        self.launch("list_nodes", n, label, _i(n), nodes, comp, best, self.ctr, _i(C_NODES))
         links = [self.buf(x) for x in ("lu", "lv", "lp")]
-        self.set_ctr(0)
-        self.launch("find_links", n, self.buf("ssrc"), self.buf("out_order"), label, _i(n), *links, self.ctr)
-        m = int(self.get_ctr(1)[0])
+        self.launch("find_links", n, self.buf("ssrc"), self.buf("out_order"), label, _i(n), *links, best,
+                    self.ctr, _i(C_LINKS))
+        h = self.read()
+        c, m = int(h[C_NODES]), int(h[C_LINKS])
         self.stats.update(cycles=c, links=m)
         self.mark("spanning_forest")
         tree = self.buf("tree", np.uint8)
         self.launch("fill_u8", n, tree, _i(n), _i(0))
-        best = self.buf("best")
         other = [self.buf(x) for x in ("lu2", "lv2", "lp2")]
-        rounds = 0
+        rounds, h = 0, None
         while m:
-            self.launch("reset_best", c, nodes, _i(c), best)
-            self.set_ctr(0)
-            self.launch("min_links", m, *links, _i(m), comp, best, *other, self.ctr)
-            m = int(self.get_ctr(1)[0])
-            if m == 0:
+            if rounds == 0:  # the minima are in best already, the links are root pairs
+                self.launch("hook", m, *links, self.ctr, _i(C_LINKS), best, comp, tree)
+                survivors = m
+            else:
+                self.launch("reset_best", c, nodes, _i(c), best)
+                self.preset(ROUND + rounds, 0)
+                self.launch("min_links", m, *links, _i(m), comp, best, *other, self.ctr, _i(ROUND + rounds))
+                self.launch("hook", m, *other, self.ctr, _i(ROUND + rounds), best, comp, tree)
+                links, other = other, links
+            h = self._flatten(nodes, c, comp)
+            if rounds:
+                survivors = int(h[ROUND + rounds])
+            if survivors == 0:
                 break
             rounds += 1
-            self.launch("hook", m, *other, _i(m), best, comp, tree)
-            while True:
-                self.set_ctr(0)
-                self.launch("shortcut", c, nodes, _i(c), comp, self.ctr)
-                if self.get_ctr(1)[0] == 0:
-                    break
-            links, other = other, links
-        self.set_ctr(0, INT32_MAX, -1)
-        self.launch("count_roots", c, nodes, _i(c), comp, self.ctr)
-        trees, r1, r2 = (int(x) for x in self.get_ctr(3))
+            m = survivors
+            if h[C_TREES] == 1:
+                break
+        if h is None:  # no links at all: every cycle is a tree
+            self.preset(C_TREES, 0, INT32_MAX, -1, c)
+            self.launch("count_roots", c, nodes, _i(c), comp, self.ctr, _i(C_TREES))
+            h = self.read()
         self.stats["forest_rounds"] = rounds
-        return trees, r1, r2
+        return int(h[C_TREES]), int(h[C_TREES + 1]), int(h[C_TREES + 2])
+
+    def _flatten(self, nodes, c, comp):
+        """Pointer jumping on the hooks, SHORTCUTS rounds per check, then count the roots."""
+        self.zero_flags()
+        k = 0
+        while True:
+            if k + SHORTCUTS > MAX_FLAGS:
+                self.zero_flags()
+                k = 0
+            for j in range(k, k + SHORTCUTS):
+                self.launch("shortcut", c, nodes, _i(c), comp, self.ctr, _i(FLAGS + j))
+            k += SHORTCUTS
+            self.preset(C_TREES, 0, INT32_MAX, -1, c)
+            self.launch("count_roots", c, nodes, _i(c), comp, self.ctr, _i(C_TREES))
+            h = self.read()
+            if h[FLAGS + k - 1] == 0:  # the last round moved nothing: every node points at its root
+                return h
     # --8<-- [end:forest]
 
     # --------------------------------------------------------------- step 5: splice
@@ -527,38 +641,32 @@ class EulerPlan:
         if self.ranking == "ruling_set":
             self._rank_ruling_set(succ, n, head, out)
             return
-        nxt, d = self.buf("J0"), self.buf("J1")
-        self.launch("wyllie_init", n, succ, d, _i(n), _i(head), _i(1), nxt, d)
-        res, rounds = self._wyllie(nxt, d, n)
+        self.launch("wyllie_init", n, succ, _i(n), _i(head), self.buf("W0"))
+        res, rounds = self._wyllie(n)
         self.launch("scatter_rank", n, res, _i(n), out)
         self.stats["rank_rounds"] = rounds
 
-    def _wyllie(self, nxt, d, m: int):
-        n2, d2 = self.buf("J2"), self.buf("J3")
-        bufs = [(nxt, d), (n2, d2)]
-        rounds = 0
-        while True:
-            (a, b), (c, e) = bufs[rounds % 2], bufs[(rounds + 1) % 2]
-            self.set_ctr(0)
-            self.launch("wyllie_round", m, a, b, c, e, _i(m), self.ctr)
-            rounds += 1
-            if self.get_ctr(1)[0] == 0:
-                return e, rounds
+    def _wyllie(self, m: int):
+        """Wyllie's rounds on the list in W0[:m]: exactly ceil(log2 m) of them, with no check
+        (a list of m elements needs no more, and the rounds after the end change nothing)."""
+        cur, other = self.buf("W0"), self.buf("W1")
+        rounds = ceil_log2(m)
+        for _ in range(rounds):
+            self.launch("wyllie_round", m, cur, other, _i(m))
+            cur, other = other, cur
+        return cur, rounds
 
     def _rank_ruling_set(self, succ, n, head, out):
-        sid, spl = self.buf("sid"), self.buf("splitters")
-        nxt_s, min_s, len_s = self.buf("nxt_s"), self.buf("min_s"), self.buf("len_s")
+        sid, spl = self.buf("sid"), self.buf("spl")
         spacing = self.params["RANK_SPACING"]
-        thresh = 0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1
+        thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
         rseed = _u(int(self.params.get("SEED", 0x5EED)) ^ 0xA5A5)
-        self.set_ctr(1)
-        self.launch("pick_rank_splitters", n, _i(n), _u(thresh), rseed, _i(head), sid, spl, self.ctr)
-        s = int(self.get_ctr(1)[0])
-        self.launch("walk_sublists", s, succ, sid, spl, _i(s), _u(thresh), rseed, _i(head), nxt_s, min_s, len_s)
-        nxt, d = self.buf("J0"), self.buf("J1")
-        self.launch("wyllie_init", s, nxt_s, len_s, _i(s), _i(0), _i(0), nxt, d)
-        res, rounds = self._wyllie(nxt, d, s)
-        self.launch("write_ranked", s, succ, spl, _i(s), _u(thresh), rseed, _i(head), res, _i(n), out)
+        self.preset(0, 1)
+        self.launch("pick_rank_splitters", n, _i(n), thresh, rseed, _i(head), sid, spl, self.ctr)
+        s = int(self.read()[0])
+        self.launch("walk_rank", s, succ, sid, spl, _i(s), thresh, rseed, _i(head), self.buf("W0"))
+        res, rounds = self._wyllie(s)
+        self.launch("write_ranked", s, succ, spl, _i(s), thresh, rseed, _i(head), res, _i(n), out)
         self.stats.update(rank_splitters=s, rank_rounds=rounds)
     # --8<-- [end:ranking]
 
@@ -573,24 +681,25 @@ class EulerPlan:
             if source is not None:
                 raise NotEulerian(f"source vertex {source} has no edges (the graph is empty)")
             return out, 0
-        bad, first = self.pairing(src, dst, n)
         virtual = None
-        if bad:
-            info = self.imbalance(n)
-            if not path:
-                raise NotEulerian(_imbalance_message(info, path=False))
-            if not (info["unbalanced"] == 2 and info["plus"] == 1 and info["minus"] == 1):
-                raise NotEulerian(_imbalance_message(info, path=True))
-            s, t = info["start"], info["end"]
-            if source is not None and source != s:
-                raise NotEulerian(f"an Euler path of this graph must start at vertex {s} (out = in + 1), "
-                                  f"not at source {source}")
-            virtual = n  # the extra edge t -> s closes the path into a circuit
-            self.put(src, n, t)
-            self.put(dst, n, s)
-            n += 1
-            self.pairing(src, dst, n)
-        succ = self.make_succ(n)
+        if not path:  # in != out is read later, with the forest's counters: no wait here
+            self.pairing(src, dst, n, check=False)
+        else:
+            bad, _ = self.pairing(src, dst, n)
+            if bad:
+                info = self.imbalance(n)
+                if not (info["unbalanced"] == 2 and info["plus"] == 1 and info["minus"] == 1):
+                    raise NotEulerian(_imbalance_message(info, path=True))
+                s, t = info["start"], info["end"]
+                if source is not None and source != s:
+                    raise NotEulerian(f"an Euler path of this graph must start at vertex {s} (out = in + 1), "
+                                      f"not at source {source}")
+                virtual = n  # the extra edge t -> s closes the path into a circuit
+                self.put(src, n, t)
+                self.put(dst, n, s)
+                n += 1
+                self.pairing(src, dst, n, check=False)
+        succ = self.buf("succ")
         head = 0
         if virtual is None and source is not None:
             head = self.first_out_edge(int(source), n)
@@ -598,10 +707,14 @@ class EulerPlan:
                 raise NotEulerian(f"source vertex {source} has no edges")
         label = self.label_cycles(succ, n)
         trees, r1, r2 = self.spanning_forest(label, n)
+        if self.counters[C_BAD]:
+            self.pairing(src, dst, n, check=False)  # the forest reused sdst's memory: sort again
+            raise NotEulerian(_imbalance_message(self.imbalance(n), path=False))
         if trees > 1:
             raise NotEulerian(self._components_message(src, trees, r1, r2))
         self.splice(succ, n)
         if virtual is not None:
+            self.syncs += 1
             head = int(succ[virtual:virtual + 1].copy_to_host()[0])  # the path starts after the extra edge
         self.rank(succ, n, head, out)
         self._close_marks()
@@ -688,7 +801,7 @@ class EulerPlan:
         """The circuit of a balanced graph begun right after edge ``virtual``, without it."""
         bad, _ = self.pairing(src, dst, n)
         assert bad == 0, "an orientation is always balanced"
-        succ = self.make_succ(n)
+        succ = self.buf("succ")
         label = self.label_cycles(succ, n)
         trees, r1, r2 = self.spanning_forest(label, n)
         if trees > 1:
@@ -723,10 +836,12 @@ class EulerPlan:
         size = self.buf("vpos")
         self.launch("fill_i32", n, size, _i(n), _i(0))
         self.launch("cycle_sizes", n, self.buf("label"), _i(n), size)
-        self.stats64.copy_to_device(np.array([2**63 - 1, -(2**63) + 1], np.int64))
+        big = 2**63 - 1
+        self.K("preset_i64", (1,), (32,), self.stats64, *(np.int64(v) for v in (big, -big, big, -big)))
         g, blk = self.ew(n)
-        self.K("to_i32_i32", (min(g[0], 1024),) if not self.sim else g, blk, size, _i(n), size, self.stats64, _i(0))
-        longest = int(self.stats64.copy_to_host()[1])
+        self.K("to_i32_i32", (min(g[0], 1024),) if not self.sim else g, blk, size, _i(n), size, self.stats64,
+               _i(0), _i(0))
+        longest = int(self.read_stats64()[1])
         return int(self.stats.get("cycles", 0)), longest
 
     # --------------------------------------------------------------- de Bruijn sequences
@@ -735,9 +850,11 @@ class EulerPlan:
         """The Euler circuit of B(k, n) from edge 0, with the graph generated in place."""
         N = k ** n
         kn1 = k ** (n - 1)
+        self._begin()
         self.mark("pairing")
         ssrc, oo, io, succ = (self.buf(x) for x in ("ssrc", "out_order", "in_order", "succ"))
         self.launch("debruijn_graph", N, _i(N), _i(k), _i(kn1), ssrc, oo, io, succ)
+        self.preset(C_BAD, 0, INT32_MAX)
         label = self.label_cycles(succ, N)
         trees, _, _ = self.spanning_forest(label, N)
         assert trees == 1, "de Bruijn graphs are connected"
@@ -746,6 +863,11 @@ class EulerPlan:
         self.rank(succ, N, 0, out)
         self._close_marks()
         return out
+
+
+def ceil_log2(m: int) -> int:
+    """Rounds of pointer jumping that a list (or cycle) of m elements needs: ceil(log2 m)."""
+    return max(int(m) - 1, 0).bit_length()
 
 
 def _imbalance_message(info: dict, path: bool) -> str:

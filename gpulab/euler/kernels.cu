@@ -17,6 +17,7 @@
 typedef unsigned int u32;
 typedef unsigned char u8;
 typedef long long i64;
+typedef unsigned long long u64;
 
 // grid-stride loop over [0, n): 64-bit index, so i + stride cannot overflow near n = 2^31
 #define GRID_LOOP(i, n) for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < (i64)(n); \
@@ -70,11 +71,34 @@ __device__ __forceinline__ int lower_bound(const int *a, int n, int v) {
     return lo;
 }
 
+// --8<-- [start:pack]
+// Two int32 in one 8-byte word: a pointer-jumping element (value, next) read by one gather.
+__device__ __forceinline__ u64 pack(int hi, int lo) { return ((u64)(u32)hi << 32) | (u64)(u32)lo; }
+__device__ __forceinline__ int hi32(u64 w) { return (int)(u32)(w >> 32); }
+__device__ __forceinline__ int lo32(u64 w) { return (int)(u32)w; }
+// --8<-- [end:pack]
+
+// --8<-- [start:preset]
+// Counters reset on the device, in stream order (a copy from pageable host memory would first
+// wait for every kernel queued before it).
+extern "C" __global__ void preset_i32(int *a, int i0, int v0, int v1, int v2, int v3) {
+    if (blockIdx.x * blockDim.x + threadIdx.x == 0) {
+        a[i0] = v0; a[i0 + 1] = v1; a[i0 + 2] = v2; a[i0 + 3] = v3;
+    }
+}
+
+extern "C" __global__ void preset_i64(i64 *a, i64 v0, i64 v1, i64 v2, i64 v3) {
+    if (blockIdx.x * blockDim.x + threadIdx.x == 0) {
+        a[0] = v0; a[1] = v1; a[2] = v2; a[3] = v3;
+    }
+}
+// --8<-- [end:preset]
+
 // ---------------------------------------------------------------------------- step 1: input and pairing
 
 // --8<-- [start:to_i32]
 template <typename T>
-__device__ void to_i32_body(const T *a, int n, int *b, i64 *stats, int write) {
+__device__ void to_i32_body(const T *a, int n, int *b, i64 *stats, int write, int slot) {
     __shared__ i64 s_min[BLOCK];
     __shared__ i64 s_max[BLOCK];
     int tid = threadIdx.x;
@@ -96,27 +120,17 @@ __device__ void to_i32_body(const T *a, int n, int *b, i64 *stats, int write) {
         __syncthreads();
     }
     if (tid == 0) {
-        atomicMin(&stats[0], s_min[0]);
-        atomicMax(&stats[1], s_max[0]);
+        atomicMin(&stats[2 * slot], s_min[0]);
+        atomicMax(&stats[2 * slot + 1], s_max[0]);
     }
 }
-extern "C" __global__ void to_i32_i32(const int *a, int n, int *b, i64 *stats, int write) { to_i32_body(a, n, b, stats, write); }
-extern "C" __global__ void to_i32_i64(const i64 *a, int n, int *b, i64 *stats, int write) { to_i32_body(a, n, b, stats, write); }
+extern "C" __global__ void to_i32_i32(const int *a, int n, int *b, i64 *stats, int write, int slot) {
+    to_i32_body(a, n, b, stats, write, slot);
+}
+extern "C" __global__ void to_i32_i64(const i64 *a, int n, int *b, i64 *stats, int write, int slot) {
+    to_i32_body(a, n, b, stats, write, slot);
+}
 // --8<-- [end:to_i32]
-
-extern "C" __global__ void sum_i32(const int *a, int n, i64 *out) {
-    __shared__ i64 s_sum[BLOCK];
-    int tid = threadIdx.x;
-    i64 acc = 0;
-    GRID_LOOP(i, n) acc += a[i];
-    s_sum[tid] = acc;
-    __syncthreads();
-    for (int half = BLOCK / 2; half > 0; half /= 2) {
-        if (tid < half) s_sum[tid] += s_sum[tid + half];
-        __syncthreads();
-    }
-    if (tid == 0) atomicAdd((unsigned long long *)&out[0], (unsigned long long)s_sum[0]);
-}
 
 // --8<-- [start:small_sort]
 extern "C" __global__ void small_sort(const int *keys, int n, int *out_keys, int *out_perm) {
@@ -142,8 +156,15 @@ extern "C" __global__ void mismatch(const int *a, const int *b, int n, int *out)
     }
 }
 
-extern "C" __global__ void pair(const int *in_order, const int *out_order, int n, int *succ) {
-    GRID_LOOP(i, n) succ[(u32)in_order[i]] = out_order[i];
+extern "C" __global__ void pair(const int *in_order, const int *out_order, const int *ssrc, const int *sdst, int n,
+                                int *succ, int *out, int slot) {
+    GRID_LOOP(i, n) {
+        succ[(u32)in_order[i]] = out_order[i];
+        if (ssrc[i] != sdst[i]) {
+            atomicAdd(&out[slot], 1);
+            atomicMin(&out[slot + 1], (int)i);
+        }
+    }
 }
 // --8<-- [end:pair]
 
@@ -244,31 +265,39 @@ extern "C" __global__ void iota(int *a, int n) { GRID_LOOP(i, n) a[i] = (int)i; 
 // ---------------------------------------------------------------------------- step 2: labelling the cycles
 
 // --8<-- [start:propagate]
-extern "C" __global__ void propagate_round(const int *succ, int *label, int n, int *changed) {
+extern "C" __global__ void propagate_round(const int *succ, int *label, int n, int *changed, int slot) {
     GRID_LOOP(e, n) {
         int lab = label[e];
         u32 s = (u32)succ[e];
         if (lab < label[s]) {
             atomicMin(&label[s], lab);
-            changed[0] = 1;
+            changed[slot] = 1;
         }
     }
 }
 // --8<-- [end:propagate]
 
+extern "C" __global__ void jump_init(const int *succ, int n, u64 *W) {
+    GRID_LOOP(e, n) W[e] = pack((int)e, succ[e]);
+}
+
 // --8<-- [start:jump]
-extern "C" __global__ void jump_round(const int *nxt, const int *lab, int *nxt2, int *lab2, int n, int *changed) {
-    GRID_LOOP(e, n) {
-        u32 x = (u32)nxt[e];
-        int a = lab[e], b = lab[x];
+extern "C" __global__ void jump_round(const u64 *W, u64 *W2, int lo, int hi, int *changed, int slot) {
+    for (i64 j = lo + blockIdx.x * (i64)blockDim.x + threadIdx.x; j < hi; j += (i64)gridDim.x * blockDim.x) {
+        u64 w = W[j];
+        u64 wx = W[(u32)lo32(w)];
+        int a = hi32(w), b = hi32(wx);
         if (b < a) {
-            lab2[e] = b;
-            changed[0] = 1;
-        } else {
-            lab2[e] = a;
+            a = b;
+            changed[slot] = 1;
         }
-        nxt2[e] = nxt[x];
+        W2[j] = pack(a, lo32(wx));
     }
+}
+
+extern "C" __global__ void unpack_labels(const u64 *W, int lo, int hi, int *label) {
+    for (i64 j = lo + blockIdx.x * (i64)blockDim.x + threadIdx.x; j < hi; j += (i64)gridDim.x * blockDim.x)
+        label[j] = hi32(W[j]);
 }
 // --8<-- [end:jump]
 
@@ -327,88 +356,93 @@ extern "C" __global__ void compact_exits(const int *xit, int n, int *cid, int *e
 }
 
 extern "C" __global__ void build_contracted(const int *succ, const int *xit, const int *mn, const int *cid,
-                                            const int *exits, int m, int *cnxt, int *cval) {
+                                            const int *exits, int m, u64 *W) {
     GRID_LOOP(j, m) {
         u32 s = (u32)succ[(u32)exits[j]];
-        cnxt[j] = cid[(u32)xit[s]];
-        cval[j] = mn[s];
+        W[j] = pack(mn[s], cid[(u32)xit[s]]);
     }
 }
 
-extern "C" __global__ void expand_labels(const int *xit, const int *cid, const int *clab, int n, int *label) {
+extern "C" __global__ void expand_labels(const int *xit, const int *cid, const u64 *W, int n, int *label) {
     GRID_LOOP(e, n) {
         int x = xit[e];
-        if (x != NONE) label[e] = clab[(u32)cid[(u32)x]];
+        if (x != NONE) label[e] = hi32(W[(u32)cid[(u32)x]]);
     }
 }
 
 // --8<-- [start:ruling_set]
-extern "C" __global__ void pick_splitters(const int *label, int n, u32 thresh, u32 seed, int *sid,
-                                          int *splitters, int *count) {
+extern "C" __global__ void pick_splitters(int *own, int n, u32 thresh, u32 seed, int *splitters, int *count,
+                                          int todo_slot) {
+    __shared__ int s_cnt[BLOCK];
+    int tid = threadIdx.x;
+    int todo = 0;
     i64 n_round = ((i64)n + 31) / 32 * 32;
     GRID_LOOP(i, n_round) {
-        bool pred = i < n && label[i] == NONE && mix32((u32)i ^ seed) <= thresh;
+        bool pred = false;
+        if (i < n && own[i] == NONE) {
+            todo++;
+            pred = mix32((u32)i ^ seed) <= thresh;
+        }
         int slot = warp_append(pred, count, 0);
         if (pred) {
             splitters[slot] = (int)i;
-            sid[i] = slot;
+            own[i] = slot;
         }
     }
+    s_cnt[tid] = todo;
+    __syncthreads();
+    for (int half = BLOCK / 2; half > 0; half /= 2) {
+        if (tid < half) s_cnt[tid] += s_cnt[tid + half];
+        __syncthreads();
+    }
+    if (tid == 0 && s_cnt[0] > 0) atomicAdd(&count[todo_slot], s_cnt[0]);
 }
+// --8<-- [end:ruling_set]
 
+// --8<-- [start:walk_label]
 __device__ __forceinline__ bool is_splitter(int e, u32 thresh, u32 seed, int head) {
     return e == head || mix32((u32)e ^ seed) <= thresh;
 }
 
-extern "C" __global__ void walk_sublists(const int *succ, const int *sid, const int *splitters, int s_count,
-                                         u32 thresh, u32 seed, int head, int *nxt_s, int *min_s, int *len_s) {
-    GRID_LOOP(j, s_count) {
+extern "C" __global__ void walk_label(const int *succ, int *own, const int *splitters, int lo, int hi, u32 thresh,
+                                      u32 seed, u64 *W) {
+    for (i64 j = lo + blockIdx.x * (i64)blockDim.x + threadIdx.x; j < hi; j += (i64)gridDim.x * blockDim.x) {
         int s = splitters[j];
-        int m = s, length = 1;
+        int m = s;
         int e = succ[(u32)s];
-        while (!is_splitter(e, thresh, seed, head)) {
+        while (!is_splitter(e, thresh, seed, NONE)) {
+            own[(u32)e] = (int)j;
             m = min(m, e);
-            length++;
             e = succ[(u32)e];
         }
-        nxt_s[j] = sid[(u32)e];
-        min_s[j] = m;
-        len_s[j] = length;
+        W[j] = pack(m, own[(u32)e]);
     }
 }
 
-extern "C" __global__ void write_labels(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
-                                        const int *clab, int *label) {
-    GRID_LOOP(j, s_count) {
-        int s = splitters[j];
-        int c = clab[j];
-        label[(u32)s] = c;
-        int e = succ[(u32)s];
-        while (!is_splitter(e, thresh, seed, -1)) {
-            label[(u32)e] = c;
-            e = succ[(u32)e];
-        }
-    }
+extern "C" __global__ void label_from_owner(int *label, int n, const int *clab) {
+    GRID_LOOP(e, n) label[e] = clab[(u32)label[e]];
 }
-// --8<-- [end:ruling_set]
+// --8<-- [end:walk_label]
 
 // ---------------------------------------------------------------------------- step 3: the circuit graph
 
 // --8<-- [start:links]
-extern "C" __global__ void list_nodes(const int *label, int n, int *nodes, int *comp, int *count) {
+extern "C" __global__ void list_nodes(const int *label, int n, int *nodes, int *comp, int *best, int *count,
+                                      int slot) {
     i64 n_round = ((i64)n + 31) / 32 * 32;
     GRID_LOOP(i, n_round) {
         bool pred = i < n && label[i] == i;
-        int slot = warp_append(pred, count, 0);
+        int k = warp_append(pred, count, slot);
         if (pred) {
-            nodes[slot] = (int)i;
+            nodes[k] = (int)i;
             comp[i] = (int)i;
+            best[i] = INT32_MAX_;
         }
     }
 }
 
 extern "C" __global__ void find_links(const int *ssrc, const int *out_order, const int *label, int n,
-                                      int *lu, int *lv, int *lp, int *count) {
+                                      int *lu, int *lv, int *lp, int *best, int *count, int slot) {
     i64 n_round = ((i64)n + 31) / 32 * 32;
     GRID_LOOP(p, n_round) {
         bool pred = false;
@@ -418,11 +452,15 @@ extern "C" __global__ void find_links(const int *ssrc, const int *out_order, con
             b = label[(u32)out_order[p + 1]];
             pred = a != b;
         }
-        int slot = warp_append(pred, count, 0);
+        if (pred) {    // Boruvka's first round: every cycle is still its own component
+            if ((int)p < best[(u32)a]) atomicMin(&best[a], (int)p);
+            if ((int)p < best[(u32)b]) atomicMin(&best[b], (int)p);
+        }
+        int k = warp_append(pred, count, slot);
         if (pred) {
-            lu[slot] = a;
-            lv[slot] = b;
-            lp[slot] = (int)p;
+            lu[k] = a;
+            lv[k] = b;
+            lp[k] = (int)p;
         }
     }
 }
@@ -436,7 +474,7 @@ extern "C" __global__ void reset_best(const int *nodes, int c_count, int *best) 
 }
 
 extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp, int m, const int *comp, int *best,
-                                     int *lu2, int *lv2, int *lp2, int *count) {
+                                     int *lu2, int *lv2, int *lp2, int *count, int slot) {
     i64 m_round = ((i64)m + 31) / 32 * 32;
     GRID_LOOP(i, m_round) {
         bool pred = false;
@@ -451,17 +489,18 @@ extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp
             if (w < best[(u32)cu]) atomicMin(&best[cu], w);
             if (w < best[(u32)cv]) atomicMin(&best[cv], w);
         }
-        int slot = warp_append(pred, count, 0);
+        int k = warp_append(pred, count, slot);
         if (pred) {
-            lu2[slot] = cu;
-            lv2[slot] = cv;
-            lp2[slot] = w;
+            lu2[k] = cu;
+            lv2[k] = cv;
+            lp2[k] = w;
         }
     }
 }
 
-extern "C" __global__ void hook(const int *lu, const int *lv, const int *lp, int m, const int *best, int *comp,
-                                u8 *tree) {
+extern "C" __global__ void hook(const int *lu, const int *lv, const int *lp, const int *count, int slot,
+                                const int *best, int *comp, u8 *tree) {
+    int m = count[slot];   // read on the device: the host does not wait for it
     GRID_LOOP(i, m) {
         int cu = lu[i], cv = lv[i], w = lp[i];
         bool bu = best[(u32)cu] == w, bv = best[(u32)cv] == w;
@@ -472,25 +511,25 @@ extern "C" __global__ void hook(const int *lu, const int *lv, const int *lp, int
     }
 }
 
-extern "C" __global__ void shortcut(const int *nodes, int c_count, int *comp, int *changed) {
+extern "C" __global__ void shortcut(const int *nodes, int c_count, int *comp, int *changed, int slot) {
     GRID_LOOP(i, c_count) {
         u32 x = (u32)nodes[i];
         int c = comp[x];
         int cc = comp[(u32)c];
         if (c != cc) {
             comp[x] = cc;
-            changed[0] = 1;
+            changed[slot] = 1;
         }
     }
 }
 
-extern "C" __global__ void count_roots(const int *nodes, int c_count, const int *comp, int *out) {
+extern "C" __global__ void count_roots(const int *nodes, int c_count, const int *comp, int *out, int slot) {
     GRID_LOOP(i, c_count) {
         int x = nodes[i];
         if (comp[(u32)x] == x) {
-            atomicAdd(&out[0], 1);
-            atomicMin(&out[1], x);
-            atomicMax(&out[2], x);
+            atomicAdd(&out[slot], 1);
+            atomicMin(&out[slot + 1], x);
+            atomicMax(&out[slot + 2], x);
         }
     }
 }
@@ -515,30 +554,27 @@ extern "C" __global__ void splice(const u8 *tree, const int *in_order, const int
 // ---------------------------------------------------------------------------- step 6: ranking
 
 // --8<-- [start:wyllie]
-extern "C" __global__ void wyllie_init(const int *nxt_in, const int *w, int n, int head, int unit, int *nxt, int *d) {
+extern "C" __global__ void wyllie_init(const int *succ, int n, int head, u64 *W) {
     GRID_LOOP(i, n) {
-        int x = nxt_in[i];
-        nxt[i] = x == head ? NONE : x;
-        d[i] = unit ? 1 : w[i];
+        int x = succ[i];
+        W[i] = pack(1, x == head ? NONE : x);
     }
 }
 
-extern "C" __global__ void wyllie_round(const int *nxt, const int *d, int *nxt2, int *d2, int n, int *changed) {
+extern "C" __global__ void wyllie_round(const u64 *W, u64 *W2, int n) {
     GRID_LOOP(i, n) {
-        int x = nxt[i];
+        u64 w = W[i];
+        int x = lo32(w);
         if (x != NONE) {
-            d2[i] = d[i] + d[(u32)x];
-            nxt2[i] = nxt[(u32)x];
-            changed[0] = 1;
-        } else {
-            d2[i] = d[i];
-            nxt2[i] = NONE;
+            u64 wx = W[(u32)x];
+            w = pack(hi32(w) + hi32(wx), lo32(wx));
         }
+        W2[i] = w;
     }
 }
 
-extern "C" __global__ void scatter_rank(const int *d, int n, int *out) {
-    GRID_LOOP(e, n) out[n - d[e]] = (int)e;
+extern "C" __global__ void scatter_rank(const u64 *W, int n, int *out) {
+    GRID_LOOP(e, n) out[n - hi32(W[e])] = (int)e;
 }
 // --8<-- [end:wyllie]
 
@@ -560,10 +596,23 @@ extern "C" __global__ void pick_rank_splitters(int n, u32 thresh, u32 seed, int 
     }
 }
 
-extern "C" __global__ void write_ranked(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
-                                        int head, const int *d, int n, int *out) {
+extern "C" __global__ void walk_rank(const int *succ, const int *sid, const int *splitters, int s_count, u32 thresh,
+                                     u32 seed, int head, u64 *W) {
     GRID_LOOP(j, s_count) {
-        int pos = n - d[j];
+        int length = 1;
+        int e = succ[(u32)splitters[j]];
+        while (!is_splitter(e, thresh, seed, head)) {
+            length++;
+            e = succ[(u32)e];
+        }
+        W[j] = pack(length, e == head ? NONE : sid[(u32)e]);
+    }
+}
+
+extern "C" __global__ void write_ranked(const int *succ, const int *splitters, int s_count, u32 thresh, u32 seed,
+                                        int head, const u64 *W, int n, int *out) {
+    GRID_LOOP(j, s_count) {
+        int pos = n - hi32(W[j]);
         int e = splitters[j];
         out[pos] = e;
         e = succ[(u32)e];

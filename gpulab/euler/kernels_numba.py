@@ -15,12 +15,17 @@ The steps, in the order the host (``host.py``) launches them:
 1. pairing: ``to_i32`` (validate and narrow ids), ``small_sort`` or chapter 4's radix sort,
    ``mismatch`` (in-degree = out-degree everywhere?), ``pair`` (the successor permutation);
 2. labelling: ``propagate_round`` | ``jump_round`` | ``tile_contract`` + contraction |
-   ruling set (``pick_splitters``, ``walk_sublists``, ``write_labels``);
+   ruling set (``pick_splitters``, ``walk_label``, ``jump_round`` on the splitters,
+   ``label_from_owner``);
 3. circuit graph: ``list_nodes``, ``find_links``;
 4. spanning forest (Borůvka): ``reset_best``, ``min_links``, ``hook``, ``shortcut``, ``count_roots``;
 5. ``splice``;
 6. ranking: ``wyllie_init`` / ``wyllie_round`` / ``scatter_rank``, or the ruling set's
-   ``pick_rank_splitters``, ``walk_sublists``, ``write_ranked``.
+   ``pick_rank_splitters``, ``walk_rank``, ``wyllie_round`` on the splitters, ``write_ranked``.
+
+Pointer jumping (labels and ranks) keeps an element's value and next pointer in one 8-byte
+word (``pack``): one gather per element per round instead of two. Counters live in one small
+int32 array that kernels reset (``preset_i32``) and the host reads once per decision.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ FULL = 0xFFFFFFFF
 I32 = "int32[::1]"
 I64 = "int64[::1]"
 U8 = "uint8[::1]"
+U64 = "uint64[::1]"
 
 
 # ----------------------------------------------------------------------------- device helpers
@@ -122,11 +128,12 @@ def lower_bound(a, n, v):
 
 @lru_cache(maxsize=None)
 def to_i32_kernel(BLOCK: int):
-    """b = int32(a) (if ``write``) and the min/max of a, reduced per block in shared memory."""
+    """b = int32(a) (if ``write``) and the min/max of a into stats[2 slot], stats[2 slot + 1],
+    reduced per block in shared memory."""
 
     # --8<-- [start:to_i32]
     @cuda.jit
-    def to_i32(a, n, b, stats, write):
+    def to_i32(a, n, b, stats, write, slot):
         s_min = cuda.shared.array(BLOCK, int64)
         s_max = cuda.shared.array(BLOCK, int64)
         tid = cuda.threadIdx.x
@@ -152,39 +159,51 @@ def to_i32_kernel(BLOCK: int):
             cuda.syncthreads()
             half //= 2
         if tid == 0:
-            cuda.atomic.min(stats, 0, s_min[0])
-            cuda.atomic.max(stats, 1, s_max[0])
+            cuda.atomic.min(stats, 2 * slot, s_min[0])
+            cuda.atomic.max(stats, 2 * slot + 1, s_max[0])
     # --8<-- [end:to_i32]
 
     return to_i32
 
 
-@lru_cache(maxsize=None)
-def sum_kernel(BLOCK: int):
-    """out[0] += sum(a[0:n]), reduced per block in shared memory (one atomic per block)."""
+# --8<-- [start:preset]
+@cuda.jit
+def preset_i32(a, i0, v0, v1, v2, v3):
+    """a[i0:i0 + 4] = v0..v3 from one thread: counters reset on the device, in stream order (a
+    copy from pageable host memory would first wait for every kernel queued before it)."""
+    if cuda.grid(1) == 0:
+        a[i0] = v0
+        a[i0 + 1] = v1
+        a[i0 + 2] = v2
+        a[i0 + 3] = v3
 
-    @cuda.jit
-    def sum_i32(a, n, out):
-        s_sum = cuda.shared.array(BLOCK, int64)
-        tid = cuda.threadIdx.x
-        acc = int64(0)
-        i = cuda.grid(1)
-        stride = cuda.gridsize(1)
-        while i < n:
-            acc += a[i]
-            i += stride
-        s_sum[tid] = acc
-        cuda.syncthreads()
-        half = BLOCK // 2
-        while half > 0:
-            if tid < half:
-                s_sum[tid] += s_sum[tid + half]
-            cuda.syncthreads()
-            half //= 2
-        if tid == 0:
-            cuda.atomic.add(out, 0, s_sum[0])
 
-    return sum_i32
+@cuda.jit
+def preset_i64(a, v0, v1, v2, v3):
+    if cuda.grid(1) == 0:
+        a[0] = v0
+        a[1] = v1
+        a[2] = v2
+        a[3] = v3
+# --8<-- [end:preset]
+
+
+# --8<-- [start:pack]
+@cuda.jit(device=True, inline=True)
+def pack(hi, lo):
+    """Two int32 in one 8-byte word: a pointer-jumping element (value, next) read by one gather."""
+    return (uint64(uint32(int32(hi))) << uint64(32)) | uint64(uint32(int32(lo)))
+
+
+@cuda.jit(device=True, inline=True)
+def hi32(w):
+    return int32(uint32(w >> uint64(32)))
+
+
+@cuda.jit(device=True, inline=True)
+def lo32(w):
+    return int32(uint32(w & uint64(0xFFFFFFFF)))
+# --8<-- [end:pack]
 
 
 # --8<-- [start:small_sort]
@@ -222,12 +241,17 @@ def mismatch(a, b, n, out):
 
 
 @cuda.jit
-def pair(in_order, out_order, n, succ):
-    """Step 1: the k-th in-edge of every vertex is followed by its k-th out-edge."""
+def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot):
+    """Step 1: the k-th in-edge of every vertex is followed by its k-th out-edge. On the way,
+    in = out at every vertex exactly when the two sorted key arrays are equal: out[slot] counts
+    the positions where they differ, out[slot + 1] is the first (host presets 0, INT32_MAX)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
         succ[uint32(in_order[i])] = out_order[i]
+        if ssrc[i] != sdst[i]:
+            cuda.atomic.add(out, slot, 1)
+            cuda.atomic.min(out, slot + 1, int32(i))
         i += stride
 # --8<-- [end:pair]
 
@@ -387,9 +411,10 @@ def iota(a, n):
 
 # --8<-- [start:propagate]
 @cuda.jit
-def propagate_round(succ, label, n, changed):
+def propagate_round(succ, label, n, changed, slot):
     """One round of min-label propagation: every edge pushes its label one step along its cycle.
-    A label needs as many rounds as the cycle is long to get around it."""
+    A label needs as many rounds as the cycle is long to get around it. changed[slot] = 1 if
+    any label moved (each round of a batch has its own flag: the host reads them once a batch)."""
     e = cuda.grid(1)
     stride = cuda.gridsize(1)
     while e < n:
@@ -397,30 +422,51 @@ def propagate_round(succ, label, n, changed):
         s = uint32(succ[e])
         if lab < label[s]:
             cuda.atomic.min(label, s, lab)
-            changed[0] = 1
+            changed[slot] = 1
         e += stride
 # --8<-- [end:propagate]
 
 
-# --8<-- [start:jump]
 @cuda.jit
-def jump_round(nxt, lab, nxt2, lab2, n, changed):
-    """Pointer jumping on cycles: lab[e] is the minimum over a window of w elements starting at
-    e and nxt[e] the element w steps ahead; one round doubles w. A round that changes no label
-    means every window already covers its whole cycle (the proof is in the chapter)."""
+def jump_init(succ, n, W):
+    """Element e of the pointer jumping: (label e, next succ[e]) in one word."""
     e = cuda.grid(1)
     stride = cuda.gridsize(1)
     while e < n:
-        x = uint32(nxt[e])
-        a = lab[e]
-        b = lab[x]
-        if b < a:
-            lab2[e] = b
-            changed[0] = 1
-        else:
-            lab2[e] = a
-        nxt2[e] = nxt[x]
+        W[e] = pack(e, succ[e])
         e += stride
+
+
+# --8<-- [start:jump]
+@cuda.jit
+def jump_round(W, W2, lo, hi, changed, slot):
+    """Pointer jumping on cycles, elements lo..hi-1: word j holds (the minimum over a window of
+    w elements starting at j, the element w steps ahead); one round doubles w. Label and
+    pointer share a word, so a round costs one gather per element. A round that changes no
+    label means every window already covers its whole cycle (the proof is in the chapter):
+    changed[slot] = 1 otherwise."""
+    j = lo + cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < hi:
+        w = W[j]
+        wx = W[uint32(lo32(w))]
+        a = hi32(w)
+        b = hi32(wx)
+        if b < a:
+            a = b
+            changed[slot] = 1
+        W2[j] = pack(a, lo32(wx))
+        j += stride
+
+
+@cuda.jit
+def unpack_labels(W, lo, hi, label):
+    """label[j] = the value half of word j."""
+    j = lo + cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < hi:
+        label[j] = hi32(W[j])
+        j += stride
 # --8<-- [end:jump]
 
 
@@ -492,48 +538,72 @@ def compact_exits(xit, n, cid, exits, count):
 
 
 @cuda.jit
-def build_contracted(succ, xit, mn, cid, exits, m, cnxt, cval):
+def build_contracted(succ, xit, mn, cid, exits, m, W):
     """The contracted cycle: exit j is followed by the exit of the chain after it, and carries
-    that chain's minimum."""
+    that chain's minimum (one word per exit, for ``jump_round``)."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
     while j < m:
         s = uint32(succ[uint32(exits[j])])
-        cnxt[j] = cid[uint32(xit[s])]
-        cval[j] = mn[s]
+        W[j] = pack(mn[s], cid[uint32(xit[s])])
         j += stride
 
 
 @cuda.jit
-def expand_labels(xit, cid, clab, n, label):
+def expand_labels(xit, cid, W, n, label):
     e = cuda.grid(1)
     stride = cuda.gridsize(1)
     while e < n:
         x = xit[e]
         if x != NONE:
-            label[e] = clab[uint32(cid[uint32(x)])]
+            label[e] = hi32(W[uint32(cid[uint32(x)])])
         e += stride
 
 
-# --8<-- [start:ruling_set]
-@cuda.jit
-def pick_splitters(label, n, thresh, seed, sid, splitters, count):
-    """Ruling set, one round: every edge not labelled yet is a splitter with probability
-    (thresh + 1) / 2^32 (a hash of its id). count[0] = splitters."""
-    i = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    n_round = (n + 31) // 32 * 32
-    while i < n_round:
-        pred = False
-        if i < n:
-            pred = label[i] == NONE and mix32(uint32(i) ^ seed) <= thresh
-        slot = warp_append(pred, count, 0)
-        if pred:
-            splitters[slot] = i
-            sid[i] = slot
-        i += stride
+@lru_cache(maxsize=None)
+def pick_splitters_kernel(BLOCK: int):
+    """The ruling set's pick, with the count of unlabelled edges reduced per block."""
+
+    # --8<-- [start:ruling_set]
+    @cuda.jit
+    def pick_splitters(own, n, thresh, seed, splitters, count, todo_slot):
+        """Ruling set, one round: every edge not labelled yet (own = NONE) is a splitter with
+        probability (thresh + 1) / 2^32, a hash of its id. A splitter owns itself: own[i] = its
+        slot, appended at count[0] (which keeps growing over the rounds, so the splitters of
+        round r follow those of round r - 1). count[todo_slot] += the edges still unlabelled."""
+        s_cnt = cuda.shared.array(BLOCK, int32)
+        tid = cuda.threadIdx.x
+        todo = int32(0)
+        i = cuda.grid(1)
+        stride = cuda.gridsize(1)
+        n_round = (n + 31) // 32 * 32
+        while i < n_round:
+            pred = False
+            if i < n:
+                if own[i] == NONE:
+                    todo += 1
+                    pred = mix32(uint32(i) ^ seed) <= thresh
+            slot = warp_append(pred, count, 0)
+            if pred:
+                splitters[slot] = i
+                own[i] = slot
+            i += stride
+        s_cnt[tid] = todo
+        cuda.syncthreads()
+        half = BLOCK // 2
+        while half > 0:
+            if tid < half:
+                s_cnt[tid] += s_cnt[tid + half]
+            cuda.syncthreads()
+            half //= 2
+        if tid == 0 and s_cnt[0] > 0:
+            cuda.atomic.add(count, todo_slot, s_cnt[0])
+    # --8<-- [end:ruling_set]
+
+    return pick_splitters
 
 
+# --8<-- [start:walk_label]
 @cuda.jit(device=True, inline=True)
 def is_splitter(e, thresh, seed, head):
     """The same test as the pick: arithmetic, no memory access (within a walked cycle every edge
@@ -542,42 +612,34 @@ def is_splitter(e, thresh, seed, head):
 
 
 @cuda.jit
-def walk_sublists(succ, sid, splitters, s_count, thresh, seed, head, nxt_s, min_s, len_s):
-    """One thread per splitter walks its sublist up to the next splitter, in registers: the
-    next splitter, the smallest edge id and the length of the sublist. One dependent load per
-    edge (the successor); O(E) work in all."""
-    j = cuda.grid(1)
+def walk_label(succ, own, splitters, lo, hi, thresh, seed, W):
+    """One thread per splitter j (lo <= j < hi) walks its sublist up to the next splitter, in
+    registers: one dependent load per edge (the successor), O(E) work in all. Every edge it
+    passes gets own[e] = j, so the labels can be written later without walking again; the
+    word W[j] = (smallest id of the sublist, the next splitter) starts the pointer jumping."""
+    j = lo + cuda.grid(1)
     stride = cuda.gridsize(1)
-    while j < s_count:
+    while j < hi:
         s = splitters[j]
         m = s
-        length = 1
         e = succ[uint32(s)]
-        while not is_splitter(e, thresh, seed, head):
+        while not is_splitter(e, thresh, seed, NONE):
+            own[uint32(e)] = j
             m = min(m, e)
-            length += 1
             e = succ[uint32(e)]
-        nxt_s[j] = sid[uint32(e)]
-        min_s[j] = m
-        len_s[j] = length
+        W[j] = pack(m, own[uint32(e)])
         j += stride
 
 
 @cuda.jit
-def write_labels(succ, splitters, s_count, thresh, seed, clab, label):
-    """Walk each sublist again, writing its cycle's label on every edge."""
-    j = cuda.grid(1)
+def label_from_owner(label, n, clab):
+    """label[e] = the cycle label of the splitter that owns e (in place: own becomes label)."""
+    e = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while j < s_count:
-        s = splitters[j]
-        c = clab[j]
-        label[uint32(s)] = c
-        e = succ[uint32(s)]
-        while not is_splitter(e, thresh, seed, -1):
-            label[uint32(e)] = c
-            e = succ[uint32(e)]
-        j += stride
-# --8<-- [end:ruling_set]
+    while e < n:
+        label[e] = clab[uint32(label[e])]
+        e += stride
+# --8<-- [end:walk_label]
 
 
 # ----------------------------------------------------------------------------- step 3: the circuit graph
@@ -585,8 +647,9 @@ def write_labels(succ, splitters, s_count, thresh, seed, clab, label):
 
 # --8<-- [start:links]
 @cuda.jit
-def list_nodes(label, n, nodes, comp, count):
-    """The cycles, one node each: the edges that are their cycle's label (smallest id)."""
+def list_nodes(label, n, nodes, comp, best, count, slot):
+    """The cycles, one node each: the edges that are their cycle's label (smallest id);
+    count[slot] = how many. Each node starts as its own component, with no lightest link yet."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     n_round = (n + 31) // 32 * 32
@@ -594,16 +657,19 @@ def list_nodes(label, n, nodes, comp, count):
         pred = False
         if i < n:
             pred = label[i] == i
-        slot = warp_append(pred, count, 0)
+        k = warp_append(pred, count, slot)
         if pred:
-            nodes[slot] = i
+            nodes[k] = i
             comp[i] = i
+            best[i] = INT32_MAX
         i += stride
 
 
 @cuda.jit
-def find_links(ssrc, out_order, label, n, lu, lv, lp, count):
-    """Link p joins the cycles of out-slots p and p + 1 when both leave the same vertex."""
+def find_links(ssrc, out_order, label, n, lu, lv, lp, best, count, slot):
+    """Link p joins the cycles of out-slots p and p + 1 when both leave the same vertex;
+    count[slot] = how many. Borůvka's first round rides along: every cycle is still its own
+    component, so each link is offered to both ends' lightest-link minimum right here."""
     p = cuda.grid(1)
     stride = cuda.gridsize(1)
     n_round = (n + 31) // 32 * 32
@@ -616,11 +682,16 @@ def find_links(ssrc, out_order, label, n, lu, lv, lp, count):
                 a = label[uint32(out_order[p])]
                 b = label[uint32(out_order[p + 1])]
                 pred = a != b
-        slot = warp_append(pred, count, 0)
+        if pred:  # read first: most links are heavier than the best one already found
+            if p < best[uint32(a)]:
+                cuda.atomic.min(best, a, int32(p))
+            if p < best[uint32(b)]:
+                cuda.atomic.min(best, b, int32(p))
+        k = warp_append(pred, count, slot)
         if pred:
-            lu[slot] = a
-            lv[slot] = b
-            lp[slot] = p
+            lu[k] = a
+            lv[k] = b
+            lp[k] = p
         p += stride
 # --8<-- [end:links]
 
@@ -641,9 +712,10 @@ def reset_best(nodes, c_count, best):
 
 
 @cuda.jit
-def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count):
+def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count, slot):
     """Every component finds its lightest link to another component (weight = slot, unique);
-    links inside a component are dropped, the others copied (as root pairs) for the next round."""
+    links inside a component are dropped, the others copied (as root pairs) for the next round
+    (count[slot] = how many)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     m_round = (m + 31) // 32 * 32
@@ -662,18 +734,20 @@ def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count):
                 cuda.atomic.min(best, cu, w)
             if w < best[uint32(cv)]:
                 cuda.atomic.min(best, cv, w)
-        slot = warp_append(pred, count, 0)
+        k = warp_append(pred, count, slot)
         if pred:
-            lu2[slot] = cu
-            lv2[slot] = cv
-            lp2[slot] = w
+            lu2[k] = cu
+            lv2[k] = cv
+            lp2[k] = w
         i += stride
 
 
 @cuda.jit
-def hook(lu, lv, lp, m, best, comp, tree):
+def hook(lu, lv, lp, count, slot, best, comp, tree):
     """A component whose lightest link is this one hangs below the component at its other end;
-    when both ends chose it, the larger root hangs below the smaller (no 2-cycles)."""
+    when both ends chose it, the larger root hangs below the smaller (no 2-cycles). The number
+    of links, count[slot], is read on the device: the host does not wait for it."""
+    m = count[slot]
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < m:
@@ -694,8 +768,9 @@ def hook(lu, lv, lp, m, best, comp, tree):
 
 
 @cuda.jit
-def shortcut(nodes, c_count, comp, changed):
-    """Pointer jumping on the forest of hooks until every node points at its root."""
+def shortcut(nodes, c_count, comp, changed, slot):
+    """Pointer jumping on the forest of hooks until every node points at its root (a batch of
+    rounds, each with its own flag changed[slot])."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < c_count:
@@ -704,22 +779,22 @@ def shortcut(nodes, c_count, comp, changed):
         cc = comp[uint32(c)]
         if c != cc:
             comp[x] = cc
-            changed[0] = 1
+            changed[slot] = 1
         i += stride
 
 
 @cuda.jit
-def count_roots(nodes, c_count, comp, out):
-    """out[0] = trees in the forest (weakly connected components), out[1] / out[2] = the
-    smallest / largest root (host presets INT32_MAX / -1)."""
+def count_roots(nodes, c_count, comp, out, slot):
+    """out[slot] = trees in the forest (weakly connected components), out[slot + 1] / out[slot + 2]
+    = the smallest / largest root (host presets 0, INT32_MAX, -1)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < c_count:
         x = nodes[i]
         if comp[uint32(x)] == x:
-            cuda.atomic.add(out, 0, 1)
-            cuda.atomic.min(out, 1, x)
-            cuda.atomic.max(out, 2, x)
+            cuda.atomic.add(out, slot, 1)
+            cuda.atomic.min(out, slot + 1, x)
+            cuda.atomic.max(out, slot + 2, x)
         i += stride
 # --8<-- [end:boruvka]
 
@@ -752,41 +827,40 @@ def splice(tree, in_order, out_order, n, succ):
 
 # --8<-- [start:wyllie]
 @cuda.jit
-def wyllie_init(nxt_in, w, n, head, unit, nxt, d):
-    """A list from a cycle: cut the link into ``head``; d = 1 per element (or its weight w)."""
+def wyllie_init(succ, n, head, W):
+    """A list from a cycle: cut the link into ``head``. Word i = (distance 1, next)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
-        x = nxt_in[i]
-        nxt[i] = NONE if x == head else x
-        d[i] = 1 if unit else w[i]
+        x = succ[i]
+        W[i] = pack(1, NONE if x == head else x)
         i += stride
 
 
 @cuda.jit
-def wyllie_round(nxt, d, nxt2, d2, n, changed):
-    """Wyllie's list ranking: d[i] = the sum from i to the end of the list, by pointer jumping."""
+def wyllie_round(W, W2, n):
+    """Wyllie's list ranking: word i = (the sum of the weights from i up to, not including, its
+    next, next); one gather per element per round. After ceil(log2 n) rounds every next is NONE
+    and the sum runs to the end of the list."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
-        x = nxt[i]
+        w = W[i]
+        x = lo32(w)
         if x != NONE:
-            d2[i] = d[i] + d[uint32(x)]
-            nxt2[i] = nxt[uint32(x)]
-            changed[0] = 1
-        else:
-            d2[i] = d[i]
-            nxt2[i] = NONE
+            wx = W[uint32(x)]
+            w = pack(hi32(w) + hi32(wx), lo32(wx))
+        W2[i] = w
         i += stride
 
 
 @cuda.jit
-def scatter_rank(d, n, out):
+def scatter_rank(W, n, out):
     """Edge e is d[e] edges from the end: it goes to position n - d[e]."""
     e = cuda.grid(1)
     stride = cuda.gridsize(1)
     while e < n:
-        out[n - d[e]] = e
+        out[n - hi32(W[e])] = e
         e += stride
 # --8<-- [end:wyllie]
 
@@ -814,12 +888,28 @@ def pick_rank_splitters(n, thresh, seed, head, sid, splitters, count):
 
 
 @cuda.jit
-def write_ranked(succ, splitters, s_count, thresh, seed, head, d, n, out):
+def walk_rank(succ, sid, splitters, s_count, thresh, seed, head, W):
+    """One thread per splitter measures its sublist: W[j] = (its length, the next splitter, or
+    NONE after the last sublist) — the list that Wyllie ranks with lengths as weights."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < s_count:
+        length = 1
+        e = succ[uint32(splitters[j])]
+        while not is_splitter(e, thresh, seed, head):
+            length += 1
+            e = succ[uint32(e)]
+        W[j] = pack(length, NONE if e == head else sid[uint32(e)])
+        j += stride
+
+
+@cuda.jit
+def write_ranked(succ, splitters, s_count, thresh, seed, head, W, n, out):
     """Walk each sublist again and write it at its offset n - d[j] (d from list ranking)."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
     while j < s_count:
-        pos = n - d[j]
+        pos = n - hi32(W[j])
         e = splitters[j]
         out[pos] = e
         e = succ[uint32(e)]
@@ -1034,9 +1124,11 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     s = "int32"
     u = "uint32"
     targets = [
+        ("preset_i32", preset_i32, f"void({I32}, {s}, {s}, {s}, {s}, {s})"),
+        ("preset_i64", preset_i64, f"void({I64}, int64, int64, int64, int64)"),
         ("small_sort", small_sort, f"void({I32}, {s}, {I32}, {I32})"),
         ("mismatch", mismatch, f"void({I32}, {I32}, {s}, {I32})"),
-        ("pair", pair, f"void({I32}, {I32}, {s}, {I32})"),
+        ("pair", pair, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {s})"),
         ("imbalance", imbalance, f"void({I32}, {I32}, {s}, {I32})"),
         ("degrees_of", degrees_of, f"void({I32}, {I32}, {s}, {s}, {I32})"),
         ("find_first", find_first, f"void({I32}, {I32}, {s}, {s}, {I32})"),
@@ -1047,27 +1139,30 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("fill_i32", fill_i32, f"void({I32}, {s}, {s})"),
         ("fill_u8", fill_u8, f"void({U8}, {s}, {s})"),
         ("iota", iota, f"void({I32}, {s})"),
-        ("propagate_round", propagate_round, f"void({I32}, {I32}, {s}, {I32})"),
-        ("jump_round", jump_round, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32})"),
+        ("propagate_round", propagate_round, f"void({I32}, {I32}, {s}, {I32}, {s})"),
+        ("jump_init", jump_init, f"void({I32}, {s}, {U64})"),
+        ("jump_round", jump_round, f"void({U64}, {U64}, {s}, {s}, {I32}, {s})"),
+        ("unpack_labels", unpack_labels, f"void({U64}, {s}, {s}, {I32})"),
         ("compact_exits", compact_exits, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
-        ("build_contracted", build_contracted, f"void({I32}, {I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32})"),
-        ("expand_labels", expand_labels, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
-        ("pick_splitters", pick_splitters, f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {I32})"),
-        ("walk_sublists", walk_sublists, f"void({I32}, {I32}, {I32}, {s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
-        ("write_labels", write_labels, f"void({I32}, {I32}, {s}, {u}, {u}, {I32}, {I32})"),
-        ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
-        ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
+        ("build_contracted", build_contracted, f"void({I32}, {I32}, {I32}, {I32}, {I32}, {s}, {U64})"),
+        ("expand_labels", expand_labels, f"void({I32}, {I32}, {U64}, {s}, {I32})"),
+        ("walk_label", walk_label, f"void({I32}, {I32}, {I32}, {s}, {s}, {u}, {u}, {U64})"),
+        ("label_from_owner", label_from_owner, f"void({I32}, {s}, {I32})"),
+        ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32}, {I32}, {s})"),
+        ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),
-        ("min_links", min_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {I32})"),
-        ("hook", hook, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {U8})"),
-        ("shortcut", shortcut, f"void({I32}, {s}, {I32}, {I32})"),
-        ("count_roots", count_roots, f"void({I32}, {s}, {I32}, {I32})"),
+        ("min_links", min_links,
+         f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {I32}, {s})"),
+        ("hook", hook, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {U8})"),
+        ("shortcut", shortcut, f"void({I32}, {s}, {I32}, {I32}, {s})"),
+        ("count_roots", count_roots, f"void({I32}, {s}, {I32}, {I32}, {s})"),
         ("splice", splice, f"void({U8}, {I32}, {I32}, {s}, {I32})"),
-        ("wyllie_init", wyllie_init, f"void({I32}, {I32}, {s}, {s}, {s}, {I32}, {I32})"),
-        ("wyllie_round", wyllie_round, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32})"),
-        ("scatter_rank", scatter_rank, f"void({I32}, {s}, {I32})"),
+        ("wyllie_init", wyllie_init, f"void({I32}, {s}, {s}, {U64})"),
+        ("wyllie_round", wyllie_round, f"void({U64}, {U64}, {s})"),
+        ("scatter_rank", scatter_rank, f"void({U64}, {s}, {I32})"),
         ("pick_rank_splitters", pick_rank_splitters, f"void({s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
-        ("write_ranked", write_ranked, f"void({I32}, {I32}, {s}, {u}, {u}, {s}, {I32}, {s}, {I32})"),
+        ("walk_rank", walk_rank, f"void({I32}, {I32}, {I32}, {s}, {u}, {u}, {s}, {U64})"),
+        ("write_ranked", write_ranked, f"void({I32}, {I32}, {s}, {u}, {u}, {s}, {U64}, {s}, {I32})"),
         ("walk_vertices", walk_vertices, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
         ("gather_i32", gather_i32, f"void({I32}, {I32}, {s}, {I32})"),
         ("reverse_walk", reverse_walk, f"void({I32}, {I32}, {s}, {I32}, {I32})"),
@@ -1089,10 +1184,11 @@ def ptx_targets() -> list[tuple[str, object, str]]:
                 name = f"to_i32[{b}]({dt[:5]})"
                 if name not in seen:
                     seen.add(name)
-                    targets.append((name, to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s})"))
-            if f"sum_i32[{b}]" not in seen:
-                seen.add(f"sum_i32[{b}]")
-                targets.append((f"sum_i32[{b}]", sum_kernel(b), f"void({I32}, {s}, {I64})"))
+                    targets.append((name, to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s}, {s})"))
+            if "SPACING" in p and f"pick_splitters[{b}]" not in seen:
+                seen.add(f"pick_splitters[{b}]")
+                targets.append((f"pick_splitters[{b}]", pick_splitters_kernel(b),
+                                f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {s})"))
         if "TILE" in p and f"tile_contract[{p['TILE']}]" not in seen:
             seen.add(f"tile_contract[{p['TILE']}]")
             targets.append((f"tile_contract[{p['TILE']}]", tile_contract_kernel(p["TILE"]),

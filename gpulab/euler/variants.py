@@ -19,7 +19,9 @@ from gpulab.registry import Registry, Variant
 #     chapter 4's radix sort (SORT names its variant).
 #   SPACING / GROWTH: ruling-set labelling: about one splitter per SPACING unlabelled edges,
 #     SPACING / GROWTH in the next round. RANK_SPACING: splitters of the final ranking.
-BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="local")
+#   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
+#     "changed" flags (the host waits for the device at each look).
+BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="local", JUMP_CHECK=8)
 PARAMS = {
     "partition": dict(BASE),
     "propagate": dict(BASE),
@@ -27,11 +29,13 @@ PARAMS = {
     "shared": dict(BASE, TILE=1024),
     "ruling_set": dict(BASE, SPACING=64, GROWTH=8, RANK_SPACING=64),
 }
+# Where the H200 preferred other values for one backend (scripts/tune_euler.py prints this).
+BACKEND_PARAMS: dict = {}
 
 # On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),
 # small tiles, and dense splitters so that several rounds still happen on a few hundred edges.
-SIM_PARAMS = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4)
+SIM_PARAMS = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4, JUMP_CHECK=3)
 
 _LADDER = [
     ("partition", ("global", "host"),
@@ -55,7 +59,8 @@ for name, memory, lesson in _LADDER:
     for backend in ("numba", "cuda-c"):
         REGISTRY.add(Variant(name, backend, memory, lesson,
                              host.plan_factory(name, backend, "ruling_set" if name == "ruling_set" else "wyllie"),
-                             kernels=(), params=dict(PARAMS[name]), needs_warp_intrinsics=True,
+                             kernels=(), params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})},
+                             needs_warp_intrinsics=True,
                              teaching_only=name in ("partition", "propagate")))
 
 

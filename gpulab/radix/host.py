@@ -283,16 +283,19 @@ class SortPlan:
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
 
-    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False, out=None):
+    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False, max_key: int | None = None, out=None):
         """Sort `d_keys_in` (left unchanged); values come from `d_vals_in` or, with `iota`,
         are the input positions (an argsort). Returns the device arrays holding the result: the
         plan's own buffers (overwritten by its next sort), or `out = (keys, values)` — arrays of
         `n` elements (values `None` for a keys-only sort) that the last pass writes, so a plan
-        can serve many sorts that each keep their result."""
+        can serve many sorts that each keep their result. A caller that already knows an upper
+        bound of the keys passes it as `max_key` (no reduction, no wait for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
-        passes = self.passes(self.max_key(d_keys_in)) if n > 1 else 0
+        if n > 1 and max_key is None:
+            max_key = self.max_key(d_keys_in)
+        passes = self.passes(max_key) if n > 1 else 0
         if out is None:  # the plan's buffers: pass p writes buffer p % 2
             dst = [(self.keys[p % 2], self.vals[p % 2]) for p in range(passes)]
             out_k, out_v = dst[-1] if passes else (self.keys[0], self.vals[0])

@@ -491,6 +491,64 @@ def test_pairing_through_chapter_4_radix_sort(rng):
         params.update(SORT="radix4_shared", SORT_PARAMS={"SCAN_BLOCK": 8, "BLOCK": 32, "BITS": 4})
     out = eu.euler_circuit(src, dst, params=params)
     assert np.array_equal(out, ref.ais_reference(src, dst)[0])
+    for s, d in (gen.from_cycles([[0], [0], [0]]), gen.from_cycles([[0, 1], [1, 0]], rng)):  # keys of 0 and 1 bit
+        assert np.array_equal(eu.euler_circuit(s, d, params=params), ref.ais_reference(s, d)[0])
+
+
+@pytest.mark.parametrize("variant", [v for v in GPU_VARIANTS if v.name != "partition"], ids=ids)
+def test_every_labelling_gives_the_reference_labels(variant, rng):
+    """Step 2 on its own: label[e] = the smallest edge id of e's cycle (the circuit tests would
+    also pass with other, consistent labels: these pin the book's definition)."""
+    skip_unless_runnable(variant)
+    for case in ("shallow", "deep", "flower_12x3"):
+        src, dst = graph_cases(rng)[case]
+        plan = plan_for(variant, src.size + 1)
+        plan.buf("label").copy_to_device(np.full(plan.buf("label").size, INT_SENTINEL[np.dtype(np.int32)], np.int32))
+        s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
+        plan.directed(s, d, src.size)
+        succ, _, _ = ref.pairing(src, dst)
+        assert np.array_equal(plan.buf("label")[:src.size].copy_to_host(), ref.cycle_labels(succ)), case
+
+
+@pytest.mark.parametrize("check", [1, 2, 64])
+def test_jump_checks_in_any_batch_size(check, rng):
+    """Pointer jumping reads its flags once per JUMP_CHECK rounds: every batch size gives the same
+    labels, and the rounds counted are never more than ceil(log2) of the longest cycle."""
+    for name in ("jump", "ruling_set", "propagate"):
+        v = REGISTRY.get(name, "numba")
+        skip_unless_runnable(v)
+        src, dst = graph_cases(rng)["deep"]
+        plan = plan_for(v, src.size + 1, {"JUMP_CHECK": check})
+        s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
+        out, m = plan.directed(s, d, src.size)
+        assert np.array_equal(out[:m].copy_to_host(), ref.ais_reference(src, dst)[0]), name
+        succ, _, _ = ref.pairing(src, dst)
+        longest = int(np.bincount(ref.cycle_labels(succ)).max())
+        if name == "jump":
+            assert plan.stats["label_rounds"] <= host.ceil_log2(longest) + check
+
+
+def test_ranking_waits_once_whatever_its_rounds(rng):
+    """The list ranking's rounds run without looking back at the device: as many waits with one
+    ranking splitter per edge (ceil(log2 E) Wyllie rounds) as with a single one (none)."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = gen.from_cycles([list(rng.permutation(60 * S))], rng)  # one cycle: one labelling round
+    syncs, rounds = [], []
+    for spacing in (1, 10**9):
+        plan = plan_for(v, src.size + 1, {"RANK_SPACING": spacing})
+        s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
+        out, m = plan.directed(s, d, src.size)
+        assert np.array_equal(out[:m].copy_to_host(), ref.ais_reference(src, dst)[0])
+        syncs.append(plan.stats["host_syncs"])
+        rounds.append(plan.stats["rank_rounds"])
+    assert rounds[0] == host.ceil_log2(src.size) and rounds[1] == 0
+    assert syncs[0] == syncs[1]
+
+
+def test_growth_below_two_is_refused():
+    with pytest.raises(LimitError, match="GROWTH"):
+        eu.euler_circuit(*gen.from_cycles([[0, 1]]), params={"GROWTH": 1})
 
 
 def test_stage_times_are_recorded(rng):
