@@ -243,6 +243,14 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
             except GpulabError as exc:
                 rec["skipped"] = str(exc)
                 rec.update(getattr(exc, "record", None) or {})  # measurements of what did not finish
+            except Exception as exc:  # a size that does not fit is a result too: recorded, not a crash
+                if not device.is_out_of_memory(exc):
+                    raise
+                device.release_memory()
+                mem = device.memory_info()
+                rec["skipped"] = (f"out of device memory ({type(exc).__name__}"
+                                  + (f"; {mem[0] / 2**30:.1f} of {mem[1] / 2**30:.1f} GiB free after it" if mem else "")
+                                  + ")")
             records.append(rec)
             if progress:
                 elapsed = time.perf_counter() - t_start

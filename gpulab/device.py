@@ -145,3 +145,40 @@ def info() -> DeviceInfo:
         warp_size=dev.WARP_SIZE,
         pycuda=pycuda,
     )
+
+
+def release_memory() -> None:
+    """Give freed device buffers back to the driver now, before a large allocation.
+
+    numba frees a device array when its owner is collected, and then only at its next
+    "deallocation flush": buffers held by objects in reference cycles (a plan whose kernels
+    close over the plan) stay allocated until the garbage collector runs. A benchmark that
+    drops an 80 GiB plan and allocates the next one needs both steps, in this order."""
+    import gc
+
+    gc.collect()
+    if on_simulator():
+        return
+    from numba import cuda
+
+    ctx = cuda.current_context()
+    for pending in (getattr(getattr(ctx, "memory_manager", None), "deallocations", None),
+                    getattr(ctx, "deallocations", None)):
+        if pending is not None:
+            pending.clear()  # numba's clear() runs the pending frees
+
+
+def is_out_of_memory(exc: BaseException) -> bool:
+    """True for the device allocators' out-of-memory errors (numba's CUDA_ERROR_OUT_OF_MEMORY,
+    pycuda's MemoryError), whichever backend raised them."""
+    return isinstance(exc, MemoryError) or "OUT_OF_MEMORY" in str(exc) or "out of memory" in str(exc).lower()
+
+
+def memory_info() -> tuple[int, int] | None:
+    """(free, total) bytes of device memory, or None on the simulator."""
+    if on_simulator():
+        return None
+    from numba import cuda
+
+    free, total = cuda.current_context().get_memory_info()
+    return int(free), int(total)

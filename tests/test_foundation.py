@@ -204,3 +204,28 @@ def test_device_only_inputs_refuse_the_way_back_to_the_host():
     out = cuda.device_array(4)
     out.copy_to_device(d)
     assert out.copy_to_host().tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_benchmark_records_out_of_memory_and_raises_other_errors():
+    """A size that does not fit the device is a skipped record naming it; any other exception
+    inside a case still stops the run (a bug must not turn into a quiet skip)."""
+    import dataclasses
+
+    from gpulab.matmul.bench import SPEC
+    from gpulab.matmul.variants import REGISTRY
+
+    variants = [REGISTRY.get("coalesced", "numba")]
+    case = SPEC.cases(True)[:1]
+
+    def failing(exc):
+        def check(v, state):
+            raise exc
+        return dataclasses.replace(SPEC, check=check)
+
+    oom = RuntimeError("[CUresult.CUDA_ERROR_OUT_OF_MEMORY: 2] Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY")
+    result = benchmark.run(failing(oom), variants, quick=True, warmup=1, repeat=2, cases=case, progress=None)
+    (rec,) = result["records"]
+    assert rec["median_ms"] is None and rec["skipped"].startswith("out of device memory (RuntimeError")
+    with pytest.raises(ZeroDivisionError):
+        benchmark.run(failing(ZeroDivisionError("a bug")), variants, quick=True, warmup=1, repeat=2, cases=case,
+                      progress=None)

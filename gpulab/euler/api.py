@@ -7,6 +7,7 @@ import numpy as np
 
 from gpulab import device
 from gpulab.euler import host
+from gpulab.errors import LimitError
 from gpulab.euler.reference import NotEulerian
 from gpulab.euler.variants import REGISTRY, effective_params
 
@@ -26,8 +27,20 @@ def plan_for(variant, capacity: int, params: dict | None = None):
     key = (variant.key, int(capacity), tuple(sorted((k, str(v)) for k, v in p.items())))
     plan = _CACHE.get(key)
     if plan is None:
-        _CACHE.clear()
-        plan = _CACHE[key] = variant.run(capacity, p)
+        if _CACHE:  # the kept plan goes first: two plans of a large graph need not fit together
+            _CACHE.clear()
+            device.release_memory()
+        try:
+            plan = variant.run(capacity, p)
+        except Exception as exc:
+            if not device.is_out_of_memory(exc):
+                raise
+            device.release_memory()
+            mem = device.memory_info()
+            have = f"; the device has {mem[0] / 2**30:.1f} of {mem[1] / 2**30:.1f} GiB free" if mem else ""
+            raise LimitError(f"{variant.key} for {capacity - 1} edges: its buffers do not fit in device "
+                             f"memory{have} (about 77 bytes per edge for the GPU variants)") from None
+        _CACHE[key] = plan
     return plan
 
 

@@ -129,19 +129,12 @@ def _host_graph(state):
 
 def _free_plans(state):
     """Drop every plan of this case, and free their buffers before the next variant allocates
-    (at 2^30 edges one plan holds about 81 GiB)."""
-    from numba import cuda
-
+    (at 2^30 edges one plan holds about 81 GiB: two would not fit)."""
     from gpulab.euler.api import clear_cache
 
     state["plans"].clear()
     clear_cache()
-    if not state["sim"]:
-        ctx = cuda.current_context()
-        for pending in (getattr(getattr(ctx, "memory_manager", None), "deallocations", None),
-                        getattr(ctx, "deallocations", None)):
-            if pending is not None:
-                pending.clear()
+    device.release_memory()
 
 
 def tuned_params(variant) -> dict:

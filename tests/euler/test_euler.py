@@ -607,3 +607,27 @@ def test_the_blogs_sizes(backend):
             assert plan.stats["cycles"] > 100_000
         ok, why = ref.check_circuit(ds.copy_to_host(), dd.copy_to_host(), out[:m].copy_to_host())
         assert ok, f"{kind}: {why}"
+
+
+def test_a_plan_that_does_not_fit_is_a_limit_error(monkeypatch):
+    """Out of device memory while allocating a plan: a LimitError naming the variant and the
+    edge count, and the kept plan is gone (its memory given back), not a driver traceback."""
+    import dataclasses
+
+    from gpulab.euler import api
+
+    v = REGISTRY.get("ruling_set", "numba")
+
+    def no_room(capacity, params):
+        raise RuntimeError("Call to cuMemAlloc results in CUDA_ERROR_OUT_OF_MEMORY")
+
+    api.clear_cache()
+    with pytest.raises(LimitError, match=r"ruling_set.*1000 edges.*do not fit in device memory"):
+        plan_for(dataclasses.replace(v, run=no_room), 1001)
+    assert not api._CACHE
+
+    def a_bug(capacity, params):
+        raise KeyError("BLOCK")
+
+    with pytest.raises(KeyError):  # anything else is not dressed up as a size limit
+        plan_for(dataclasses.replace(v, run=a_bug), 1001)
