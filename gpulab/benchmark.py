@@ -195,6 +195,9 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                 other_peers[name] = measure(other_run, warmup=warmup, repeat=repeat).median_ms
         for v in variants:
             done += 1
+            # The previous variant's closures hold its buffers (a plan of 77 GiB at 2^30 edges):
+            # drop them before this variant's check allocates its own.
+            launch = public = None
             rec = {"chapter": spec.chapter, "variant": v.name, "backend": v.backend, "size": case.size,
                    "label": case.label, "median_ms": None, "samples_ms": [], "throughput": None,
                    "unit": case.unit, "public_median_ms": None, "public_samples_ms": [], "public_over_kernel": None,
