@@ -115,6 +115,11 @@ class BenchSpec:
     annotate: Callable[[object, object, dict], None] | None = None
 
 
+def utc_now() -> str:
+    """Now, in UTC, to the second (``2026-11-22T06:34:25Z``): every result file's ``date``."""
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
 def versions() -> dict:
     """Versions of everything that shapes the numbers."""
     import gpulab
@@ -264,7 +269,7 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
         if spec.teardown:
             spec.teardown(state)
     result = {"schema": SCHEMA, "chapter": spec.chapter,
-              "date": _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z"),
+              "date": utc_now(),
               "device": device.info().as_dict(), "versions": versions(),
               "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
               "records": records}

@@ -209,6 +209,7 @@ def main() -> int:
         table.append(row)
     (out / f"gp-breakdown-{slug}.json").write_text(json.dumps(
         {"rows": table, "stocks": market.stocks, "days": market.days, "device": device.info().name,
+         "versions": benchmark.versions(), "date": benchmark.utc_now(),
          "what": "one evaluation of each tuned winner: CUDA events between its stages; the host clock around the call"},
         indent=1) + "\n")
     print("wrote", path, "and", out / "gp-params.json")

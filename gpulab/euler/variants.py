@@ -27,10 +27,10 @@ PARAMS = {
     "propagate": dict(BASE),
     "jump": dict(BASE),
     "shared": dict(BASE, TILE=1024),
-    "ruling_set": dict(BASE, SPACING=64, GROWTH=8, RANK_SPACING=64),
+    "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64),
 }
 # Where the H200 preferred other values for one backend (scripts/tune_euler.py prints this).
-BACKEND_PARAMS: dict = {}
+BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128, JUMP_CHECK=4)}
 
 # On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),

@@ -53,7 +53,8 @@ def run_experiment(args) -> int:
                       stocks_total=args.stocks_total, test_days=args.test_days)
     from gpulab import benchmark, device
 
-    data.update({"device": device.info().as_dict(), "versions": benchmark.versions(), "where": args.where})
+    data.update({"device": device.info().as_dict(), "versions": benchmark.versions(), "where": args.where,
+                 "date": benchmark.utc_now()})
     data["rows"] = experiment_rows(data)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)

@@ -19,8 +19,8 @@ PARAMS = {
     "coalesced": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
     "constant": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
     "shared": dict(WPB=4, STACK=16, CODE=512, sim=dict(WPB=2)),
-    "register": dict(WPB=4, CODE=512, DAYS=4, sim=dict(WPB=2)),
-    "bitsliced": dict(WPB=4, CODE=512, BSTACK=12, TW=4, sim=dict(WPB=2)),
+    "register": dict(WPB=4, CODE=512, DAYS=8, sim=dict(WPB=2)),
+    "bitsliced": dict(WPB=1, CODE=512, BSTACK=12, TW=4, sim=dict(WPB=2)),
     "compiled": dict(WPB=4, CHUNK=128, sim=dict(WPB=2)),
 }
 
@@ -44,7 +44,7 @@ _LADDER = [
 ]
 
 # Where the tuned best differs between the backends: (name, backend) -> parameters over PARAMS.
-BACKEND_PARAMS: dict = {}
+BACKEND_PARAMS: dict = {('register', 'cuda-c'): dict(WPB=1), ('bitsliced', 'cuda-c'): dict(WPB=4)}
 
 PARAMS_ENV = "GPULAB_GP_PARAMS"
 
