@@ -383,6 +383,7 @@ def write_stages(result_path, out_dir) -> "Path":
     dev = Path(result_path).stem.split("-", 1)[1]
     path = Path(out_dir) / f"euler-stages-{dev}.json"
     path.write_text(json.dumps({"rows": stage_rows(result), "measured": result["date"],
+                                "device": result["device"]["name"], "versions": result.get("versions", {}),
                                 "note": "one instrumented run per record, CUDA events between the stages"},
                                indent=1) + "\n")
     return path

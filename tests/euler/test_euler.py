@@ -7,6 +7,9 @@ have a few hundred edges (every kernel loops over them in one block of 8 threads
 same tests run with up to a million edges, and a few GPU-only tests add the blog's sizes.
 """
 
+import json
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -37,7 +40,7 @@ def run(variant, src, dst, **kw):
     skip_unless_runnable(variant)
     n = len(src)
     directed = kw.get("directed", True)
-    plan = plan_for(variant, (n + 1) * (1 if directed else 2), kw.pop("params", None))
+    plan = plan_for(variant, (n + 1) * (1 if directed else 2), kw.get("params"))  # the plan the call reuses
     for name in ("out", "out2", "fwd_out", "label"):
         b = plan.buf(name)
         b.copy_to_device(np.full(b.size, INT_SENTINEL[np.dtype(np.int32)], np.int32))
@@ -544,6 +547,46 @@ def test_ranking_waits_once_whatever_its_rounds(rng):
         rounds.append(plan.stats["rank_rounds"])
     assert rounds[0] == host.ceil_log2(src.size) and rounds[1] == 0
     assert syncs[0] == syncs[1]
+
+
+BOOK = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
+
+
+def test_the_defaults_are_what_the_book_measured():
+    """The book's H200 numbers were measured with the tuning sweep's winners (passed to the bench
+    as GPULAB_EULER_PARAMS); the registry's defaults must be exactly those values, and every GPU
+    record of the committed benchmark must have run with its variant's defaults (the bench may
+    add MAX_ROUNDS for propagate). Change a default and this fails until the book is re-measured."""
+    best = json.loads((BOOK / "euler-runs" / "euler-best-params.json").read_text())
+    for backend, tuned in best["ruling_set"].items():
+        params = REGISTRY.get("ruling_set", backend).params
+        assert {k: params[k] for k in tuned} == tuned, backend
+    result = json.loads((BOOK / "euler-h200.json").read_text())
+    seen = set()
+    for r in result["records"]:
+        if r["backend"] == "cpu" or not r.get("params"):
+            continue
+        defaults = REGISTRY.get(r["variant"], r["backend"]).params
+        assert {k: r["params"].get(k) for k in defaults} == defaults, (r["label"], r["variant"], r["backend"])
+        assert set(r["params"]) - set(defaults) <= {"MAX_ROUNDS"}
+        seen.add((r["variant"], r["backend"]))
+    assert {("ruling_set", "numba"), ("ruling_set", "cuda-c")} <= seen
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+@pytest.mark.parametrize("case", ["deep", "shallow", "multigraph", "star_of_cycles"])
+def test_the_tuned_parameters_give_the_reference_circuit(backend, case, rng):
+    """The simulator's tests run with dense splitters (SIM_PARAMS); here the H200's tuned values
+    themselves (one splitter per 128 edges, 16x denser each round, ranking splitters every 64,
+    the flags read every JUMP_CHECK rounds; on the simulator the block stays small)."""
+    v = REGISTRY.get("ruling_set", backend)
+    skip_unless_runnable(v)
+    tuned = {k: x for k, x in v.params.items() if k in ("SPACING", "GROWTH", "RANK_SPACING", "JUMP_CHECK", "BLOCK")}
+    if ON_SIMULATOR:
+        tuned.pop("BLOCK")
+    src, dst = graph_cases(rng)[case]
+    out = run(v, src, dst, params=tuned)
+    assert np.array_equal(out, ref.ais_reference(src, dst)[0]), case
 
 
 def test_growth_below_two_is_refused():
