@@ -255,10 +255,8 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                 if not device.is_out_of_memory(exc):
                     raise
                 device.release_memory()
-                mem = device.memory_info()
-                rec["skipped"] = (f"out of device memory ({type(exc).__name__}"
-                                  + (f"; {mem[0] / 2**30:.1f} of {mem[1] / 2**30:.1f} GiB free after it" if mem else "")
-                                  + ")")
+                free = device.free_memory_text()
+                rec["skipped"] = f"out of device memory ({type(exc).__name__}{f'; {free} after it' if free else ''})"
             records.append(rec)
             if progress:
                 elapsed = time.perf_counter() - t_start

@@ -174,11 +174,11 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "OUT_OF_MEMORY" in str(exc) or "out of memory" in str(exc).lower()
 
 
-def memory_info() -> tuple[int, int] | None:
-    """(free, total) bytes of device memory, or None on the simulator."""
+def free_memory_text() -> str:
+    """``"1.7 of 139.8 GiB free"`` on a GPU (for out-of-memory messages), ``""`` on the simulator."""
     if on_simulator():
-        return None
+        return ""
     from numba import cuda
 
     free, total = cuda.current_context().get_memory_info()
-    return int(free), int(total)
+    return f"{free / 2**30:.1f} of {total / 2**30:.1f} GiB free"

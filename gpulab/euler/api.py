@@ -36,8 +36,8 @@ def plan_for(variant, capacity: int, params: dict | None = None):
             if not device.is_out_of_memory(exc):
                 raise
             device.release_memory()
-            mem = device.memory_info()
-            have = f"; the device has {mem[0] / 2**30:.1f} of {mem[1] / 2**30:.1f} GiB free" if mem else ""
+            free = device.free_memory_text()
+            have = f"; the device has {free}" if free else ""
             raise LimitError(f"{variant.key} for {capacity - 1} edges: its buffers do not fit in device "
                              f"memory{have} (about 77 bytes per edge for the GPU variants)") from None
         _CACHE[key] = plan

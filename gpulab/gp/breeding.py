@@ -24,9 +24,12 @@ from __future__ import annotations
 import numpy as np
 from numba import njit, prange
 
-# opcode layout (see gpulab.gp.opcodes): 0..16 float terminals, 17..30 boolean terminals,
-# 31 AND, 32 OR, 33 NOT, 34 <, 35 >
-_NF, _NB = 17, 14
+from gpulab.gp import opcodes as oc
+
+# opcode layout (gpulab.gp.opcodes): 0..16 float terminals, 17..30 boolean terminals,
+# 31 AND, 32 OR, 33 NOT, 34 <, 35 > (module globals: numba compiles them as constants)
+_NF, _NB = oc.NF, oc.NB
+_FIRST_FUNCTION, _NOT = oc.OP_AND, oc.OP_NOT
 CHUNK = 256  # children (or trees) per parallel task: each task owns its scratch buffers
 
 
@@ -99,7 +102,7 @@ def _grow(rng, out, n, limit, is_float, depth, full, p_leaf, ops, left):
     while True:
         c = _choose(rng, d, full, p_leaf)
         if c < 3:  # open a function: choose its first child next
-            ops[sp] = 31 + c
+            ops[sp] = _FIRST_FUNCTION + c  # AND, OR, NOT
             left[sp] = 1 if c == 2 else 2
             sp += 1
             d -= 1
@@ -177,10 +180,10 @@ def _tree_info(code, a, b, size, height, depth, st):
     for p in range(a, b):
         op = code[p]
         k = p - a
-        if op < 31:
+        if op < _FIRST_FUNCTION:
             size[k] = 1
             height[k] = 1
-        elif op == 33:
+        elif op == _NOT:
             c = st[sp - 1]
             size[k] = size[c] + 1
             height[k] = height[c] + 1
@@ -196,9 +199,9 @@ def _tree_info(code, a, b, size, height, depth, st):
         depth[b - 1 - a] = 1
         for k in range(b - 1 - a, -1, -1):
             op = code[a + k]
-            if op == 33:
+            if op == _NOT:
                 depth[k - 1] = depth[k] + 1
-            elif op >= 31:
+            elif op >= _FIRST_FUNCTION:
                 r = k - 1
                 l = r - size[r]
                 depth[r] = depth[k] + 1
@@ -264,18 +267,18 @@ def _pick(rng, code, a, b, want, p_func):
     for _ in range(64):
         p = a + _below(rng, L)
         op = code[p]
-        if (want < 0 or (op < _NF) == (want == 1)) and (not only_funcs or op >= 31):
+        if (want < 0 or (op < _NF) == (want == 1)) and (not only_funcs or op >= _FIRST_FUNCTION):
             return p
     count = 0
     for p in range(a, b):
         op = code[p]
-        count += (want < 0 or (op < _NF) == (want == 1)) and (not only_funcs or op >= 31)
+        count += (want < 0 or (op < _NF) == (want == 1)) and (not only_funcs or op >= _FIRST_FUNCTION)
     if count == 0:
         return -1
     k = _below(rng, count)
     for p in range(a, b):
         op = code[p]
-        if (want < 0 or (op < _NF) == (want == 1)) and (not only_funcs or op >= 31):
+        if (want < 0 or (op < _NF) == (want == 1)) and (not only_funcs or op >= _FIRST_FUNCTION):
             if k == 0:
                 return p
             k -= 1
@@ -283,6 +286,20 @@ def _pick(rng, code, a, b, want, p_func):
 
 
 # --8<-- [start:walks]
+@njit(inline="always")
+def _push_children(op, d, st, sp):
+    """One step of a backward walk: a node at depth ``d`` pushes the depths of its children
+    (none for a terminal, one for NOT, two for the binary functions); returns the new top."""
+    if op == _NOT:
+        st[sp] = d + 1
+        return sp + 1
+    if op >= _FIRST_FUNCTION:
+        st[sp] = d + 1
+        st[sp + 1] = d + 1
+        return sp + 2
+    return sp
+
+
 @njit(inline="always")
 def _subtree(code, q, st):
     """The subtree rooted at ``q``: its first position and its height. Walks backwards from
@@ -296,14 +313,7 @@ def _subtree(code, q, st):
         sp -= 1
         d = st[sp]
         h = max(h, d)
-        op = code[p]
-        if op == 33:
-            st[sp] = d + 1
-            sp += 1
-        elif op >= 31:
-            st[sp] = d + 1
-            st[sp + 1] = d + 1
-            sp += 2
+        sp = _push_children(code[p], d, st, sp)
         p -= 1
     return p + 1, h
 
@@ -320,14 +330,7 @@ def _depth_at(code, b, p, st):
         d = st[sp]
         if pos == p:
             return d
-        op = code[pos]
-        if op == 33:
-            st[sp] = d + 1
-            sp += 1
-        elif op >= 31:
-            st[sp] = d + 1
-            st[sp + 1] = d + 1
-            sp += 2
+        sp = _push_children(code[pos], d, st, sp)
         pos -= 1
 # --8<-- [end:walks]
 
