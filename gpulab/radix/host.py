@@ -28,6 +28,8 @@ from gpulab.launch import ceil_div, grid_1d
 PACKAGE = "gpulab.radix"
 SOURCE = "kernels.cu"
 INT32_MAX = 2**31 - 1
+ONESWEEP_MAX = 2**30 - 1  # the look-back's status words hold counts in 30 bits
+HIST_GRID = 1024  # blocks of the one-sweep histogram kernel (tile-strided)
 EW_BLOCK = 256  # threads per block of the element-wise kernels (flags, scatter, iota ...)
 KEY_DTYPES = (np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.float32))
 
@@ -142,6 +144,9 @@ class NumbaKernels:
             "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
             "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
             "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0)),
+            "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
+            "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
+            "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0)),
         }
         self._cache: dict = {}
         self.stream = stream
@@ -227,9 +232,10 @@ class SortPlan:
     """Every buffer and launch of one variant's sort of ``n`` keys (with or without values).
 
     `kind` is the algorithm: `"split1_global"`, `"tile"` (per-block split(s) in shared
-    memory: `split1_shared` with BITS=1, `radix4_shared` with BITS=4) or `"warp"`
-    (reduce-then-scan with keys in registers ranked by warp intrinsics). Launches and copies
-    go to `stream`.
+    memory: `split1_shared` with BITS=1, `radix4_shared` with BITS=4), `"warp"`
+    (reduce-then-scan with keys in registers ranked by warp intrinsics) or `"onesweep"` (the
+    histograms of every pass in one read, then one kernel per pass with decoupled look-back).
+    Launches and copies go to `stream`.
 
     The first pass writes `keys[0]`, so `keys[1][:n]` may hold the input itself: that is where
     the public functions put keys they had to transform ([`scratch`][gpulab.radix.host.SortPlan.scratch]).
@@ -239,6 +245,9 @@ class SortPlan:
         from numba import cuda
 
         check_params(params)
+        if kind == "onesweep" and n > ONESWEEP_MAX:
+            raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "
+                             f"got {n}")
         self.kind, self.backend, self.n, self.has_vals, self.params = kind, backend, n, has_vals, dict(params)
         self.stream = stream
         self.K = K = provider(backend, params, stream)
@@ -262,6 +271,15 @@ class SortPlan:
             self.nb = ceil_div(n, params["BLOCK"] * params["ITEMS"])
             self.counts = alloc(R * self.nb, np.int32)
             self.scan = ScanPlan(K, R * self.nb, params["SCAN_BLOCK"])
+        elif kind == "onesweep":
+            self.nb = ceil_div(n, params["BLOCK"] * params["ITEMS"])
+            self.max_passes = ceil_div(32, self.bits)
+            # ctl: one tile counter per pass, then the R digit counts (then offsets) of each pass
+            self.ctl = alloc(self.max_passes * (1 + R), np.int32)
+            self.counters, self.hist = self.ctl[: self.max_passes], self.ctl[self.max_passes:]
+            # two status tables of nb*R words: pass p uses table p % 2 and zeroes the other
+            self.status = alloc(2 * self.nb * R, np.uint32)
+            self.tables = (self.status[: self.nb * R], self.status[self.nb * R:])
         else:
             raise ValueError(f"unknown sort kind {kind!r}")
         if R * max(self.nb if kind != "split1_global" else 1, 1) > INT32_MAX:
@@ -316,6 +334,8 @@ class SortPlan:
             out_k.copy_to_device(d_keys_in, stream=self.stream)
             if hv and not iota:
                 out_v.copy_to_device(d_vals_in, stream=self.stream)
+        if self.kind == "onesweep" and passes:
+            self.histograms(d_keys_in, passes)
         for p, (kd, vd) in enumerate(dst):
             self.one_pass(p * self.bits, ks, vs, kd, vd)
             ks, vs = kd, vd
@@ -334,12 +354,27 @@ class SortPlan:
             K("tile_sort", (self.nb,), (B,), ks, vs, self.tkeys, self.tvals, self.counts, self.starts, n, _i(shift), nb, hv)
             self.scan.run(self.counts, self.counts)
             K("tile_scatter", (self.nb,), (B,), self.tkeys, self.tvals, kd, vd, self.counts, self.starts, n, _i(shift), nb, hv)
+        elif self.kind == "onesweep":
+            B, p = self.params["BLOCK"], shift // self.bits
+            K("onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist, self.counters, self.tables[p % 2],
+              self.tables[(p + 1) % 2], n, _i(shift), _i(p), hv)
         else:
             nb, B = _i(self.nb), self.params["BLOCK"]
             K("upsweep", (self.nb,), (B,), ks, self.counts, n, _i(shift), nb)
             self.scan.run(self.counts, self.counts)
             K("downsweep", (self.nb,), (B,), ks, vs, kd, vd, self.counts, n, _i(shift), nb, hv)
     # --8<-- [end:passes]
+
+    # --8<-- [start:onesweep_host]
+    def histograms(self, d_keys, passes: int) -> None:
+        """One-sweep's preamble: zero the counters, the digit counts and the first pass's status
+        table; count every pass's digits in one read of the keys; scan them into offsets."""
+        K, B, R = self.K, self.params["BLOCK"], 1 << self.bits
+        K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
+        K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
+        K("onesweep_hist", (min(self.nb, HIST_GRID),), (B,), d_keys, self.hist, _i(self.n), _i(passes))
+        K("onesweep_scan", (passes,), (B,), self.hist)
+    # --8<-- [end:onesweep_host]
 
 
 def _fetch(d_small, stream):

@@ -318,6 +318,177 @@ extern "C" __global__ void __launch_bounds__(BLOCK) downsweep(const u32 *keys_in
 }
 // --8<-- [end:downsweep]
 
+// ---------------------------------------------------------------------------- one-sweep: one read per pass, decoupled look-back
+
+#define PASSES ((32 + BITS - 1) / BITS)   // digit passes of a 32-bit key
+#define FLAG_AGG 0x40000000u                // status word: this tile's count of the digit is published
+#define FLAG_PREFIX 0x80000000u             // ... and so is the inclusive prefix over tiles 0..this one
+#define FLAG_MASK 0xC0000000u
+#define VALUE_MASK 0x3FFFFFFFu              // counts and prefixes < 2**30 (the plan checks n)
+
+// --8<-- [start:onesweep_hist]
+// The digit histograms of every pass in one read of the keys: each block walks tiles with a
+// stride of the grid, counts into PASSES x RADIX shared counters, then adds them to hist.
+extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_hist(const u32 *keys, int *hist, int n, int passes) {
+    __shared__ int h[PASSES * RADIX];
+    int tid = threadIdx.x;
+    for (int j = tid; j < PASSES * RADIX; j += BLOCK) h[j] = 0;
+    __syncthreads();
+    for (long base = (long)blockIdx.x * TILE; base < n; base += (long)gridDim.x * TILE) {
+        u32 k[ITEMS];
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {  // every load before the first atomic
+            long i = base + it * BLOCK + tid;
+            k[it] = i < n ? keys[i] : 0u;
+        }
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {
+            if (base + it * BLOCK + tid < n) {
+#pragma unroll
+                for (int p = 0; p < PASSES; ++p)
+                    if (p < passes) atomicAdd(&h[p * RADIX + ((k[it] >> (p * BITS)) & DIGIT_MASK)], 1);
+            }
+        }
+    }
+    __syncthreads();
+    for (int j = tid; j < passes * RADIX; j += BLOCK)
+        if (h[j]) atomicAdd(&hist[j], h[j]);
+}
+
+// Exclusive scan of each pass's RADIX counts (block p scans pass p): where each digit starts.
+extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
+    __shared__ int s[BLOCK];
+    int tid = threadIdx.x, p = blockIdx.x;
+    int x = tid < RADIX ? hist[p * RADIX + tid] : 0;
+    s[tid] = x;
+    __syncthreads();
+    block_inclusive_scan(s, tid);
+    if (tid < RADIX) hist[p * RADIX + tid] = s[tid] - x;
+}
+// --8<-- [end:onesweep_hist]
+
+// --8<-- [start:onesweep]
+// One digit pass. A block takes the next tile id from an atomic counter, ranks the tile's keys
+// in registers (as downsweep does), publishes its per-digit counts, finds how many keys of each
+// digit all earlier tiles hold by decoupled look-back, and scatters its tile.
+//
+// status[t * RADIX + d] is one 32-bit word: a 2-bit flag and a 30-bit count. 0: tile t has not
+// published; FLAG_AGG | c: tile t holds c keys of digit d; FLAG_PREFIX | c: tiles 0..t hold c.
+// Flag and count travel in ONE word, written by one store and read by one load, so a reader
+// that sees a flag sees the count stored with it: no fence is needed between them (with the
+// flag and the count in two words the writer would need count; __threadfence(); flag, and the
+// reader the reverse). No other data crosses blocks inside the kernel (the global digit offsets
+// in hist come from the previous launch), so the kernel needs no __threadfence() at all.
+// What it needs is `volatile`: a spinning load must be issued again every time and must not be
+// served from the SM's L1 (not coherent between SMs); a volatile access compiles to
+// ld.volatile / st.volatile, which go to L2, the point where all SMs see the same word.
+//
+// Forward progress: tile ids come from the atomic counter, not from blockIdx, so a block only
+// ever waits on tiles taken by blocks that started before it — resident blocks, which publish
+// their counts before they look back themselves. With blockIdx, a block could wait on a tile
+// whose block has not been scheduled yet while occupying the slot that block needs.
+//
+// status_next is the status table of the next pass: the tile zeroes its words there (the
+// previous pass, which used that table, has finished), so no pass needs a memset.
+extern "C" __global__ void __launch_bounds__(BLOCK) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+                                                             u32 *vals_out, const int *hist, int *tile_counter,
+                                                             u32 *status, u32 *status_next, int n, int shift,
+                                                             int pass, int has_vals) {
+    __shared__ u32 skeys[TILE];
+    __shared__ u32 svals[TILE];
+    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
+    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
+    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
+    __shared__ int tile_sh;
+    u32 ks[ITEMS];
+    int rk[ITEMS];
+    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    if (tid == 0) tile_sh = atomicAdd(&tile_counter[pass], 1);  // the tile: in order of start
+    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
+    __syncthreads();
+    int tile = tile_sh;
+    u32 lt = (1u << lane) - 1u;
+    long wbase = (long)tile * TILE + (long)w * 32 * ITEMS;
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {  // rank: as in downsweep
+        long i = wbase + it * 32 + lane;
+        bool valid = i < n;
+        u32 k = valid ? keys_in[i] : 0u;
+        int d = valid ? (int)((k >> shift) & DIGIT_MASK) : RADIX;
+#if BALLOT
+        u32 peers = __ballot_sync(0xFFFFFFFFu, valid);
+        if (!valid) peers = ~peers;
+#pragma unroll
+        for (int b = 0; b < BITS; ++b) {
+            u32 bal = __ballot_sync(0xFFFFFFFFu, (d >> b) & 1);
+            peers &= ((d >> b) & 1) ? bal : ~bal;
+        }
+#else
+        u32 peers = __match_any_sync(0xFFFFFFFFu, d);
+#endif
+        int below = __popc(peers & lt);
+        int cnt = 0;
+        if (valid && below == 0) cnt = atomicAdd(&whist[w * RADIX + d], __popc(peers));
+        cnt = __shfl_sync(0xFFFFFFFFu, cnt, __ffs(peers) - 1);
+        ks[it] = k;
+        rk[it] = cnt + below;
+    }
+    __syncthreads();
+    int total = 0;
+    u32 excl = 0;
+    if (tid < RADIX) {
+        for (int ww = 0; ww < NWARPS; ++ww) {
+            int c = whist[ww * RADIX + tid];
+            whist[ww * RADIX + tid] = total;
+            total += c;
+        }
+        // Publish this tile's count of digit tid at once, so later tiles can use it ...
+        volatile u32 *st = status;
+        st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
+        // ... then look back: add the counts of earlier tiles until one publishes its prefix.
+        for (int j = tile - 1; j >= 0;) {
+            u32 s = st[j * RADIX + tid];
+            if ((s & FLAG_MASK) == 0) continue;  // not yet published: spin (tile j has started)
+            excl += s & VALUE_MASK;
+            if (s & FLAG_PREFIX) break;
+            --j;
+        }
+        if (tile > 0) st[tile * RADIX + tid] = FLAG_PREFIX | (excl + (u32)total);
+        status_next[tile * RADIX + tid] = 0u;
+    }
+    dstart[tid] = total;
+    __syncthreads();
+    block_inclusive_scan(dstart, tid);
+    if (tid < RADIX) dbase[tid] = hist[pass * RADIX + tid] + (int)excl - (dstart[tid] - total);
+    __syncthreads();
+    if (tid < RADIX) dstart[tid] -= total;
+    __syncthreads();
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {  // exchange into digit order through shared memory
+        long i = wbase + it * 32 + lane;
+        if (i < n) {
+            u32 k = ks[it];
+            int d = (k >> shift) & DIGIT_MASK;
+            int pos = dstart[d] + whist[w * RADIX + d] + rk[it];
+            skeys[pos] = k;
+            if (has_vals) svals[pos] = vals_in[i];
+        }
+    }
+    __syncthreads();
+    int m = (int)min((long)TILE, (long)n - (long)tile * TILE);
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {  // runs of a digit to consecutive addresses
+        int j = it * BLOCK + tid;
+        if (j < m) {
+            u32 k = skeys[j];
+            int dest = dbase[(k >> shift) & DIGIT_MASK] + j;
+            keys_out[dest] = k;
+            if (has_vals) vals_out[dest] = svals[j];
+        }
+    }
+}
+// --8<-- [end:onesweep]
+
 // ---------------------------------------------------------------------------- distinct
 
 // --8<-- [start:distinct]

@@ -14,16 +14,18 @@ PARAMS = {
     "radix4_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4),
     "local": dict(SCAN_BLOCK=512, BLOCK=256, BITS=8, ITEMS=16),
     "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
+    "onesweep": dict(SCAN_BLOCK=512, BLOCK=256, BITS=8, ITEMS=16),
 }
 
 # Measured on the H200 (docs/benchmarks/radix-runs/run2-profile-radix.log): in CUDA C, finding
 # a lane's digit peers with BITS ballots beat one match_any_sync (10.4 against 14.1 ms for 2^28
 # keys). The numba build of the ballot ranking stopped with CUDA_ERROR_ILLEGAL_INSTRUCTION in
 # that run, so numba keeps match_any (see the chapter).
-BACKEND_PARAMS = {("local", "cuda-c"): dict(BALLOT=1), ("local4", "cuda-c"): dict(BALLOT=1)}
+BACKEND_PARAMS = {("local", "cuda-c"): dict(BALLOT=1), ("local4", "cuda-c"): dict(BALLOT=1),
+                  ("onesweep", "cuda-c"): dict(BALLOT=1)}
 
 KIND = {"split1_global": "split1_global", "split1_shared": "tile", "radix4_shared": "tile",
-        "local": "warp", "local4": "warp"}
+        "local": "warp", "local4": "warp", "onesweep": "onesweep"}
 
 _LADDER = [
     ("split1_global", ("global", "shared"),
@@ -36,9 +38,11 @@ _LADDER = [
      "16 keys per thread in registers, ranked with warp match_any/popc; 4-bit digits, reduce-then-scan"),
     ("local", ("global", "shared", "registers"),
      "8-bit digits (4 passes), 16 keys per thread in registers ranked by warp intrinsics, exchanged through shared memory"),
+    ("onesweep", ("global", "shared", "registers"),
+     "every pass's histogram in one read, then one kernel per pass: tile ids from an atomic counter, decoupled look-back"),
 ]
 
-WARP = ("local", "local4")
+WARP = ("local", "local4", "onesweep")
 
 REGISTRY = Registry("radix")
 for name, memory, lesson in _LADDER:

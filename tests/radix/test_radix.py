@@ -67,6 +67,8 @@ def sim_cases(variant, p):
              ("equal", t, small)]
     if variant.name == "radix4_shared":
         cases += [("max", t - 1, 32), ("sorted", 3 * t + 2, small)]
+    if variant.name == "onesweep":  # several tiles (the look-back), and all 32 bits (7 passes of 5 bits here)
+        cases += [("random", 4 * t + 1, 12), ("max", t + 3, 32)]
     return cases
 
 
@@ -128,6 +130,44 @@ def test_ballot_ranking_of_the_numba_kernels(name, rng):
         ks, perm, _ = run_plan(v, keys, p)
         assert np.array_equal(ks, np.sort(keys)), (dist, n)
         assert np.array_equal(perm, np.argsort(keys, kind="stable")), (dist, n)
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_onesweep_lookback_prefix(backend, rng):
+    """The look-back's cross-tile prefix, read back from the status table after one pass over
+    many tiles: every word of every tile is PREFIX | (keys of that digit in tiles 0..t); the
+    pass zeroed the next pass's table (poisoned here); and a two-pass sort over the same tables
+    (the second pass uses the table the first zeroed) is a stable argsort."""
+    from gpulab.radix import kernels_numba as kn
+
+    v = REGISTRY.get("onesweep", backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    t, R = p["BLOCK"] * p["ITEMS"], 1 << p["BITS"]
+    n = (5 if ON_SIMULATOR else 300) * t + 3  # several tiles, the last one partial
+    keys = rng.integers(0, R, n, dtype=np.uint32)  # one digit: one pass
+    keys[: t] = np.uint32(R - 1)  # a whole tile of the largest digit, ...
+    keys[keys == 0] = 1
+    keys[-2:] = 0  # ... and digit 0 in the last (partial) tile only
+    plan = v.run(n, False, p)
+    plan.status[:] = np.uint32(0xDEADBEEF)
+    plan.keys[0][:] = np.uint32(0xDEADBEEF)
+    dk, _ = plan.sort(cuda.to_device(keys))
+    assert plan.passes_run == 1 and np.array_equal(dk.copy_to_host(), np.sort(keys))
+    words = plan.tables[0].copy_to_host().reshape(plan.nb, R)
+    counts = np.stack([np.bincount(keys[i * t:(i + 1) * t], minlength=R) for i in range(plan.nb)])
+    assert np.all(words & np.uint32(0xC0000000) == np.uint32(kn.FLAG_PREFIX)), "a tile did not publish its prefix"
+    assert np.array_equal(words & np.uint32(kn.VALUE_MASK), np.cumsum(counts, axis=0)), "wrong cross-tile prefix"
+    assert not plan.tables[1].copy_to_host().any(), "the next pass's status table was not zeroed"
+    keys2 = rng.integers(0, R * R, n, dtype=np.uint32)  # two passes
+    ks, perm, plan2 = run_plan(v, keys2, p)
+    assert plan2.passes_run == 2 and np.array_equal(ks, np.sort(keys2))
+    assert np.array_equal(perm, np.argsort(keys2, kind="stable"))
+
+
+def test_onesweep_limit():
+    with pytest.raises(LimitError, match="30 bits"):
+        host.SortPlan("onesweep", "numba", 2**30, False, REGISTRY.get("onesweep", "numba").params)
 
 
 # --------------------------------------------------------------------------- public API, signed and float keys
