@@ -254,6 +254,10 @@ def bytes_per_key(name: str, params: dict, pairs: bool = False) -> tuple[float, 
       counts and starts again).
     * local / local4: upsweep (read 4, write counts), scan of the counts, downsweep (read 4,
       read counts, write 4): 12 + 24·R / TILE.
+    * onesweep: once more, the histogram of every pass in one read of the keys (4). Per pass
+      one kernel: read 4, write 4, and per tile R status words written twice (aggregate,
+      prefix), read at least once by the look-back, zeroed in the next table, plus R digit
+      offsets read: 8 + 20·R / TILE.
     Values add 4 bytes per key to every read and write of a key.
     """
     R = 2 ** params.get("BITS", 1)
@@ -265,6 +269,8 @@ def bytes_per_key(name: str, params: dict, pairs: bool = False) -> tuple[float, 
         return once, 16.0 + 4 * v + 32.0 * R / params["BLOCK"]
     if name in ("local", "local4"):
         return once, 12.0 + 2 * v + 24.0 * R / (params["BLOCK"] * params["ITEMS"])
+    if name == "onesweep":
+        return once + 4.0, 8.0 + 2 * v + 20.0 * R / (params["BLOCK"] * params["ITEMS"])
     return 0.0, 0.0
 
 
