@@ -98,14 +98,18 @@ def validate_values(n: int, values) -> np.dtype:
 # --8<-- [end:validate]
 
 
-def check_params(params: dict) -> None:
-    """Clear errors for compile-time parameters the kernels cannot use."""
+def check_params(params: dict, has_vals: bool = True) -> None:
+    """Clear errors for compile-time parameters the kernels cannot use (`has_vals`: the tile
+    also stages values in shared memory)."""
     from gpulab.launch import check_block
 
     for key in ("SCAN_BLOCK", "BLOCK"):
         if key in params:
             b = params[key]
             check_block(b)
+            # The register-resident kinds scan with Hillis-Steele steps, any whole-warp block works
+            if key == "BLOCK" and "ITEMS" in params:
+                continue
             if b & (b - 1) or b < 2:
                 raise LimitError(f"{key}={b}: the block scans need a power-of-two block of at least 2 threads")
     if "BITS" in params and not 1 <= params["BITS"] <= 8:
@@ -115,7 +119,10 @@ def check_params(params: dict) -> None:
             raise LimitError(f"BLOCK={params['BLOCK']}: the warp-ranking kernels need whole warps (a multiple of 32)")
         if params["BLOCK"] < (1 << params["BITS"]):
             raise LimitError(f"BLOCK={params['BLOCK']} < 2**BITS={1 << params['BITS']}: one thread per digit is needed")
-        smem = 2 * 4 * params["BLOCK"] * params["ITEMS"] + 4 * (params["BLOCK"] // 32) * (1 << params["BITS"])
+        # the tile's keys (and values), the per-warp digit counters, dstart, dbase, the tile id
+        staged = (2 if has_vals else 1) * 4 * params["BLOCK"] * params["ITEMS"]
+        R = 1 << params["BITS"]
+        smem = staged + 4 * (params["BLOCK"] // 32) * R + 4 * params["BLOCK"] + 4 * R + 4
         if smem > 48 * 1024:
             raise LimitError(f"a tile of {params['BLOCK']}x{params['ITEMS']} keys needs {smem} bytes of static "
                              "shared memory, over the 48 KiB (49152 bytes) limit")
@@ -143,10 +150,12 @@ class NumbaKernels:
             "tile_sort": lambda: kn.tile_sort_kernel(p["BLOCK"], p["BITS"]),
             "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
             "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
-            "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0)),
+            "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                                     p.get("PAIRS", 1)),
             "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
             "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
-            "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0)),
+            "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                                   p.get("PAIRS", 1)),
         }
         self._cache: dict = {}
         self.stream = stream
@@ -178,7 +187,8 @@ class CudaCKernels:
 
 
 def cuda_defines(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT")}
+    return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS",
+                                                     "MIN_BLOCKS")}
 
 
 def provider(backend: str, params: dict, stream=0):
@@ -244,13 +254,14 @@ class SortPlan:
     def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict, stream=0):
         from numba import cuda
 
-        check_params(params)
+        check_params(params, has_vals)
         if kind == "onesweep" and n > ONESWEEP_MAX:
             raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "
                              f"got {n}")
         self.kind, self.backend, self.n, self.has_vals, self.params = kind, backend, n, has_vals, dict(params)
         self.stream = stream
-        self.K = K = provider(backend, params, stream)
+        # PAIRS: a keys-only sort compiles its tiles without the shared buffer for values
+        self.K = K = provider(backend, {**params, "PAIRS": int(has_vals)}, stream)
         self.bits = 1 if kind == "split1_global" else params["BITS"]
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]

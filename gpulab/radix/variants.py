@@ -59,9 +59,10 @@ def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
-        d = host.cuda_defines(v.params)
-        key = tuple(sorted(d.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append((host.SOURCE, d))
+        for pairs in (0, 1):  # a sort plan builds keys-only or pairs tiles
+            d = host.cuda_defines({**v.params, "PAIRS": pairs})
+            key = tuple(sorted(d.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append((host.SOURCE, d))
     return out

@@ -113,20 +113,21 @@ def test_variant_sorts_stably(variant, case, rng):
         assert plan.passes_run == bench.passes(variant.name, p, int(keys.max()))
 
 
-@pytest.mark.skipif(not ON_SIMULATOR, reason="numba's ballot ranking stops the H200 (CUDA_ERROR_ILLEGAL_ADDRESS on "
-                    "2026-11-22, ILLEGAL_INSTRUCTION before) and poisons the context for every later test; on the "
-                    "GPU the numba variants rank with match_any_sync (see chapter 4)")
 @pytest.mark.parametrize("name", WARP)
 def test_ballot_ranking_of_the_numba_kernels(name, rng):
-    """The numba registry ranks with match_any_sync; its ballot ranking (BALLOT=1, the CUDA C
-    default) is checked on the simulator through gpulab.simwarp: its logic is right; on the H200 it
-    crashes (issue 15 investigates why)."""
+    """Both rankings of the numba kernels, whichever the registry uses: BITS ballots (BALLOT=1)
+    here. Its first build crashed on the H200: numba-cuda types ballot_sync's mask as int32, and
+    mixed with uint32 a mask with lane 31 set widened with its sign copied into 32 high bits
+    (popc counted 32 lanes too many). The simulator now types the mask the same way
+    (gpulab.simwarp), so the "few" case below -- lane 31 holding digit 255 -- caught it here too."""
     v = REGISTRY.get(name, "numba")
     skip_unless_runnable(v)
     p = {**params_for(v), "BALLOT": 1}
     t = p["BLOCK"] * p["ITEMS"]
     for dist, n, bits in (("random", 2 * t + 5, 10), ("few", t - 1, 32)):
         keys = gen(dist, rng, n, bits)
+        if dist == "random":  # lane 31 of every warp step holds digit 255 in the first pass
+            keys[31::32] |= np.uint32(0xFF)
         ks, perm, _ = run_plan(v, keys, p)
         assert np.array_equal(ks, np.sort(keys)), (dist, n)
         assert np.array_equal(perm, np.argsort(keys, kind="stable")), (dist, n)
