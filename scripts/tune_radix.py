@@ -2,7 +2,7 @@
 tile shape and ranking, keys-only and key-value, against CUB's sort alone in the same run.
 
     python scripts/tune_radix.py --out gpu-out [--log2n 28]
-        -> radix-tuning-<device>.json   every configuration: whole sort, the one-sweep preamble
+        -> radix-tuning-<device>.json   every configuration of the round (--round, default 2): whole sort, the one-sweep preamble
                                         (all histograms + their scans) and the per-pass time
         and prints a table, best first per (variant, backend, keys/pairs).
 
@@ -28,29 +28,42 @@ from gpulab.errors import GpulabError
 from gpulab.radix import host, peer
 from gpulab.timing import measure
 
-# (variant kind, backend, pairs, BLOCK, ITEMS, MIN_BLOCKS, BALLOT)
-CUDA_KEYS = [(256, 16, 1), (256, 16, 3), (256, 16, 4), (384, 16, 1), (384, 16, 2), (384, 16, 3), (256, 12, 1),
-             (256, 12, 4), (512, 12, 1), (512, 12, 2), (256, 20, 1), (256, 20, 2), (256, 20, 3), (384, 20, 1),
-             (384, 20, 2), (256, 24, 1), (256, 24, 2)]
-CUDA_PAIRS = [(256, 16, 1), (256, 16, 2), (256, 16, 3), (256, 12, 1), (256, 12, 3), (256, 12, 4), (256, 8, 4)]
-NUMBA = [(256, 16), (384, 16), (256, 12), (512, 12), (256, 20)]
+# (BLOCK, ITEMS, MIN_BLOCKS). Round 1 (docs/benchmarks/radix-runs/tune1-h200.log) swept
+# 256-512 x 12-24 x MIN_BLOCKS 1-4 in CUDA C and 5 shapes x both rankings in numba: the winners
+# were the shapes with the most resident threads. Round 2 (the default) sweeps around them,
+# numba with launch bounds too.
+ROUNDS = {
+    1: dict(onesweep_keys=[(256, 16, 1), (256, 16, 3), (256, 16, 4), (384, 16, 1), (384, 16, 2), (384, 16, 3),
+                           (256, 12, 1), (256, 12, 4), (512, 12, 1), (512, 12, 2), (256, 20, 1), (256, 20, 2),
+                           (256, 20, 3), (384, 20, 1), (384, 20, 2), (256, 24, 1), (256, 24, 2)],
+            pairs=[(256, 16, 1), (256, 16, 2), (256, 16, 3), (256, 12, 1), (256, 12, 3), (256, 12, 4), (256, 8, 4)],
+            numba_keys=[(256, 16, 1), (384, 16, 1), (256, 12, 1), (512, 12, 1), (256, 20, 1)],
+            numba_pairs=[(256, 12, 1), (256, 16, 1)], ballots=(1, 0)),
+    2: dict(onesweep_keys=[(384, 16, 3), (384, 12, 3), (384, 12, 4), (384, 14, 3), (320, 16, 3), (448, 16, 2),
+                           (448, 12, 3), (512, 12, 3), (384, 18, 2)],
+            local_keys=[(384, 16, 2), (256, 16, 3), (384, 12, 3), (448, 16, 2)],
+            pairs=[(256, 12, 4), (256, 16, 3), (320, 12, 3), (288, 12, 4), (256, 14, 4), (384, 8, 4)],
+            numba_keys=[(384, 16, 3), (384, 16, 2), (256, 16, 4), (256, 12, 4), (256, 20, 3), (448, 16, 2)],
+            numba_pairs=[(256, 12, 4), (256, 16, 3), (288, 12, 4)], ballots=(1,)),
+}
 
 
-def configs(sim: bool):
+def configs(sim: bool, rnd: int):
     if sim:  # a handful, to prove the script on the simulator
         yield ("onesweep", "numba", False, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=1))
         yield ("warp", "numba", True, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=0))
         return
+    r = ROUNDS[rnd]
     for kind in ("onesweep", "warp"):
-        for b, it, mb in CUDA_KEYS if kind == "onesweep" else CUDA_KEYS[:6]:
+        keys = r["onesweep_keys"] if kind == "onesweep" else r.get("local_keys", r["onesweep_keys"][:6])
+        for b, it, mb in keys:
             yield (kind, "cuda-c", False, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb))
-        for b, it, mb in CUDA_PAIRS:
+        for b, it, mb in r["pairs"]:
             yield (kind, "cuda-c", True, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb))
-        for ballot in (1, 0):
-            for b, it in NUMBA:
-                yield (kind, "numba", False, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=ballot))
-            yield (kind, "numba", True, dict(BLOCK=256, ITEMS=12, BITS=8, BALLOT=ballot))
-            yield (kind, "numba", True, dict(BLOCK=256, ITEMS=16, BITS=8, BALLOT=ballot))
+        for ballot in r["ballots"]:
+            for pairs, shapes in ((False, r["numba_keys"]), (True, r["numba_pairs"])):
+                for b, it, mb in shapes:
+                    yield (kind, "numba", pairs, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=ballot, MIN_BLOCKS=mb))
 
 
 def main() -> int:
@@ -58,6 +71,7 @@ def main() -> int:
     ap.add_argument("--out", default=".")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--round", type=int, default=2, choices=sorted(ROUNDS))
     args = ap.parse_args()
     from numba import cuda
 
@@ -68,7 +82,8 @@ def main() -> int:
     ref = np.sort(keys)
     d = cuda.to_device(keys)
     result = {"schema": "gpulab-radix-tuning/1", "date": benchmark.utc_now(), "device": device.info().as_dict(),
-              "versions": benchmark.versions(), "n": n, "repeat": args.repeat, "peer": None, "rows": []}
+              "versions": benchmark.versions(), "n": n, "repeat": args.repeat, "round": args.round,
+              "peer": None, "rows": []}
     cub = {}
     if not sim and peer.unavailable_reason() is None:
         for pairs in (False, True):
@@ -79,7 +94,7 @@ def main() -> int:
                                   "input already on the device, no copy in the timed region",
                           "keys_ms": cub[False], "pairs_ms": cub[True], "version": peer.version()}
     vals = cuda.to_device(np.arange(n, dtype=np.uint32))
-    for kind, backend, pairs, p in configs(sim):
+    for kind, backend, pairs, p in configs(sim, args.round):
         params = dict(SCAN_BLOCK=512, **p)
         row = {"variant": "onesweep" if kind == "onesweep" else "local", "backend": backend, "pairs": pairs,
                **params, "ok": None, "sort_ms": None, "error": None}

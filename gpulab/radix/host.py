@@ -151,11 +151,11 @@ class NumbaKernels:
             "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
             "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
             "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                     p.get("PAIRS", 1)),
+                                                     p.get("PAIRS", 1), p.get("MIN_BLOCKS", 1)),
             "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
             "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
             "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                   p.get("PAIRS", 1)),
+                                                   p.get("PAIRS", 1), p.get("MIN_BLOCKS", 1)),
         }
         self._cache: dict = {}
         self.stream = stream
@@ -254,6 +254,8 @@ class SortPlan:
     def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict, stream=0):
         from numba import cuda
 
+        if has_vals:  # a key-value tile stages twice the bytes: it may have its own shape
+            params = {**params, **{k[len("PAIRS_"):]: v for k, v in params.items() if k.startswith("PAIRS_")}}
         check_params(params, has_vals)
         if kind == "onesweep" and n > ONESWEEP_MAX:
             raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "
@@ -322,9 +324,17 @@ class SortPlan:
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
-        if n > 1 and max_key is None:
-            max_key = self.max_key(d_keys_in)
-        passes = self.passes(max_key) if n > 1 else 0
+        if n > 1 and self.kind == "onesweep" and max_key is None:
+            shifts = self.digit_passes(d_keys_in)  # from the histograms: no max reduction
+        elif n > 1:
+            if max_key is None:
+                max_key = self.max_key(d_keys_in)
+            shifts = [p * self.bits for p in range(self.passes(max_key))]
+            if self.kind == "onesweep" and shifts:
+                self.histograms(d_keys_in, len(shifts))
+        else:
+            shifts = []
+        passes = len(shifts)
         if out is None:  # the plan's buffers: pass p writes buffer p % 2
             dst = [(self.keys[p % 2], self.vals[p % 2]) for p in range(passes)]
             out_k, out_v = dst[-1] if passes else (self.keys[0], self.vals[0])
@@ -345,15 +355,14 @@ class SortPlan:
             out_k.copy_to_device(d_keys_in, stream=self.stream)
             if hv and not iota:
                 out_v.copy_to_device(d_vals_in, stream=self.stream)
-        if self.kind == "onesweep" and passes:
-            self.histograms(d_keys_in, passes)
-        for p, (kd, vd) in enumerate(dst):
-            self.one_pass(p * self.bits, ks, vs, kd, vd)
+        for run, (shift, (kd, vd)) in enumerate(zip(shifts, dst)):
+            self.one_pass(shift, ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
         return out_k, out_v if hv else None
 
-    def one_pass(self, shift, ks, vs, kd, vd):
+    def one_pass(self, shift, ks, vs, kd, vd, run: int = 0):
+        """One digit pass, the `run`-th of this sort (onesweep: its status table's parity)."""
         K, n, hv = self.K, _i(self.n), _i(self.has_vals)
         if self.kind == "split1_global":
             g = grid_1d(self.n, EW_BLOCK)
@@ -367,8 +376,8 @@ class SortPlan:
             K("tile_scatter", (self.nb,), (B,), self.tkeys, self.tvals, kd, vd, self.counts, self.starts, n, _i(shift), nb, hv)
         elif self.kind == "onesweep":
             B, p = self.params["BLOCK"], shift // self.bits
-            K("onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist, self.counters, self.tables[p % 2],
-              self.tables[(p + 1) % 2], n, _i(shift), _i(p), hv)
+            K("onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist, self.counters, self.tables[run % 2],
+              self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
         else:
             nb, B = _i(self.nb), self.params["BLOCK"]
             K("upsweep", (self.nb,), (B,), ks, self.counts, n, _i(shift), nb)
@@ -385,6 +394,17 @@ class SortPlan:
         K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
         K("onesweep_hist", (min(self.nb, HIST_GRID),), (B,), d_keys, self.hist, _i(self.n), _i(passes))
         K("onesweep_scan", (passes,), (B,), self.hist)
+
+    def digit_passes(self, d_keys) -> list[int]:
+        """The shifts of the passes that move keys: all histograms in one read, then (4 KB back
+        to the host) skip every pass whose digit is the same for all keys — its permutation is the
+        identity. On random keys all passes run; on small keys the high passes drop out, as the
+        max-key shortcut does for the other variants, without its extra read of the keys."""
+        R = 1 << self.bits
+        self.histograms(d_keys, self.max_passes)
+        offsets = _fetch(self.hist, self.stream).reshape(self.max_passes, R)
+        moves = ~np.all((offsets == 0) | (offsets == self.n), axis=1)  # exclusive offsets of one digit: 0 or n
+        return [p * self.bits for p in range(self.max_passes) if moves[p]]
     # --8<-- [end:onesweep_host]
 
 

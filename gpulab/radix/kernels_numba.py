@@ -24,6 +24,14 @@ U32 = "uint32[::1]"
 I32 = "int32[::1]"
 
 
+def _bounds(BLOCK: int, MIN_BLOCKS: int) -> dict:
+    """`cuda.jit` options for `__launch_bounds__(BLOCK, MIN_BLOCKS)`: ptxas caps the registers so
+    that MIN_BLOCKS blocks fit an SM (the simulator's jit takes no such option)."""
+    from gpulab import device
+
+    return {} if device.on_simulator() or MIN_BLOCKS <= 1 else {"launch_bounds": (BLOCK, MIN_BLOCKS)}
+
+
 # ----------------------------------------------------------------------------- small helpers
 
 @cuda.jit
@@ -419,7 +427,7 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
 
 
 @lru_cache(maxsize=None)
-def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1):
+def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
     """Rank a tile's keys held in registers with warp intrinsics (match_any, or BITS ballots),
     exchange them through shared memory into digit order, then write each digit's run to its
     global offset. `PAIRS=0` builds a keys-only kernel (no shared buffer for values)."""
@@ -432,7 +440,7 @@ def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: 
                                                                                          PAIRS)
 
     # --8<-- [start:downsweep]
-    @cuda.jit
+    @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
     def downsweep(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals):
         skeys = cuda.shared.array(TILE, uint32)
         svals = cuda.shared.array(VTILE, uint32)
@@ -527,7 +535,7 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 
 @lru_cache(maxsize=None)
-def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1):
+def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
     """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
     (as `downsweep`), publish per-digit counts, decoupled look-back over earlier tiles, scatter."""
     R = 1 << BITS
@@ -539,7 +547,7 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
                                                                                          PAIRS)
 
     # --8<-- [start:onesweep]
-    @cuda.jit
+    @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
     def onesweep(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift, pss,
                  has_vals):
         # status[t*R + d]: one uint32 word, a 2-bit flag and a 30-bit count (see kernels.cu: flag
@@ -717,14 +725,14 @@ def ptx_targets() -> list[tuple[str, object, str]]:
             add(f"onesweep_scan{p}", sk, f"void({I32})")
             for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
                 add(f"onesweep{ {**p, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs),
+                    onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs, p.get("MIN_BLOCKS", 1)),
                     f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {U32}, {U32}, {s}, {s}, {s}, {s})")
         elif "ITEMS" in p:
             add(f"upsweep{p}", upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
             # both rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
             for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
                 add(f"downsweep{ {**p, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs),
+                    downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs, p.get("MIN_BLOCKS", 1)),
                     f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
         elif "BITS" in p:
             add(f"tile_sort{p}", tile_sort_kernel(p["BLOCK"], p["BITS"]),

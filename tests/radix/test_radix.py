@@ -21,7 +21,8 @@ GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
 
 def params_for(variant):
     p = dict(variant.params)
-    if ON_SIMULATOR:
+    if ON_SIMULATOR:  # small tiles; a pairs-only shape (PAIRS_*) is tested on its own below
+        p = {k: v for k, v in p.items() if not k.startswith("PAIRS_")}
         p.update({k: v for k, v in SIM_PARAMS.items() if k in p})
         if "ITEMS" in p:
             p["BITS"] = min(p["BITS"], 5)  # BLOCK (32 here) must be >= 2**BITS
@@ -110,7 +111,7 @@ def test_variant_sorts_stably(variant, case, rng):
     assert ok, f"{variant.key} {case}: {detail}"
     assert np.array_equal(perm, np.argsort(keys, kind="stable"))
     if n > 1:  # the early exit: only the significant bits are sorted
-        assert plan.passes_run == bench.passes(variant.name, p, int(keys.max()))
+        assert plan.passes_run == bench.passes_for(variant.name, p, keys)
 
 
 @pytest.mark.parametrize("name", WARP)
@@ -164,6 +165,34 @@ def test_onesweep_lookback_prefix(backend, rng):
     ks, perm, plan2 = run_plan(v, keys2, p)
     assert plan2.passes_run == 2 and np.array_equal(ks, np.sort(keys2))
     assert np.array_equal(perm, np.argsort(keys2, kind="stable"))
+
+
+@pytest.mark.parametrize("name", WARP)
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_keys_only_and_pairs_shapes(name, backend, rng):
+    """Keys-only plans build tiles without the shared value buffer (PAIRS=0); key-value plans
+    take the PAIRS_* shape when the registry gives one. Both sort; onesweep skips the passes
+    whose digit all keys share (here the middle one) and keeps its status tables in step."""
+    v = REGISTRY.get(name, backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    R = 1 << p["BITS"]
+    small = {**p, "PAIRS_ITEMS": max(1, p["ITEMS"] // 2)}
+    t = p["BLOCK"] * p["ITEMS"]
+    n = 3 * t + 7
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    if name == "onesweep":  # the second digit is the same for every key: that pass moves nothing
+        keys = (keys & ~np.uint32((R - 1) << p["BITS"])) | np.uint32(5 << p["BITS"])
+    plan = v.run(n, False, small)
+    assert plan.params["ITEMS"] == p["ITEMS"]
+    dk, _ = plan.sort(cuda.to_device(keys))
+    assert np.array_equal(dk.copy_to_host(), np.sort(keys))
+    assert plan.passes_run == bench.passes_for(name, p, keys)
+    if name == "onesweep":
+        assert plan.passes_run == -(-32 // p["BITS"]) - 1
+    ks, perm, plan = run_plan(v, keys, small)
+    assert plan.params["ITEMS"] == small["PAIRS_ITEMS"]
+    assert np.array_equal(ks, np.sort(keys)) and np.array_equal(perm, np.argsort(keys, kind="stable"))
 
 
 def test_onesweep_limit():
