@@ -16,7 +16,7 @@ PARAMS = {
                   PAIRS_BLOCK=256, PAIRS_ITEMS=16, PAIRS_MIN_BLOCKS=3),
     "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
     "onesweep": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, MIN_BLOCKS=3,
-                     PAIRS_BLOCK=256, PAIRS_ITEMS=12, PAIRS_MIN_BLOCKS=4),
+                     PAIRS_BLOCK=384, PAIRS_ITEMS=8, PAIRS_MIN_BLOCKS=4),
 }
 
 # The tile shapes of local and onesweep (MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS), which
