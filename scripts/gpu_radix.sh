@@ -71,7 +71,9 @@ fi
 if [[ " $stages " == *" sanitize "* ]]; then
   echo "== compute-sanitizer: local and onesweep, both backends"
   for t in memcheck racecheck synccheck; do
-    timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$t" --error-exitcode 9 $py scripts/radix_sanitize.py \
+    # --report-api-errors no: numba's driver binding probes optional entry points (cuGetProcAddress
+    # answers "invalid argument" for each), which memcheck would count as errors (run 7: 34 of them)
+    timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$t" --report-api-errors no --error-exitcode 9 $py scripts/radix_sanitize.py \
         > "$out/sanitize-$t.log" 2>&1
     echo "-- $t: exit $? ($(grep -c ' ok$' "$out/sanitize-$t.log") checks ok, $(grep -c WRONG "$out/sanitize-$t.log") wrong)"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$out/sanitize-$t.log" | head -4

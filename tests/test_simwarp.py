@@ -115,6 +115,7 @@ def test_the_shim_is_installed_by_default():
     assert all(hasattr(FakeCUDAModule, name) for name in simwarp.INTRINSICS)
 
 
+# --8<-- [start:mask_widths]
 @cuda.jit
 def mask_widths(out):
     """What chapter 4's ballot ranking did: a mask mixed with a uint32. numba-cuda types the
@@ -137,3 +138,4 @@ def test_masks_have_numba_types_on_gpu_and_simulator():
     assert (got[:, 0] == 32).all() and (got[:, 2] == 32).all()
     assert (got[:, 1] == 64).all(), "numba-cuda's ballot_sync mask is no longer int32: update gpulab.simwarp"
     assert (got[:, 3] == 64).all()
+# --8<-- [end:mask_widths]

@@ -22,12 +22,12 @@ PARAMS = {
 # The tile shapes of local and onesweep (MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS), which
 # caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
 # whose tile stages twice the bytes) come from the H200 sweep, scripts/tune_radix.py
-# (docs/benchmarks/radix-tuning-h200.json): occupancy decided it -- the first onesweep build, at
-# 256 x 16 with 94 registers, ran 2 blocks (25% occupancy) per SM.
+# (docs/benchmarks/radix-tuning-h200.json): occupancy decided it -- at 256 x 16 with every load
+# issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
 # Both backends find a lane's digit peers with BITS ballots (BALLOT=1): faster than one
-# match_any_sync in CUDA C (10.4 against 14.1 ms for 2^28 keys, run 2) and in numba (13.6 against
-# 16.1 ms in the sweep). numba's ballot build crashed until its masks were kept 32 bits wide
-# (chapter 4, "the numba ballot crash").
+# match_any_sync in CUDA C (10.4 against 14.1 ms for 2^28 keys, run 2) and in numba (14.8 against
+# 16.1 ms for onesweep at 256 x 16, sweep round 1). numba's ballot build crashed until its masks
+# were kept 32 bits wide (chapter 4, "the numba ballot crash").
 BACKEND_PARAMS = {(name, backend): dict(BALLOT=1) for name in ("local", "local4", "onesweep")
                   for backend in ("numba", "cuda-c")}
 
