@@ -89,7 +89,9 @@ def numba_ptx(chapters=None) -> list[dict]:
                    "local_memory_ops": None, "resources": {}}
             try:
                 with _pretend_device():
-                    ptx, _ = cuda.compile_ptx(kern.py_func, sig, cc=ARCH)
+                    # the kernel's own launch bounds (they cap its registers), as its launches get them
+                    bounds = getattr(kern, "targetoptions", {}).get("launch_bounds")
+                    ptx, _ = cuda.compile_ptx(kern.py_func, sig, cc=ARCH, launch_bounds=bounds)
                 rec["local_memory_ops"] = len(_LOCAL.findall(ptx))
                 try:
                     res = link_report(ptx)

@@ -14,6 +14,12 @@ off). What it cannot imitate:
 * ``activemask()`` returns the lanes that exist in the warp, not those that are converged at
   the call (the simulator has no notion of divergence); kernels in this book call it only where
   the whole warp is present.
+* Types are imitated where they change results: numba-cuda types the masks of ``ballot_sync``
+  and ``match_any_sync`` as *signed* int32 (CUDA C's are unsigned), so here they are
+  ``numpy.int32`` too, and ``popc`` counts the bits of its argument's own width (32 for
+  int32, 64 for int64 and Python ints). Mixed with a uint32, a mask with lane 31 set widens to
+  int64 with its sign copied into the high 32 bits, on the GPU and here alike: ``popc`` then
+  counts 32 lanes too many. Chapter 4's ballot ranking hit exactly that on the H200.
 * A lane that calls an intrinsic with a mask naming a lane that never makes the same call
   waits for it; after ``TIMEOUT_S`` seconds the barrier breaks and the kernel raises
   ``BrokenBarrierError`` (on a GPU that is undefined behaviour, often a hang).
@@ -25,10 +31,12 @@ import os
 import threading
 import weakref
 
+import numpy as np
+
 TIMEOUT_S = 120.0
 FULL = 0xFFFFFFFF
 INTRINSICS = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "ballot_sync", "match_any_sync",
-              "match_all_sync", "all_sync", "any_sync", "eq_sync", "activemask", "lanemask_lt", "syncwarp")
+              "match_all_sync", "all_sync", "any_sync", "eq_sync", "activemask", "lanemask_lt", "syncwarp", "popc")
 
 _lock = threading.Lock()
 _by_block: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # BlockManager -> {(warp, mask): _Rendezvous}
@@ -98,21 +106,33 @@ def shfl_xor_sync(self, mask, value, lane_mask):
     return vals.get(lane ^ int(lane_mask), value)
 
 
+def _int32_mask(bits: int) -> np.int32:
+    """A lane mask as numba-cuda types it: int32, so lane 31 is the sign bit."""
+    return np.int32(bits - (1 << 32) if bits >> 31 else bits)
+
+
 def ballot_sync(self, mask, predicate):
     vals, _ = _exchange(mask, bool(predicate))
-    return sum(1 << j for j, v in vals.items() if v)
+    return _int32_mask(sum(1 << j for j, v in vals.items() if v))
 
 
 def match_any_sync(self, mask, value):
     vals, lane = _exchange(mask, value)
     mine = vals[lane]
-    return sum(1 << j for j, v in vals.items() if v == mine)
+    return _int32_mask(sum(1 << j for j, v in vals.items() if v == mine))
 
 
 def match_all_sync(self, mask, value):
     vals, lane = _exchange(mask, value)
     same = all(v == vals[lane] for v in vals.values())
-    return (sum(1 << j for j in vals) if same else 0), same
+    return _int32_mask(sum(1 << j for j in vals) if same else 0), same
+
+
+def popc(self, value):
+    """Set bits of ``value`` at its compiled width (the simulator's own popc counts the bits
+    of a negative number's magnitude)."""
+    width = value.dtype.itemsize * 8 if isinstance(value, np.integer) else 64
+    return bin(int(value) & ((1 << width) - 1)).count("1")
 
 
 def all_sync(self, mask, predicate):

@@ -7,6 +7,8 @@
 #   4. a short table, printed last
 # On the lent H200:  source .gpukit/env.sh && bash scripts/gpu_radix.sh
 # Stages can be chosen: STAGES="tests bench profile" (default "tests bench"), BENCH_ARGS="--quick" etc.
+# tune: scripts/tune_radix.py (tile shapes); ncu: Nsight Compute sections of one onesweep pass and
+# one local downsweep; sanitize: compute-sanitizer memcheck / racecheck / synccheck on small sorts.
 # profile (python -m gpulab.radix.profile) runs last: it times the stages of the register/warp sort.
 set -uo pipefail
 out="${OUT:-gpu-results}"
@@ -34,6 +36,47 @@ if [[ " $stages " == *" bench "* ]]; then
   grep -E "wrong|Error|Traceback" "$out/bench-radix.log" | head -10
   for f in "$out"/radix-*.json; do
     [ -f "$f" ] && $py -c "from gpulab.radix import bench; print('wrote', bench.write_model('$f', '$out'))"
+  done
+fi
+
+if [[ " $stages " == *" tune "* ]]; then
+  echo "== tune: radix (tile shape, MIN_BLOCKS, ranking; keys and pairs; vs CUB alone)"
+  timeout "${TUNE_TIMEOUT:-240}" $py scripts/tune_radix.py --out "$out" > "$out/tune-radix.log" 2>&1 || status=1
+  sed -n '/^best per/,$p' "$out/tune-radix.log"
+  grep -E "WRONG|Traceback" "$out/tune-radix.log" | head -5
+fi
+
+if [[ " $stages " == *" ncu "* ]]; then
+  echo "== ncu: one onesweep pass and one local downsweep (CUDA C, 2^26 keys)"
+  cat > /tmp/radix_ncu.py <<'PY'
+import numpy as np, gpulab
+from numba import cuda
+from gpulab.radix import host
+from gpulab.radix.variants import REGISTRY
+keys = cuda.to_device(np.random.default_rng(1).integers(0, 2**32, 2**26, dtype=np.uint64).astype(np.uint32))
+for name in ("onesweep", "local"):
+    v = REGISTRY.get(name, "cuda-c")
+    plan = host.SortPlan(v.run.kind, "cuda-c", 2**26, False, v.params)
+    plan.sort(keys); plan.sort(keys)
+cuda.synchronize()
+PY
+  for k in onesweep downsweep; do
+    timeout "${NCU_TIMEOUT:-120}" ncu --kernel-name "$k" --launch-skip 5 --launch-count 1 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        --section MemoryWorkloadAnalysis --section SchedulerStats $py /tmp/radix_ncu.py > "$out/ncu-$k.txt" 2>&1
+    grep -E "Duration|Memory Throughput|DRAM Throughput|Achieved Occupancy|Theoretical Occupancy|Registers Per|Block Limit|Warp Cycles Per Issued|Issued Warp Per|No Eligible" "$out/ncu-$k.txt" | head -16
+  done
+fi
+
+if [[ " $stages " == *" sanitize "* ]]; then
+  echo "== compute-sanitizer: local and onesweep, both backends"
+  for t in memcheck racecheck synccheck; do
+    # --report-api-errors no: numba's driver binding probes optional entry points (cuGetProcAddress
+    # answers "invalid argument" for each), which memcheck would count as errors (run 7: 34 of them)
+    timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$t" --report-api-errors no --error-exitcode 9 $py scripts/radix_sanitize.py \
+        > "$out/sanitize-$t.log" 2>&1
+    echo "-- $t: exit $? ($(grep -c ' ok$' "$out/sanitize-$t.log") checks ok, $(grep -c WRONG "$out/sanitize-$t.log") wrong)"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$out/sanitize-$t.log" | head -4
   done
 fi
 

@@ -70,3 +70,20 @@ def test_gp_register_variants_keep_their_stacks_in_registers(ptx_records, nvrtc_
     assert cuda
     for name, res in cuda:
         assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{name}: {res}"
+
+
+def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
+    """Chapter 4's register-resident kernels (local's downsweep, onesweep's sweep): 16 keys per
+    thread in an array indexed by unrolled loops must not go to local memory."""
+    numba_recs = [r for r in ptx_records if r["chapter"] == "radix" and r["kernel"].startswith(("downsweep", "onesweep"))]
+    assert any(r["kernel"].startswith("onesweep{") for r in numba_recs)
+    for r in numba_recs:
+        assert r["local_memory_ops"] == 0, f"{r['kernel']}: keys went to local memory"
+        res = r["resources"]
+        if "spill_bytes" in res:
+            assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{r['kernel']}: {res}"
+    for r in nvrtc_records:
+        if r["chapter"] == "radix":
+            for name, res in r["resources"].items():
+                if name in ("downsweep", "onesweep", "onesweep_hist"):
+                    assert res["spill_bytes"] == 0, f"{name} {r['kernel']}: spills {res}"

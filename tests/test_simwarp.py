@@ -6,7 +6,7 @@ On a GPU the same kernels run on the hardware's intrinsics: the expectations are
 
 import numpy as np
 import pytest
-from numba import cuda
+from numba import cuda, uint32
 
 from gpulab import simwarp
 from tests.conftest import ON_SIMULATOR
@@ -113,3 +113,29 @@ def test_the_shim_is_installed_by_default():
     from numba.cuda.simulator.kernelapi import FakeCUDAModule
 
     assert all(hasattr(FakeCUDAModule, name) for name in simwarp.INTRINSICS)
+
+
+# --8<-- [start:mask_widths]
+@cuda.jit
+def mask_widths(out):
+    """What chapter 4's ballot ranking did: a mask mixed with a uint32. numba-cuda types the
+    mask as int32, so with lane 31 voting the mix widens to int64 with the sign copied into the
+    high 32 bits; uint32(mask) keeps it 32 bits wide."""
+    t = cuda.threadIdx.x
+    mask = cuda.ballot_sync(FULL, True)  # every lane votes: lane 31's bit is set
+    out[t, 0] = cuda.popc(mask)
+    out[t, 1] = cuda.popc(mask ^ uint32(0))  # int32 ^ uint32 -> int64, sign-extended
+    out[t, 2] = cuda.popc(uint32(mask) ^ uint32(0))
+    out[t, 3] = cuda.popc(cuda.match_any_sync(FULL, 1) ^ uint32(0))
+
+
+def test_masks_have_numba_types_on_gpu_and_simulator():
+    """Run on the simulator AND on the GPU with the same expectations: the simulator's masks
+    must behave as the compiled ones do (numba-cuda 0.30: int32), or it hides such bugs."""
+    out = cuda.to_device(np.full((32, 4), -1, np.int64))
+    mask_widths[1, 32](out)
+    got = out.copy_to_host()
+    assert (got[:, 0] == 32).all() and (got[:, 2] == 32).all()
+    assert (got[:, 1] == 64).all(), "numba-cuda's ballot_sync mask is no longer int32: update gpulab.simwarp"
+    assert (got[:, 3] == 64).all()
+# --8<-- [end:mask_widths]

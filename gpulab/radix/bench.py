@@ -254,6 +254,10 @@ def bytes_per_key(name: str, params: dict, pairs: bool = False) -> tuple[float, 
       counts and starts again).
     * local / local4: upsweep (read 4, write counts), scan of the counts, downsweep (read 4,
       read counts, write 4): 12 + 24·R / TILE.
+    * onesweep: once more, the histogram of every pass in one read of the keys (4). Per pass
+      one kernel: read 4, write 4, and per tile R status words written twice (aggregate,
+      prefix), read at least once by the look-back, zeroed in the next table, plus R digit
+      offsets read: 8 + 20·R / TILE.
     Values add 4 bytes per key to every read and write of a key.
     """
     R = 2 ** params.get("BITS", 1)
@@ -265,12 +269,24 @@ def bytes_per_key(name: str, params: dict, pairs: bool = False) -> tuple[float, 
         return once, 16.0 + 4 * v + 32.0 * R / params["BLOCK"]
     if name in ("local", "local4"):
         return once, 12.0 + 2 * v + 24.0 * R / (params["BLOCK"] * params["ITEMS"])
+    if name == "onesweep":  # the histogram read replaces the max reduction
+        return once, 8.0 + 2 * v + 20.0 * R / (params["BLOCK"] * params["ITEMS"])
     return 0.0, 0.0
 
 
 def passes(name: str, params: dict, max_key: int = 2**32 - 1) -> int:
     bits = 1 if name == "split1_global" else params.get("BITS", 32)
     return -(-int(max_key).bit_length() // bits)
+
+
+def passes_for(name: str, params: dict, keys: np.ndarray) -> int:
+    """Passes a sort of `keys` runs: up to the largest key's top digit; onesweep (which decides
+    from its histograms) only those whose digit differs between keys."""
+    if name != "onesweep":
+        return passes(name, params, int(keys.max()))
+    bits = params["BITS"]
+    digits = [(keys >> np.uint32(s)) & np.uint32((1 << bits) - 1) for s in range(0, 32, bits)]
+    return sum(int(d.min() != d.max()) for d in digits)
 
 
 def model_ms(name: str, params: dict, n: int, pairs: bool = False, bw: float = COPY_BW) -> float | None:

@@ -28,6 +28,8 @@ from gpulab.launch import ceil_div, grid_1d
 PACKAGE = "gpulab.radix"
 SOURCE = "kernels.cu"
 INT32_MAX = 2**31 - 1
+ONESWEEP_MAX = 2**30 - 1  # the look-back's status words hold counts in 30 bits
+HIST_GRID = 1024  # blocks of the one-sweep histogram kernel (tile-strided)
 EW_BLOCK = 256  # threads per block of the element-wise kernels (flags, scatter, iota ...)
 KEY_DTYPES = (np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.float32))
 
@@ -96,14 +98,18 @@ def validate_values(n: int, values) -> np.dtype:
 # --8<-- [end:validate]
 
 
-def check_params(params: dict) -> None:
-    """Clear errors for compile-time parameters the kernels cannot use."""
+def check_params(params: dict, has_vals: bool = True) -> None:
+    """Clear errors for compile-time parameters the kernels cannot use (`has_vals`: the tile
+    also stages values in shared memory)."""
     from gpulab.launch import check_block
 
     for key in ("SCAN_BLOCK", "BLOCK"):
         if key in params:
             b = params[key]
             check_block(b)
+            # The register-resident kinds scan with Hillis-Steele steps, any whole-warp block works
+            if key == "BLOCK" and "ITEMS" in params:
+                continue
             if b & (b - 1) or b < 2:
                 raise LimitError(f"{key}={b}: the block scans need a power-of-two block of at least 2 threads")
     if "BITS" in params and not 1 <= params["BITS"] <= 8:
@@ -113,7 +119,10 @@ def check_params(params: dict) -> None:
             raise LimitError(f"BLOCK={params['BLOCK']}: the warp-ranking kernels need whole warps (a multiple of 32)")
         if params["BLOCK"] < (1 << params["BITS"]):
             raise LimitError(f"BLOCK={params['BLOCK']} < 2**BITS={1 << params['BITS']}: one thread per digit is needed")
-        smem = 2 * 4 * params["BLOCK"] * params["ITEMS"] + 4 * (params["BLOCK"] // 32) * (1 << params["BITS"])
+        # the tile's keys (and values), the per-warp digit counters, dstart, dbase, the tile id
+        staged = (2 if has_vals else 1) * 4 * params["BLOCK"] * params["ITEMS"]
+        R = 1 << params["BITS"]
+        smem = staged + 4 * (params["BLOCK"] // 32) * R + 4 * params["BLOCK"] + 4 * R + 4
         if smem > 48 * 1024:
             raise LimitError(f"a tile of {params['BLOCK']}x{params['ITEMS']} keys needs {smem} bytes of static "
                              "shared memory, over the 48 KiB (49152 bytes) limit")
@@ -141,7 +150,12 @@ class NumbaKernels:
             "tile_sort": lambda: kn.tile_sort_kernel(p["BLOCK"], p["BITS"]),
             "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
             "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
-            "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0)),
+            "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                                     p.get("PAIRS", 1), p.get("MIN_BLOCKS", 1)),
+            "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
+            "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
+            "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                                   p.get("PAIRS", 1), p.get("MIN_BLOCKS", 1)),
         }
         self._cache: dict = {}
         self.stream = stream
@@ -173,7 +187,8 @@ class CudaCKernels:
 
 
 def cuda_defines(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT")}
+    return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS",
+                                                     "MIN_BLOCKS")}
 
 
 def provider(backend: str, params: dict, stream=0):
@@ -227,9 +242,10 @@ class SortPlan:
     """Every buffer and launch of one variant's sort of ``n`` keys (with or without values).
 
     `kind` is the algorithm: `"split1_global"`, `"tile"` (per-block split(s) in shared
-    memory: `split1_shared` with BITS=1, `radix4_shared` with BITS=4) or `"warp"`
-    (reduce-then-scan with keys in registers ranked by warp intrinsics). Launches and copies
-    go to `stream`.
+    memory: `split1_shared` with BITS=1, `radix4_shared` with BITS=4), `"warp"`
+    (reduce-then-scan with keys in registers ranked by warp intrinsics) or `"onesweep"` (the
+    histograms of every pass in one read, then one kernel per pass with decoupled look-back).
+    Launches and copies go to `stream`.
 
     The first pass writes `keys[0]`, so `keys[1][:n]` may hold the input itself: that is where
     the public functions put keys they had to transform ([`scratch`][gpulab.radix.host.SortPlan.scratch]).
@@ -238,10 +254,16 @@ class SortPlan:
     def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict, stream=0):
         from numba import cuda
 
-        check_params(params)
+        if has_vals:  # a key-value tile stages twice the bytes: it may have its own shape
+            params = {**params, **{k[len("PAIRS_"):]: v for k, v in params.items() if k.startswith("PAIRS_")}}
+        check_params(params, has_vals)
+        if kind == "onesweep" and n > ONESWEEP_MAX:
+            raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "
+                             f"got {n}")
         self.kind, self.backend, self.n, self.has_vals, self.params = kind, backend, n, has_vals, dict(params)
         self.stream = stream
-        self.K = K = provider(backend, params, stream)
+        # PAIRS: a keys-only sort compiles its tiles without the shared buffer for values
+        self.K = K = provider(backend, {**params, "PAIRS": int(has_vals)}, stream)
         self.bits = 1 if kind == "split1_global" else params["BITS"]
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]
@@ -262,6 +284,15 @@ class SortPlan:
             self.nb = ceil_div(n, params["BLOCK"] * params["ITEMS"])
             self.counts = alloc(R * self.nb, np.int32)
             self.scan = ScanPlan(K, R * self.nb, params["SCAN_BLOCK"])
+        elif kind == "onesweep":
+            self.nb = ceil_div(n, params["BLOCK"] * params["ITEMS"])
+            self.max_passes = ceil_div(32, self.bits)
+            # ctl: one tile counter per pass, then the R digit counts (then offsets) of each pass
+            self.ctl = alloc(self.max_passes * (1 + R), np.int32)
+            self.counters, self.hist = self.ctl[: self.max_passes], self.ctl[self.max_passes:]
+            # two status tables of nb*R words: pass p uses table p % 2 and zeroes the other
+            self.status = alloc(2 * self.nb * R, np.uint32)
+            self.tables = (self.status[: self.nb * R], self.status[self.nb * R:])
         else:
             raise ValueError(f"unknown sort kind {kind!r}")
         if R * max(self.nb if kind != "split1_global" else 1, 1) > INT32_MAX:
@@ -293,9 +324,17 @@ class SortPlan:
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
-        if n > 1 and max_key is None:
-            max_key = self.max_key(d_keys_in)
-        passes = self.passes(max_key) if n > 1 else 0
+        if n > 1 and self.kind == "onesweep" and max_key is None:
+            shifts = self.digit_passes(d_keys_in)  # from the histograms: no max reduction
+        elif n > 1:
+            if max_key is None:
+                max_key = self.max_key(d_keys_in)
+            shifts = [p * self.bits for p in range(self.passes(max_key))]
+            if self.kind == "onesweep" and shifts:
+                self.histograms(d_keys_in, len(shifts))
+        else:
+            shifts = []
+        passes = len(shifts)
         if out is None:  # the plan's buffers: pass p writes buffer p % 2
             dst = [(self.keys[p % 2], self.vals[p % 2]) for p in range(passes)]
             out_k, out_v = dst[-1] if passes else (self.keys[0], self.vals[0])
@@ -316,13 +355,14 @@ class SortPlan:
             out_k.copy_to_device(d_keys_in, stream=self.stream)
             if hv and not iota:
                 out_v.copy_to_device(d_vals_in, stream=self.stream)
-        for p, (kd, vd) in enumerate(dst):
-            self.one_pass(p * self.bits, ks, vs, kd, vd)
+        for run, (shift, (kd, vd)) in enumerate(zip(shifts, dst)):
+            self.one_pass(shift, ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
         return out_k, out_v if hv else None
 
-    def one_pass(self, shift, ks, vs, kd, vd):
+    def one_pass(self, shift, ks, vs, kd, vd, run: int = 0):
+        """One digit pass, the `run`-th of this sort (onesweep: its status table's parity)."""
         K, n, hv = self.K, _i(self.n), _i(self.has_vals)
         if self.kind == "split1_global":
             g = grid_1d(self.n, EW_BLOCK)
@@ -334,12 +374,38 @@ class SortPlan:
             K("tile_sort", (self.nb,), (B,), ks, vs, self.tkeys, self.tvals, self.counts, self.starts, n, _i(shift), nb, hv)
             self.scan.run(self.counts, self.counts)
             K("tile_scatter", (self.nb,), (B,), self.tkeys, self.tvals, kd, vd, self.counts, self.starts, n, _i(shift), nb, hv)
+        elif self.kind == "onesweep":
+            B, p = self.params["BLOCK"], shift // self.bits
+            K("onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist, self.counters, self.tables[run % 2],
+              self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
         else:
             nb, B = _i(self.nb), self.params["BLOCK"]
             K("upsweep", (self.nb,), (B,), ks, self.counts, n, _i(shift), nb)
             self.scan.run(self.counts, self.counts)
             K("downsweep", (self.nb,), (B,), ks, vs, kd, vd, self.counts, n, _i(shift), nb, hv)
     # --8<-- [end:passes]
+
+    # --8<-- [start:onesweep_host]
+    def histograms(self, d_keys, passes: int) -> None:
+        """One-sweep's preamble: zero the counters, the digit counts and the first pass's status
+        table; count every pass's digits in one read of the keys; scan them into offsets."""
+        K, B, R = self.K, self.params["BLOCK"], 1 << self.bits
+        K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
+        K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
+        K("onesweep_hist", (min(self.nb, HIST_GRID),), (B,), d_keys, self.hist, _i(self.n), _i(passes))
+        K("onesweep_scan", (passes,), (B,), self.hist)
+
+    def digit_passes(self, d_keys) -> list[int]:
+        """The shifts of the passes that move keys: all histograms in one read, then (4 KB back
+        to the host) skip every pass whose digit is the same for all keys — its permutation is the
+        identity. On random keys all passes run; on small keys the high passes drop out, as the
+        max-key shortcut does for the other variants, without its extra read of the keys."""
+        R = 1 << self.bits
+        self.histograms(d_keys, self.max_passes)
+        offsets = _fetch(self.hist, self.stream).reshape(self.max_passes, R)
+        moves = ~np.all((offsets == 0) | (offsets == self.n), axis=1)  # exclusive offsets of one digit: 0 or n
+        return [p * self.bits for p in range(self.max_passes) if moves[p]]
+    # --8<-- [end:onesweep_host]
 
 
 def _fetch(d_small, stream):

@@ -19,6 +19,13 @@
 #define BALLOT 0         // 1: find a lane's digit peers with BITS ballots instead of match_any
 #endif
 
+#ifndef MIN_BLOCKS
+#define MIN_BLOCKS 1     // blocks per SM the register-resident tiles ask ptxas to fit (caps registers)
+#endif
+#ifndef PAIRS
+#define PAIRS 1          // 0: a keys-only build, whose tile needs no shared buffer for values
+#endif
+
 #define RADIX (1 << BITS)
 #define DIGIT_MASK (RADIX - 1)
 #define TILE (BLOCK * ITEMS)
@@ -234,28 +241,31 @@ extern "C" __global__ void __launch_bounds__(BLOCK) upsweep(const u32 *keys, int
 }
 // --8<-- [end:upsweep]
 
-// --8<-- [start:downsweep]
-extern "C" __global__ void __launch_bounds__(BLOCK) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
-                                                              u32 *vals_out, const int *offsets, int n, int shift,
-                                                              int nblocks, int has_vals) {
-    __shared__ u32 skeys[TILE];
-    __shared__ u32 svals[TILE];
-    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
-    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
-    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
-    u32 ks[ITEMS];                         // this thread's keys, in registers
-    int rk[ITEMS];                         // ... and their ranks within the warp's digit
-    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x;
-    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
-    __syncthreads();
-    u32 lt = (1u << lane) - 1u;
-    long wbase = (long)blk * TILE + (long)w * 32 * ITEMS;  // each warp owns 32*ITEMS consecutive keys
+// --8<-- [start:tile_steps]
+// The steps a register-resident tile shares between downsweep and onesweep. Each warp owns
+// 32*ITEMS consecutive keys, read warp-striped (item it of lane l is key wbase + 32*it + l), so
+// every load instruction of a warp reads 128 consecutive bytes.
+#define VTILE (PAIRS ? TILE : 1)
+
+// Every load of the warp's keys issued before the first ranking step: ITEMS loads in flight
+// per thread, instead of one load's latency per ranked key.
+__device__ __forceinline__ void load_warp_keys(const u32 *keys, long wbase, int lane, long n, u32 (&ks)[ITEMS]) {
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
         long i = wbase + it * 32 + lane;
-        bool valid = i < n;
-        u32 k = valid ? keys_in[i] : 0u;
-        int d = valid ? (int)((k >> shift) & DIGIT_MASK) : RADIX;  // RADIX: the "no key" group
+        ks[it] = i < n ? keys[i] : 0u;
+    }
+}
+
+// rk[it]: how many keys of the same digit come before key it among the warp's keys; whist_w
+// (this warp's RADIX counters, zeroed) ends holding the warp's count of each digit.
+__device__ __forceinline__ void rank_warp_keys(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int *whist_w, long wbase,
+                                               int lane, long n, int shift) {
+    u32 lt = (1u << lane) - 1u;
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+        bool valid = wbase + it * 32 + lane < n;
+        int d = valid ? (int)((ks[it] >> shift) & DIGIT_MASK) : RADIX;  // RADIX: the "no key" group
 #if BALLOT
         u32 peers = __ballot_sync(0xFFFFFFFFu, valid);                 // same validity ...
         if (!valid) peers = ~peers;
@@ -271,12 +281,15 @@ extern "C" __global__ void __launch_bounds__(BLOCK) downsweep(const u32 *keys_in
         int cnt = 0;
         // The lowest lane of each group reserves the group's places; the others get the base
         // by a shuffle from it (shfl_sync also orders the warp: no syncwarp needed).
-        if (valid && below == 0) cnt = atomicAdd(&whist[w * RADIX + d], __popc(peers));
+        if (valid && below == 0) cnt = atomicAdd(&whist_w[d], __popc(peers));
         cnt = __shfl_sync(0xFFFFFFFFu, cnt, __ffs(peers) - 1);
-        ks[it] = k;
         rk[it] = cnt + below;
     }
-    __syncthreads();
+}
+
+// Per digit (thread tid < RADIX): exclusive scan of the warps' counts in place; returns the
+// digit's count in the tile.
+__device__ __forceinline__ int warp_offsets(int *whist, int tid) {
     int total = 0;
     if (tid < RADIX) {
         for (int ww = 0; ww < NWARPS; ++ww) {
@@ -285,26 +298,29 @@ extern "C" __global__ void __launch_bounds__(BLOCK) downsweep(const u32 *keys_in
             total += c;
         }
     }
-    dstart[tid] = total;
-    __syncthreads();
-    block_inclusive_scan(dstart, tid);
-    if (tid < RADIX) dbase[tid] = offsets[tid * nblocks + blk] - (dstart[tid] - total);
-    __syncthreads();
-    if (tid < RADIX) dstart[tid] -= total;
-    __syncthreads();
+    return total;
+}
+
+// Exchange the tile into digit order in shared memory (values, if any, read here: their loads
+// are independent of the ranking and all issued together).
+__device__ __forceinline__ void stage_tile(const u32 (&ks)[ITEMS], const int (&rk)[ITEMS], const u32 *vals_in,
+                                           u32 *skeys, u32 *svals, const int *dstart, const int *whist_w,
+                                           long wbase, int lane, long n, int shift, int has_vals) {
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
         long i = wbase + it * 32 + lane;
         if (i < n) {
-            u32 k = ks[it];
-            int d = (k >> shift) & DIGIT_MASK;
-            int pos = dstart[d] + whist[w * RADIX + d] + rk[it];
-            skeys[pos] = k;
-            if (has_vals) svals[pos] = vals_in[i];
+            int d = (ks[it] >> shift) & DIGIT_MASK;
+            int pos = dstart[d] + whist_w[d] + rk[it];
+            skeys[pos] = ks[it];
+            if (PAIRS && has_vals) svals[pos] = vals_in[i];
         }
     }
-    __syncthreads();
-    int m = (int)min((long)TILE, (long)n - (long)blk * TILE);
+}
+
+// Write the staged tile: consecutive threads write consecutive places of a digit's run.
+__device__ __forceinline__ void scatter_tile(const u32 *skeys, const u32 *svals, u32 *keys_out, u32 *vals_out,
+                                             const int *dbase, int m, int tid, int shift, int has_vals) {
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
         int j = it * BLOCK + tid;
@@ -312,11 +328,168 @@ extern "C" __global__ void __launch_bounds__(BLOCK) downsweep(const u32 *keys_in
             u32 k = skeys[j];
             int dest = dbase[(k >> shift) & DIGIT_MASK] + j;
             keys_out[dest] = k;
-            if (has_vals) vals_out[dest] = svals[j];
+            if (PAIRS && has_vals) vals_out[dest] = svals[j];
         }
     }
 }
+// --8<-- [end:tile_steps]
+
+// --8<-- [start:downsweep]
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+                                                              u32 *vals_out, const int *offsets, int n, int shift,
+                                                              int nblocks, int has_vals) {
+    __shared__ u32 skeys[TILE];
+    __shared__ u32 svals[VTILE];
+    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
+    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
+    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
+    u32 ks[ITEMS];                         // this thread's keys, in registers
+    int rk[ITEMS];                         // ... and their ranks within the warp's digit
+    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x;
+    long wbase = (long)blk * TILE + (long)w * 32 * ITEMS;
+    load_warp_keys(keys_in, wbase, lane, n, ks);
+    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
+    __syncthreads();
+    rank_warp_keys(ks, rk, whist + w * RADIX, wbase, lane, n, shift);
+    __syncthreads();
+    int total = warp_offsets(whist, tid);
+    dstart[tid] = total;
+    __syncthreads();
+    block_inclusive_scan(dstart, tid);
+    if (tid < RADIX) dbase[tid] = offsets[tid * nblocks + blk] - (dstart[tid] - total);
+    __syncthreads();
+    if (tid < RADIX) dstart[tid] -= total;
+    __syncthreads();
+    stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist + w * RADIX, wbase, lane, n, shift, has_vals);
+    __syncthreads();
+    int m = (int)min((long)TILE, (long)n - (long)blk * TILE);
+    scatter_tile(skeys, svals, keys_out, vals_out, dbase, m, tid, shift, has_vals);
+}
 // --8<-- [end:downsweep]
+
+// ---------------------------------------------------------------------------- one-sweep: one read per pass, decoupled look-back
+
+#define PASSES ((32 + BITS - 1) / BITS)   // digit passes of a 32-bit key
+#define FLAG_AGG 0x40000000u                // status word: this tile's count of the digit is published
+#define FLAG_PREFIX 0x80000000u             // ... and so is the inclusive prefix over tiles 0..this one
+#define FLAG_MASK 0xC0000000u
+#define VALUE_MASK 0x3FFFFFFFu              // counts and prefixes < 2**30 (the plan checks n)
+
+// --8<-- [start:onesweep_hist]
+// The digit histograms of every pass in one read of the keys: each block walks tiles with a
+// stride of the grid, counts into PASSES x RADIX shared counters, then adds them to hist.
+extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_hist(const u32 *keys, int *hist, int n, int passes) {
+    __shared__ int h[PASSES * RADIX];
+    int tid = threadIdx.x;
+    for (int j = tid; j < PASSES * RADIX; j += BLOCK) h[j] = 0;
+    __syncthreads();
+    for (long base = (long)blockIdx.x * TILE; base < n; base += (long)gridDim.x * TILE) {
+        u32 k[ITEMS];
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {  // every load before the first atomic
+            long i = base + it * BLOCK + tid;
+            k[it] = i < n ? keys[i] : 0u;
+        }
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {
+            if (base + it * BLOCK + tid < n) {
+#pragma unroll
+                for (int p = 0; p < PASSES; ++p)
+                    if (p < passes) atomicAdd(&h[p * RADIX + ((k[it] >> (p * BITS)) & DIGIT_MASK)], 1);
+            }
+        }
+    }
+    __syncthreads();
+    for (int j = tid; j < passes * RADIX; j += BLOCK)
+        if (h[j]) atomicAdd(&hist[j], h[j]);
+}
+
+// Exclusive scan of each pass's RADIX counts (block p scans pass p): where each digit starts.
+extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
+    __shared__ int s[BLOCK];
+    int tid = threadIdx.x, p = blockIdx.x;
+    int x = tid < RADIX ? hist[p * RADIX + tid] : 0;
+    s[tid] = x;
+    __syncthreads();
+    block_inclusive_scan(s, tid);
+    if (tid < RADIX) hist[p * RADIX + tid] = s[tid] - x;
+}
+// --8<-- [end:onesweep_hist]
+
+// --8<-- [start:onesweep]
+// One digit pass. A block takes the next tile id from an atomic counter, ranks the tile's keys
+// in registers (as downsweep does), publishes its per-digit counts, finds how many keys of each
+// digit all earlier tiles hold by decoupled look-back, and scatters its tile.
+//
+// status[t * RADIX + d] is one 32-bit word: a 2-bit flag and a 30-bit count. 0: tile t has not
+// published; FLAG_AGG | c: tile t holds c keys of digit d; FLAG_PREFIX | c: tiles 0..t hold c.
+// Flag and count travel in ONE word, written by one store and read by one load, so a reader
+// that sees a flag sees the count stored with it: no fence is needed between them (with the
+// flag and the count in two words the writer would need count; __threadfence(); flag, and the
+// reader the reverse). No other data crosses blocks inside the kernel (the global digit offsets
+// in hist come from the previous launch), so the kernel needs no __threadfence() at all.
+// What it needs is `volatile`: a spinning load must be issued again every time and must not be
+// served from the SM's L1 (not coherent between SMs); a volatile access compiles to
+// ld.volatile / st.volatile, which go to L2, the point where all SMs see the same word.
+//
+// Forward progress: tile ids come from the atomic counter, not from blockIdx, so a block only
+// ever waits on tiles taken by blocks that started before it — resident blocks, which publish
+// their counts before they look back themselves. With blockIdx, a block could wait on a tile
+// whose block has not been scheduled yet while occupying the slot that block needs.
+//
+// status_next is the status table of the next pass: the tile zeroes its words there (the
+// previous pass, which used that table, has finished), so no pass needs a memset.
+extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+                                                             u32 *vals_out, const int *hist, int *tile_counter,
+                                                             u32 *status, u32 *status_next, int n, int shift,
+                                                             int pass, int has_vals) {
+    __shared__ u32 skeys[TILE];
+    __shared__ u32 svals[VTILE];
+    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
+    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
+    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
+    __shared__ int tile_sh;
+    u32 ks[ITEMS];
+    int rk[ITEMS];
+    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
+    if (tid == 0) tile_sh = atomicAdd(&tile_counter[pass], 1);  // the tile: in order of start
+    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
+    __syncthreads();
+    int tile = tile_sh;
+    long wbase = (long)tile * TILE + (long)w * 32 * ITEMS;
+    load_warp_keys(keys_in, wbase, lane, n, ks);
+    rank_warp_keys(ks, rk, whist + w * RADIX, wbase, lane, n, shift);
+    __syncthreads();
+    int total = warp_offsets(whist, tid);
+    u32 excl = 0;
+    if (tid < RADIX) {
+        // Publish this tile's count of digit tid at once, so later tiles can use it ...
+        volatile u32 *st = status;
+        st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
+        // ... then look back: add the counts of earlier tiles until one publishes its prefix.
+        for (int j = tile - 1; j >= 0;) {
+            u32 s = st[j * RADIX + tid];
+            if ((s & FLAG_MASK) == 0) continue;  // not yet published: spin (tile j has started)
+            excl += s & VALUE_MASK;
+            if (s & FLAG_PREFIX) break;
+            --j;
+        }
+        if (tile > 0) st[tile * RADIX + tid] = FLAG_PREFIX | (excl + (u32)total);
+        status_next[tile * RADIX + tid] = 0u;
+    }
+    dstart[tid] = total;
+    __syncthreads();
+    block_inclusive_scan(dstart, tid);
+    if (tid < RADIX) dbase[tid] = hist[pass * RADIX + tid] + (int)excl - (dstart[tid] - total);
+    __syncthreads();
+    if (tid < RADIX) dstart[tid] -= total;
+    __syncthreads();
+    stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist + w * RADIX, wbase, lane, n, shift, has_vals);
+    __syncthreads();
+    int m = (int)min((long)TILE, (long)n - (long)tile * TILE);
+    scatter_tile(skeys, svals, keys_out, vals_out, dbase, m, tid, shift, has_vals);
+}
+// --8<-- [end:onesweep]
 
 // ---------------------------------------------------------------------------- distinct
 

@@ -24,6 +24,14 @@ U32 = "uint32[::1]"
 I32 = "int32[::1]"
 
 
+def _bounds(BLOCK: int, MIN_BLOCKS: int) -> dict:
+    """`cuda.jit` options for `__launch_bounds__(BLOCK, MIN_BLOCKS)`: ptxas caps the registers so
+    that MIN_BLOCKS blocks fit an SM (the simulator's jit takes no such option)."""
+    from gpulab import device
+
+    return {} if device.on_simulator() or MIN_BLOCKS <= 1 else {"launch_bounds": (BLOCK, MIN_BLOCKS)}
+
+
 # ----------------------------------------------------------------------------- small helpers
 
 @cuda.jit
@@ -334,21 +342,108 @@ def upsweep_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 
 @lru_cache(maxsize=None)
-def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0):
-    """Rank a tile's keys held in registers with warp-level match_any / popc, exchange them
-    through shared memory into digit order, then write each digit's run to its global offset."""
+def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1):
+    """The steps a register-resident tile shares between `downsweep` and `onesweep`, as device
+    functions inlined at numba IR level (so `ks` / `rk` stay registers in the kernel). Each
+    warp owns 32·ITEMS consecutive keys, read warp-striped: item `it` of lane `l` is key
+    `wbase + 32·it + l`, so every load instruction of a warp reads 128 consecutive bytes."""
     R = 1 << BITS
     MASK = R - 1
-    TILE = BLOCK * ITEMS
     NW = BLOCK // 32
-    NWR = NW * R
+
+    # --8<-- [start:tile_steps]
+    @cuda.jit(device=True, inline="always")
+    def load_warp_keys(keys, wbase, lane, n, ks):
+        # Every load issued before the first ranking step: ITEMS loads in flight per thread.
+        for it in range(ITEMS):
+            i = wbase + it * 32 + lane
+            ks[it] = keys[i] if i < n else uint32(0)
+
+    @cuda.jit(device=True, inline="always")
+    def rank_warp_keys(ks, rk, whist, w, wbase, lane, n, shift):
+        # rk[it]: keys of the same digit before key it among the warp's keys; whist[w·R + d]
+        # (zeroed) ends holding the warp's count of digit d.
+        lt = uint32((1 << lane) - 1)  # lanes below me
+        for it in range(ITEMS):
+            i = wbase + it * 32 + lane
+            d = int32((ks[it] >> shift) & MASK) if i < n else int32(R)  # R: "no key" group
+            if BALLOT:  # BITS ballots: lanes with the same validity and the same digit bits
+                # numba-cuda types ballot_sync's result as int32: mixed with uint32 it widens to
+                # int64 with lane 31's bit copied into the 32 high bits (popc then counts 32
+                # lanes too many). uint32(...) keeps the mask 32 bits wide.
+                peers = uint32(cuda.ballot_sync(0xFFFFFFFF, i < n)) ^ (uint32(i >= n) * uint32(0xFFFFFFFF))
+                for b in range(BITS):
+                    bit = uint32((d >> b) & 1)
+                    bal = uint32(cuda.ballot_sync(0xFFFFFFFF, bit))
+                    peers &= bal ^ ((bit ^ uint32(1)) * uint32(0xFFFFFFFF))
+            else:
+                peers = uint32(cuda.match_any_sync(0xFFFFFFFF, d))  # lanes holding the same digit
+            below = cuda.popc(peers & lt)
+            leader = cuda.popc(peers ^ (peers - uint32(1))) - 1  # the lowest lane of my group
+            cnt = int32(0)
+            if i < n and below == 0:  # the leader reserves the group's places ...
+                cnt = cuda.atomic.add(whist, w * R + d, cuda.popc(peers))
+            cnt = cuda.shfl_sync(0xFFFFFFFF, cnt, leader)  # ... and hands the base to its peers
+            rk[it] = cnt + below
+
+    @cuda.jit(device=True, inline="always")
+    def warp_offsets(whist, tid):
+        # Per digit (thread tid < R): exclusive scan of the warps' counts in place; returns the
+        # digit's count in the tile.
+        total = int32(0)
+        if tid < R:
+            for ww in range(NW):
+                c = whist[ww * R + tid]
+                whist[ww * R + tid] = total
+                total += c
+        return total
+
+    @cuda.jit(device=True, inline="always")
+    def stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist, w, wbase, lane, n, shift, has_vals):
+        # The tile in digit order in shared memory (values read here, all loads together).
+        for it in range(ITEMS):
+            i = wbase + it * 32 + lane
+            if i < n:
+                k = ks[it]
+                d = int32((k >> shift) & MASK)
+                pos = dstart[d] + whist[w * R + d] + rk[it]
+                skeys[pos] = k
+                if PAIRS and has_vals:
+                    svals[pos] = vals_in[i]
+
+    @cuda.jit(device=True, inline="always")
+    def scatter_tile(skeys, svals, keys_out, vals_out, dbase, m, tid, shift, has_vals):
+        for it in range(ITEMS):
+            j = it * BLOCK + tid  # consecutive threads write consecutive places of a digit run
+            if j < m:
+                k = skeys[j]
+                dest = dbase[int32((k >> shift) & MASK)] + j
+                keys_out[dest] = k
+                if PAIRS and has_vals:
+                    vals_out[dest] = svals[j]
+    # --8<-- [end:tile_steps]
+
+    return load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile
+
+
+@lru_cache(maxsize=None)
+def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
+    """Rank a tile's keys held in registers with warp intrinsics (match_any, or BITS ballots),
+    exchange them through shared memory into digit order, then write each digit's run to its
+    global offset. `PAIRS=0` builds a keys-only kernel (no shared buffer for values)."""
+    R = 1 << BITS
+    TILE = BLOCK * ITEMS
+    VTILE = TILE if PAIRS else 1
+    NWR = (BLOCK // 32) * R
     assert BLOCK % 32 == 0 and BLOCK >= R, "downsweep needs whole warps and BLOCK >= 2**BITS"
+    load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(BLOCK, ITEMS, BITS, BALLOT,
+                                                                                         PAIRS)
 
     # --8<-- [start:downsweep]
-    @cuda.jit
+    @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
     def downsweep(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals):
         skeys = cuda.shared.array(TILE, uint32)
-        svals = cuda.shared.array(TILE, uint32)
+        svals = cuda.shared.array(VTILE, uint32)
         whist = cuda.shared.array(NWR, int32)  # per-warp digit counters
         dstart = cuda.shared.array(BLOCK, int32)  # where each digit starts in the tile
         dbase = cuda.shared.array(R, int32)  # global offset of digit d minus dstart[d]
@@ -358,72 +453,164 @@ def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0):
         lane = tid & 31
         w = tid >> 5
         blk = cuda.blockIdx.x
-        for j in range(tid, NW * R, BLOCK):
+        wbase = blk * TILE + w * 32 * ITEMS  # each warp owns 32·ITEMS consecutive keys
+        load_warp_keys(keys_in, wbase, lane, n, ks)
+        for j in range(tid, NWR, BLOCK):
             whist[j] = 0
         cuda.syncthreads()
-        lt = uint32((1 << lane) - 1)  # lanes below me
-        wbase = blk * TILE + w * 32 * ITEMS  # each warp owns 32·ITEMS consecutive keys
-        for it in range(ITEMS):
-            i = wbase + it * 32 + lane
-            k = keys_in[i] if i < n else uint32(0)
-            d = int32((k >> shift) & MASK) if i < n else int32(R)  # R: "no key" group
-            if BALLOT:  # BITS ballots: lanes with the same validity and the same digit bits
-                # Branch-free on purpose: every lane must execute the same ballot instructions.
-                peers = cuda.ballot_sync(0xFFFFFFFF, i < n) ^ (uint32(i >= n) * uint32(0xFFFFFFFF))
-                for b in range(BITS):
-                    bit = uint32((d >> b) & 1)
-                    bal = cuda.ballot_sync(0xFFFFFFFF, bit)
-                    peers &= bal ^ ((bit ^ uint32(1)) * uint32(0xFFFFFFFF))
-            else:
-                peers = cuda.match_any_sync(0xFFFFFFFF, d)  # lanes holding the same digit
-            below = cuda.popc(peers & lt)
-            leader = cuda.popc(peers ^ (peers - 1)) - 1  # the lowest lane of my group
-            cnt = int32(0)
-            if i < n and below == 0:  # the leader reserves the group's places ...
-                cnt = cuda.atomic.add(whist, w * R + d, cuda.popc(peers))
-            cnt = cuda.shfl_sync(0xFFFFFFFF, cnt, leader)  # ... and hands the base to its peers
-            ks[it] = k
-            rk[it] = cnt + below
+        rank_warp_keys(ks, rk, whist, w, wbase, lane, n, shift)
         cuda.syncthreads()
-        # Per digit: exclusive scan over warps, and the digit's total in the tile.
-        total = int32(0)
-        if tid < R:
-            for ww in range(NW):
-                c = whist[ww * R + tid]
-                whist[ww * R + tid] = total
-                total += c
+        total = warp_offsets(whist, tid)
         dstart[tid] = total
         cuda.syncthreads()
         block_inclusive_scan(dstart, tid, BLOCK)  # inclusive over digits
         if tid < R:
-            first = dstart[tid] - total
-            dbase[tid] = offsets[tid * nblocks + blk] - first
+            dbase[tid] = offsets[tid * nblocks + blk] - (dstart[tid] - total)
         cuda.syncthreads()
         if tid < R:
             dstart[tid] = dstart[tid] - total  # now exclusive: start of digit tid in the tile
         cuda.syncthreads()
-        for it in range(ITEMS):
-            i = wbase + it * 32 + lane
-            if i < n:
-                k = ks[it]
-                d = int32((k >> shift) & MASK)
-                pos = dstart[d] + whist[w * R + d] + rk[it]
-                skeys[pos] = k
-                if has_vals:
-                    svals[pos] = vals_in[i]
+        stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist, w, wbase, lane, n, shift, has_vals)
         cuda.syncthreads()
-        m = min(TILE, n - blk * TILE)
-        for it in range(ITEMS):
-            j = it * BLOCK + tid  # consecutive threads write consecutive places of a digit run
-            if j < m:
-                k = skeys[j]
-                dest = dbase[int32((k >> shift) & MASK)] + j
-                keys_out[dest] = k
-                if has_vals:
-                    vals_out[dest] = svals[j]
+        scatter_tile(skeys, svals, keys_out, vals_out, dbase, min(TILE, n - blk * TILE), tid, shift, has_vals)
     # --8<-- [end:downsweep]
 
     return downsweep
+
+
+# ----------------------------------------------------------------------------- one-sweep: decoupled look-back
+
+FLAG_AGG = 0x40000000  # status word: the tile's count of a digit is published ...
+FLAG_PREFIX = 0x80000000  # ... and so is the inclusive prefix over tiles 0..the tile
+VALUE_MASK = 0x3FFFFFFF  # counts and prefixes < 2**30 (the plan checks n)
+
+
+@lru_cache(maxsize=None)
+def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
+    """The digit histograms of every pass in one read of the keys (tile-strided blocks,
+    PASSES x R shared counters, added to `hist`); and the exclusive scan of each pass's R counts."""
+    R = 1 << BITS
+    MASK = R - 1
+    TILE = BLOCK * ITEMS
+    PASSES = -(-32 // BITS)
+    PR = PASSES * R
+
+    # --8<-- [start:onesweep_hist]
+    @cuda.jit
+    def onesweep_hist(keys, hist, n, passes):
+        h = cuda.shared.array(PR, int32)
+        tid = cuda.threadIdx.x
+        for j in range(tid, PR, BLOCK):
+            h[j] = 0
+        cuda.syncthreads()
+        base = cuda.blockIdx.x * TILE
+        while base < n:  # tile-stride loop: a fixed grid covers any n
+            for it in range(ITEMS):
+                i = base + it * BLOCK + tid
+                if i < n:
+                    k = keys[i]
+                    for p in range(passes):  # one counter per pass: all digits of the key
+                        cuda.atomic.add(h, p * R + int32((k >> (p * BITS)) & MASK), 1)
+            base += cuda.gridDim.x * TILE
+        cuda.syncthreads()
+        for j in range(tid, passes * R, BLOCK):
+            if h[j] != 0:
+                cuda.atomic.add(hist, j, h[j])
+
+    @cuda.jit
+    def onesweep_scan(hist):
+        """Block p: exclusive scan of pass p's R digit counts (where each digit starts)."""
+        s = cuda.shared.array(BLOCK, int32)
+        tid = cuda.threadIdx.x
+        p = cuda.blockIdx.x
+        x = hist[p * R + tid] if tid < R else int32(0)
+        s[tid] = x
+        cuda.syncthreads()
+        block_inclusive_scan(s, tid, BLOCK)
+        if tid < R:
+            hist[p * R + tid] = s[tid] - x
+    # --8<-- [end:onesweep_hist]
+
+    return onesweep_hist, onesweep_scan
+
+
+@lru_cache(maxsize=None)
+def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
+    """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
+    (as `downsweep`), publish per-digit counts, decoupled look-back over earlier tiles, scatter."""
+    R = 1 << BITS
+    TILE = BLOCK * ITEMS
+    VTILE = TILE if PAIRS else 1
+    NWR = (BLOCK // 32) * R
+    assert BLOCK % 32 == 0 and BLOCK >= R, "onesweep needs whole warps and BLOCK >= 2**BITS"
+    load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(BLOCK, ITEMS, BITS, BALLOT,
+                                                                                         PAIRS)
+
+    # --8<-- [start:onesweep]
+    @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
+    def onesweep(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift, pss,
+                 has_vals):
+        # status[t*R + d]: one uint32 word, a 2-bit flag and a 30-bit count (see kernels.cu: flag
+        # and count in one word need no fence between them). numba has no volatile loads, so
+        # the look-back reads a word with an atomic that changes nothing (or 0): atomics are
+        # performed at L2, where every SM sees the same word, and are issued on every spin.
+        # Publishing uses atomic max: a word only grows (0 < AGG|c < PREFIX|c').
+        skeys = cuda.shared.array(TILE, uint32)
+        svals = cuda.shared.array(VTILE, uint32)
+        whist = cuda.shared.array(NWR, int32)
+        dstart = cuda.shared.array(BLOCK, int32)
+        dbase = cuda.shared.array(R, int32)
+        tile_sh = cuda.shared.array(1, int32)
+        ks = cuda.local.array(ITEMS, uint32)
+        rk = cuda.local.array(ITEMS, int32)
+        tid = cuda.threadIdx.x
+        lane = tid & 31
+        w = tid >> 5
+        if tid == 0:  # tiles in the order blocks start (forward progress: see kernels.cu)
+            tile_sh[0] = cuda.atomic.add(tile_counter, pss, 1)
+        for j in range(tid, NWR, BLOCK):
+            whist[j] = 0
+        cuda.syncthreads()
+        tile = tile_sh[0]
+        wbase = tile * TILE + w * 32 * ITEMS
+        load_warp_keys(keys_in, wbase, lane, n, ks)
+        rank_warp_keys(ks, rk, whist, w, wbase, lane, n, shift)
+        cuda.syncthreads()
+        total = warp_offsets(whist, tid)
+        excl = int32(0)
+        if tid < R:
+            me = tile * R + tid
+            # Publish this tile's count of digit tid at once (tile 0: its prefix) ...
+            flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
+            cuda.atomic.max(status, me, flag | uint32(total))
+            # ... then look back until a tile with its prefix published.
+            j = tile - 1
+            while j >= 0:
+                s = cuda.atomic.or_(status, j * R + tid, uint32(0))  # a coherent read
+                if (s & uint32(FLAG_PREFIX | FLAG_AGG)) == 0:
+                    continue  # not yet published: spin (tile j has started)
+                excl += int32(s & uint32(VALUE_MASK))
+                if s & uint32(FLAG_PREFIX):
+                    break
+                j -= 1
+            if tile > 0:
+                cuda.atomic.max(status, me, uint32(FLAG_PREFIX) | uint32(excl + total))
+            status_next[me] = 0
+        dstart[tid] = total
+        cuda.syncthreads()
+        block_inclusive_scan(dstart, tid, BLOCK)
+        if tid < R:
+            dbase[tid] = hist[pss * R + tid] + excl - (dstart[tid] - total)
+        cuda.syncthreads()
+        if tid < R:
+            dstart[tid] = dstart[tid] - total
+        cuda.syncthreads()
+        stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist, w, wbase, lane, n, shift, has_vals)
+        cuda.syncthreads()
+        scatter_tile(skeys, svals, keys_out, vals_out, dbase, min(TILE, n - tile * TILE), tid, shift, has_vals)
+    # --8<-- [end:onesweep]
+
+    return onesweep
 
 
 # ----------------------------------------------------------------------------- distinct
@@ -532,10 +719,20 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         add(f"max_reduce[{sb}]", max_kernel(sb), f"void({U32}, {s}, {U32})")
         add(f"scan_hs[{sb}]", scan_hs_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
         add(f"scan_blelloch[{sb}]", scan_blelloch_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
-        if "ITEMS" in p:
+        if v.name == "onesweep":
+            hk, sk = onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])
+            add(f"onesweep_hist{p}", hk, f"void({U32}, {I32}, {s}, {s})")
+            add(f"onesweep_scan{p}", sk, f"void({I32})")
+            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
+                add(f"onesweep{ {**p, 'BALLOT': ballot, 'PAIRS': pairs} }",
+                    onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs, p.get("MIN_BLOCKS", 1)),
+                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {U32}, {U32}, {s}, {s}, {s}, {s})")
+        elif "ITEMS" in p:
             add(f"upsweep{p}", upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
-            for ballot in (0, 1):  # both rankings: match_any_sync, and BITS ballot_sync
-                add(f"downsweep{ {**p, 'BALLOT': ballot} }", downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot),
+            # both rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
+            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
+                add(f"downsweep{ {**p, 'BALLOT': ballot, 'PAIRS': pairs} }",
+                    downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs, p.get("MIN_BLOCKS", 1)),
                     f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
         elif "BITS" in p:
             add(f"tile_sort{p}", tile_sort_kernel(p["BLOCK"], p["BITS"]),

@@ -12,18 +12,27 @@ PARAMS = {
     "split1_global": dict(SCAN_BLOCK=512),
     "split1_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=1),
     "radix4_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4),
-    "local": dict(SCAN_BLOCK=512, BLOCK=256, BITS=8, ITEMS=16),
+    "local": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, MIN_BLOCKS=2,
+                  PAIRS_BLOCK=256, PAIRS_ITEMS=16, PAIRS_MIN_BLOCKS=3),
     "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
+    "onesweep": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, MIN_BLOCKS=3,
+                     PAIRS_BLOCK=384, PAIRS_ITEMS=8, PAIRS_MIN_BLOCKS=4),
 }
 
-# Measured on the H200 (docs/benchmarks/radix-runs/run2-profile-radix.log): in CUDA C, finding
-# a lane's digit peers with BITS ballots beat one match_any_sync (10.4 against 14.1 ms for 2^28
-# keys). The numba build of the ballot ranking stopped with CUDA_ERROR_ILLEGAL_INSTRUCTION in
-# that run, so numba keeps match_any (see the chapter).
-BACKEND_PARAMS = {("local", "cuda-c"): dict(BALLOT=1), ("local4", "cuda-c"): dict(BALLOT=1)}
+# The tile shapes of local and onesweep (MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS), which
+# caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
+# whose tile stages twice the bytes) come from the H200 sweep, scripts/tune_radix.py
+# (docs/benchmarks/radix-tuning-h200.json): occupancy decided it -- at 256 x 16 with every load
+# issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
+# Both backends find a lane's digit peers with BITS ballots (BALLOT=1): faster than one
+# match_any_sync in CUDA C (10.4 against 14.1 ms for 2^28 keys, run 2) and in numba (14.8 against
+# 16.1 ms for onesweep at 256 x 16, sweep round 1). numba's ballot build crashed until its masks
+# were kept 32 bits wide (chapter 4, "the numba ballot crash").
+BACKEND_PARAMS = {(name, backend): dict(BALLOT=1) for name in ("local", "local4", "onesweep")
+                  for backend in ("numba", "cuda-c")}
 
 KIND = {"split1_global": "split1_global", "split1_shared": "tile", "radix4_shared": "tile",
-        "local": "warp", "local4": "warp"}
+        "local": "warp", "local4": "warp", "onesweep": "onesweep"}
 
 _LADDER = [
     ("split1_global", ("global", "shared"),
@@ -36,9 +45,11 @@ _LADDER = [
      "16 keys per thread in registers, ranked with warp match_any/popc; 4-bit digits, reduce-then-scan"),
     ("local", ("global", "shared", "registers"),
      "8-bit digits (4 passes), 16 keys per thread in registers ranked by warp intrinsics, exchanged through shared memory"),
+    ("onesweep", ("global", "shared", "registers"),
+     "every pass's histogram in one read, then one kernel per pass: tile ids from an atomic counter, decoupled look-back"),
 ]
 
-WARP = ("local", "local4")
+WARP = ("local", "local4", "onesweep")
 
 REGISTRY = Registry("radix")
 for name, memory, lesson in _LADDER:
@@ -55,9 +66,10 @@ def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
-        d = host.cuda_defines(v.params)
-        key = tuple(sorted(d.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append((host.SOURCE, d))
+        for pairs in (0, 1):  # a sort plan builds keys-only or pairs tiles
+            d = host.cuda_defines({**v.params, "PAIRS": pairs})
+            key = tuple(sorted(d.items()))
+            if key not in seen:
+                seen.add(key)
+                out.append((host.SOURCE, d))
     return out

@@ -21,7 +21,8 @@ GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
 
 def params_for(variant):
     p = dict(variant.params)
-    if ON_SIMULATOR:
+    if ON_SIMULATOR:  # small tiles; a pairs-only shape (PAIRS_*) is tested on its own below
+        p = {k: v for k, v in p.items() if not k.startswith("PAIRS_")}
         p.update({k: v for k, v in SIM_PARAMS.items() if k in p})
         if "ITEMS" in p:
             p["BITS"] = min(p["BITS"], 5)  # BLOCK (32 here) must be >= 2**BITS
@@ -67,6 +68,8 @@ def sim_cases(variant, p):
              ("equal", t, small)]
     if variant.name == "radix4_shared":
         cases += [("max", t - 1, 32), ("sorted", 3 * t + 2, small)]
+    if variant.name == "onesweep":  # several tiles (the look-back), and all 32 bits (7 passes of 5 bits here)
+        cases += [("random", 4 * t + 1, 12), ("max", t + 3, 32)]
     return cases
 
 
@@ -108,26 +111,93 @@ def test_variant_sorts_stably(variant, case, rng):
     assert ok, f"{variant.key} {case}: {detail}"
     assert np.array_equal(perm, np.argsort(keys, kind="stable"))
     if n > 1:  # the early exit: only the significant bits are sorted
-        assert plan.passes_run == bench.passes(variant.name, p, int(keys.max()))
+        assert plan.passes_run == bench.passes_for(variant.name, p, keys)
 
 
-@pytest.mark.skipif(not ON_SIMULATOR, reason="numba's ballot ranking stops the H200 (CUDA_ERROR_ILLEGAL_ADDRESS on "
-                    "2026-11-22, ILLEGAL_INSTRUCTION before) and poisons the context for every later test; on the "
-                    "GPU the numba variants rank with match_any_sync (see chapter 4)")
 @pytest.mark.parametrize("name", WARP)
 def test_ballot_ranking_of_the_numba_kernels(name, rng):
-    """The numba registry ranks with match_any_sync; its ballot ranking (BALLOT=1, the CUDA C
-    default) is checked on the simulator through gpulab.simwarp: its logic is right; on the H200 it
-    crashes (issue 15 investigates why)."""
+    """Both rankings of the numba kernels, whichever the registry uses: BITS ballots (BALLOT=1)
+    here. Its first build crashed on the H200: numba-cuda types ballot_sync's mask as int32, and
+    mixed with uint32 a mask with lane 31 set widened with its sign copied into 32 high bits
+    (popc counted 32 lanes too many). The simulator now types the mask the same way
+    (gpulab.simwarp), so the "few" case below -- lane 31 holding digit 255 -- caught it here too."""
     v = REGISTRY.get(name, "numba")
     skip_unless_runnable(v)
     p = {**params_for(v), "BALLOT": 1}
     t = p["BLOCK"] * p["ITEMS"]
     for dist, n, bits in (("random", 2 * t + 5, 10), ("few", t - 1, 32)):
         keys = gen(dist, rng, n, bits)
+        if dist == "random":  # lane 31 of every warp step holds digit 255 in the first pass
+            keys[31::32] |= np.uint32(0xFF)
         ks, perm, _ = run_plan(v, keys, p)
         assert np.array_equal(ks, np.sort(keys)), (dist, n)
         assert np.array_equal(perm, np.argsort(keys, kind="stable")), (dist, n)
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_onesweep_lookback_prefix(backend, rng):
+    """The look-back's cross-tile prefix, read back from the status table after one pass over
+    many tiles: every word of every tile is PREFIX | (keys of that digit in tiles 0..t); the
+    pass zeroed the next pass's table (poisoned here); and a two-pass sort over the same tables
+    (the second pass uses the table the first zeroed) is a stable argsort."""
+    from gpulab.radix import kernels_numba as kn
+
+    v = REGISTRY.get("onesweep", backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    t, R = p["BLOCK"] * p["ITEMS"], 1 << p["BITS"]
+    n = (5 if ON_SIMULATOR else 300) * t + 3  # several tiles, the last one partial
+    keys = rng.integers(0, R, n, dtype=np.uint32)  # one digit: one pass
+    keys[: t] = np.uint32(R - 1)  # a whole tile of the largest digit, ...
+    keys[keys == 0] = 1
+    keys[-2:] = 0  # ... and digit 0 in the last (partial) tile only
+    plan = v.run(n, False, p)
+    plan.status[:] = np.uint32(0xDEADBEEF)
+    plan.keys[0][:] = np.uint32(0xDEADBEEF)
+    dk, _ = plan.sort(cuda.to_device(keys))
+    assert plan.passes_run == 1 and np.array_equal(dk.copy_to_host(), np.sort(keys))
+    words = plan.tables[0].copy_to_host().reshape(plan.nb, R)
+    counts = np.stack([np.bincount(keys[i * t:(i + 1) * t], minlength=R) for i in range(plan.nb)])
+    assert np.all(words & np.uint32(0xC0000000) == np.uint32(kn.FLAG_PREFIX)), "a tile did not publish its prefix"
+    assert np.array_equal(words & np.uint32(kn.VALUE_MASK), np.cumsum(counts, axis=0)), "wrong cross-tile prefix"
+    assert not plan.tables[1].copy_to_host().any(), "the next pass's status table was not zeroed"
+    keys2 = rng.integers(0, R * R, n, dtype=np.uint32)  # two passes
+    ks, perm, plan2 = run_plan(v, keys2, p)
+    assert plan2.passes_run == 2 and np.array_equal(ks, np.sort(keys2))
+    assert np.array_equal(perm, np.argsort(keys2, kind="stable"))
+
+
+@pytest.mark.parametrize("name", WARP)
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_keys_only_and_pairs_shapes(name, backend, rng):
+    """Keys-only plans build tiles without the shared value buffer (PAIRS=0); key-value plans
+    take the PAIRS_* shape when the registry gives one. Both sort; onesweep skips the passes
+    whose digit all keys share (here the middle one) and keeps its status tables in step."""
+    v = REGISTRY.get(name, backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    R = 1 << p["BITS"]
+    small = {**p, "PAIRS_ITEMS": max(1, p["ITEMS"] // 2)}
+    t = p["BLOCK"] * p["ITEMS"]
+    n = 3 * t + 7
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    if name == "onesweep":  # the second digit is the same for every key: that pass moves nothing
+        keys = (keys & ~np.uint32((R - 1) << p["BITS"])) | np.uint32(5 << p["BITS"])
+    plan = v.run(n, False, small)
+    assert plan.params["ITEMS"] == p["ITEMS"]
+    dk, _ = plan.sort(cuda.to_device(keys))
+    assert np.array_equal(dk.copy_to_host(), np.sort(keys))
+    assert plan.passes_run == bench.passes_for(name, p, keys)
+    if name == "onesweep":
+        assert plan.passes_run == -(-32 // p["BITS"]) - 1
+    ks, perm, plan = run_plan(v, keys, small)
+    assert plan.params["ITEMS"] == small["PAIRS_ITEMS"]
+    assert np.array_equal(ks, np.sort(keys)) and np.array_equal(perm, np.argsort(keys, kind="stable"))
+
+
+def test_onesweep_limit():
+    with pytest.raises(LimitError, match="30 bits"):
+        host.SortPlan("onesweep", "numba", 2**30, False, REGISTRY.get("onesweep", "numba").params)
 
 
 # --------------------------------------------------------------------------- public API, signed and float keys

@@ -1,0 +1,148 @@
+"""Chapter 4 tuning sweep on the GPU: the register-resident sorts (`local`, `onesweep`) over their
+tile shape and ranking, keys-only and key-value, against CUB's sort alone in the same run.
+
+    python scripts/tune_radix.py --out gpu-out [--log2n 28]
+        -> radix-tuning-<device>.json   every configuration of the round (--round, default 2): whole sort, the one-sweep preamble
+                                        (all histograms + their scans) and the per-pass time
+        and prints a table, best first per (variant, backend, keys/pairs).
+
+Swept: BLOCK x ITEMS (the tile), MIN_BLOCKS (CUDA C: `__launch_bounds__(BLOCK, MIN_BLOCKS)`,
+which caps registers so that many blocks fit an SM), BALLOT (BITS ballots or one match_any to
+find a lane's digit peers). Every configuration's result is checked against numpy's sort of
+the same keys before it is timed; configurations that do not fit (shared memory) are listed
+with the reason. Dry run on a CPU: GPULAB_DEVICE=sim python scripts/tune_radix.py --log2n 13.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+import gpulab  # noqa: F401  (device selection first)
+from gpulab import benchmark, device
+from gpulab.errors import GpulabError
+from gpulab.radix import host, peer
+from gpulab.timing import measure
+
+# (BLOCK, ITEMS, MIN_BLOCKS). Round 1 (docs/benchmarks/radix-runs/tune1-h200.log) swept
+# 256-512 x 12-24 x MIN_BLOCKS 1-4 in CUDA C and 5 shapes x both rankings in numba: the winners
+# were the shapes with the most resident threads. Round 2 (the default) sweeps around them,
+# numba with launch bounds too.
+ROUNDS = {
+    1: dict(onesweep_keys=[(256, 16, 1), (256, 16, 3), (256, 16, 4), (384, 16, 1), (384, 16, 2), (384, 16, 3),
+                           (256, 12, 1), (256, 12, 4), (512, 12, 1), (512, 12, 2), (256, 20, 1), (256, 20, 2),
+                           (256, 20, 3), (384, 20, 1), (384, 20, 2), (256, 24, 1), (256, 24, 2)],
+            pairs=[(256, 16, 1), (256, 16, 2), (256, 16, 3), (256, 12, 1), (256, 12, 3), (256, 12, 4), (256, 8, 4)],
+            numba_keys=[(256, 16, 1), (384, 16, 1), (256, 12, 1), (512, 12, 1), (256, 20, 1)],
+            numba_pairs=[(256, 12, 1), (256, 16, 1)], ballots=(1, 0)),
+    2: dict(onesweep_keys=[(384, 16, 3), (384, 12, 3), (384, 12, 4), (384, 14, 3), (320, 16, 3), (448, 16, 2),
+                           (448, 12, 3), (512, 12, 3), (384, 18, 2)],
+            local_keys=[(384, 16, 2), (256, 16, 3), (384, 12, 3), (448, 16, 2)],
+            pairs=[(256, 12, 4), (256, 16, 3), (320, 12, 3), (288, 12, 4), (256, 14, 4), (384, 8, 4)],
+            numba_keys=[(384, 16, 3), (384, 16, 2), (256, 16, 4), (256, 12, 4), (256, 20, 3), (448, 16, 2)],
+            numba_pairs=[(256, 12, 4), (256, 16, 3), (288, 12, 4)], ballots=(1,)),
+}
+
+
+def configs(sim: bool, rnd: int):
+    if sim:  # a handful, to prove the script on the simulator
+        yield ("onesweep", "numba", False, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=1))
+        yield ("warp", "numba", True, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=0))
+        return
+    r = ROUNDS[rnd]
+    for kind in ("onesweep", "warp"):
+        keys = r["onesweep_keys"] if kind == "onesweep" else r.get("local_keys", r["onesweep_keys"][:6])
+        for b, it, mb in keys:
+            yield (kind, "cuda-c", False, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb))
+        for b, it, mb in r["pairs"]:
+            yield (kind, "cuda-c", True, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb))
+        for ballot in r["ballots"]:
+            for pairs, shapes in ((False, r["numba_keys"]), (True, r["numba_pairs"])):
+                for b, it, mb in shapes:
+                    yield (kind, "numba", pairs, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=ballot, MIN_BLOCKS=mb))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--log2n", type=int, default=28)
+    ap.add_argument("--repeat", type=int, default=10)
+    ap.add_argument("--round", type=int, default=2, choices=sorted(ROUNDS))
+    args = ap.parse_args()
+    from numba import cuda
+
+    sim = device.on_simulator()
+    n = 2**args.log2n
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    ref = np.sort(keys)
+    d = cuda.to_device(keys)
+    result = {"schema": "gpulab-radix-tuning/1", "date": benchmark.utc_now(), "device": device.info().as_dict(),
+              "versions": benchmark.versions(), "n": n, "repeat": args.repeat, "round": args.round,
+              "peer": None, "rows": []}
+    cub = {}
+    if not sim and peer.unavailable_reason() is None:
+        for pairs in (False, True):
+            launch, _, _ = peer.sorter(d, pairs)
+            cub[pairs] = measure(launch, repeat=args.repeat).median_ms
+            print(f"CUB {'SortPairs' if pairs else 'SortKeys'} alone: {cub[pairs]:.3f} ms", flush=True)
+        result["peer"] = {"what": "CUB DeviceRadixSort::SortKeys / SortPairs (uint32 values), direct call, "
+                                  "input already on the device, no copy in the timed region",
+                          "keys_ms": cub[False], "pairs_ms": cub[True], "version": peer.version()}
+    vals = cuda.to_device(np.arange(n, dtype=np.uint32))
+    for kind, backend, pairs, p in configs(sim, args.round):
+        params = dict(SCAN_BLOCK=512, **p)
+        row = {"variant": "onesweep" if kind == "onesweep" else "local", "backend": backend, "pairs": pairs,
+               **params, "ok": None, "sort_ms": None, "error": None}
+        result["rows"].append(row)
+        plan = None
+        try:
+            plan = host.SortPlan(kind, backend, n, pairs, params)
+            kd, vd = plan.sort(d, vals if pairs else None)
+            got = kd.copy_to_host()
+            row["ok"] = bool(np.array_equal(got, ref))
+            if pairs and row["ok"]:
+                row["ok"] = bool(np.array_equal(keys[vd.copy_to_host()], ref))
+            if not row["ok"]:
+                print(f"WRONG {row}", flush=True)
+                continue
+            mk = int(ref[-1])
+            row["sort_ms"] = measure(lambda: plan.sort(d, vals if pairs else None, max_key=mk),
+                                     repeat=args.repeat).median_ms
+            if kind == "onesweep":
+                row["preamble_ms"] = measure(lambda: plan.histograms(d, plan.passes(mk)), repeat=args.repeat).median_ms
+                row["pass_ms"] = (row["sort_ms"] - row["preamble_ms"]) / plan.passes(mk)
+            if cub.get(pairs):
+                row["pct_of_cub"] = 100 * cub[pairs] / row["sort_ms"]
+            print(f"{row['variant']:8s} {backend:6s} {'pairs' if pairs else 'keys ':5s} B={p['BLOCK']:3d} "
+                  f"I={p['ITEMS']:2d} MB={p.get('MIN_BLOCKS', '-')} BALLOT={p['BALLOT']} {row['sort_ms']:8.3f} ms "
+                  f"{row.get('pct_of_cub', 0):5.1f}% CUB" + (f"  pass {row['pass_ms']:.3f} pre {row['preamble_ms']:.3f}"
+                                                              if "pass_ms" in row else ""), flush=True)
+        except (GpulabError, RuntimeError, ValueError) as exc:  # a configuration that cannot build: say why
+            row["error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}"
+            print(f"skip {row['variant']} {backend} {p}: {row['error']}", flush=True)
+        finally:
+            del plan
+            device.release_memory()
+    out = Path(args.out) / f"radix-tuning-{'sim' if sim else 'h200'}.json"
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"\nwrote {out}\n\nbest per (variant, backend, keys/pairs):")
+    best = {}
+    for r in result["rows"]:
+        if r["sort_ms"] is None:
+            continue
+        k = (r["variant"], r["backend"], r["pairs"])
+        if k not in best or r["sort_ms"] < best[k]["sort_ms"]:
+            best[k] = r
+    for (v, b, pr), r in sorted(best.items()):
+        print(f"  {v:8s} {b:6s} {'pairs' if pr else 'keys ':5s} {r['sort_ms']:8.3f} ms {r.get('pct_of_cub', 0):5.1f}% of CUB"
+              f"  BLOCK={r['BLOCK']} ITEMS={r['ITEMS']} MIN_BLOCKS={r.get('MIN_BLOCKS', '-')} BALLOT={r['BALLOT']}")
+    return 0 if all(r["ok"] is not False for r in result["rows"]) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
