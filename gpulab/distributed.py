@@ -123,11 +123,47 @@ def local_cluster(gpus="all", *, cpu_workers: int = 2, **kwargs):
         pass
     else:
         return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(devices), threads_per_worker=1, env=env, **kwargs)
-    workers = {f"gpu-{d}": {"cls": Nanny, "options": {"nthreads": 1, "env": dict(env, CUDA_VISIBLE_DEVICES=d)}}
-               for d in devices}
+    # Worker i is bound to its GPU by ordinal (bind_worker_gpu), not by CUDA_VISIBLE_DEVICES: a
+    # spawned worker re-imports the client's main module, whose `import gpulab` initialises CUDA
+    # (device detection) before the Nanny's env reaches the process, so a CUDA_VISIBLE_DEVICES set
+    # there is ignored and every worker lands on GPU 0 (seen on two H200s: 2 workers, 0.88x).
+    # CUDA_DEVICE is pycuda's choice of device for the CUDA C backend.
+    seen = visible_gpus()
+    workers = {f"gpu-{d}": {"cls": Nanny, "options": {"nthreads": 1, "env": dict(
+        env, GPULAB_WORKER_GPU=str(seen.index(d)), CUDA_DEVICE=str(seen.index(d)))}} for d in devices}
     scheduler = {"cls": Scheduler, "options": {"dashboard_address": kwargs.pop("dashboard_address")}}
     return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
 # --8<-- [end:cluster]
+
+
+_BOUND = False
+
+
+def bind_worker_gpu() -> None:
+    """On a worker of [`local_cluster`][gpulab.distributed.local_cluster]: make its GPU (the
+    ordinal in ``GPULAB_WORKER_GPU``) numba's current device, once, before the task's first
+    CUDA call; pycuda follows through ``CUDA_DEVICE``. Elsewhere (the client, a worker of
+    another cluster, the simulator) it does nothing."""
+    global _BOUND
+    ordinal = os.environ.get("GPULAB_WORKER_GPU")
+    if _BOUND or ordinal is None or device.on_simulator():
+        return
+    from numba import cuda
+
+    cuda.select_device(int(ordinal))
+    _BOUND = True
+
+
+def worker_device() -> dict:
+    """The GPU this process computes on (after binding): name, ordinal and PCI bus id."""
+    bind_worker_gpu()
+    if device.on_simulator():
+        return {"name": "simulator", "ordinal": None, "pci_bus_id": None}
+    from numba import cuda
+
+    d = cuda.get_current_device()
+    name = d.name.decode() if isinstance(d.name, bytes) else str(d.name)
+    return {"name": name, "ordinal": int(d.id), "pci_bus_id": int(d.PCI_BUS_ID)}
 
 
 def _client(client):
@@ -201,6 +237,7 @@ def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -
     from gpulab.subset.reference import subset_sum
     from gpulab.subset.variants import COMPARES_SUMS
 
+    bind_worker_gpu()
     t0 = time.perf_counter()
     distance, rank = search_packed(Q, n, k, variant, backend, params, ranks)
     seconds = time.perf_counter() - t0
@@ -238,6 +275,8 @@ def _prepare_subset(C, k, variant, backend, params):
         C = to_host(C)  # n² values; its triangle is what every worker gets
     C, n, k = host.validate(C, k)
     REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
+    if params is not None and not isinstance(params, dict):
+        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
     if backend != "cpu":
         host.check_gpu_limits(n, k)
         if device.on_simulator() and variant in ("incremental", "incremental_warp", "shared"):
@@ -247,8 +286,6 @@ def _prepare_subset(C, k, variant, backend, params):
             nbytes = (host.shared_bytes_shared(n, k, block) if variant == "shared"
                       else host.shared_bytes_incremental(n, block))
             host.check_shared(nbytes, f"the {variant} variant (n = {n}, k = {k}, block = {block})")
-    if params is not None and not isinstance(params, dict):
-        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
     return squared_packed(C), n, k
 
 
@@ -285,7 +322,9 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
         client: a ``distributed.Client``; default: the active one.
         chunks: how many rank ranges (tasks); default [`default_chunks`][gpulab.distributed.default_chunks]
             (4 per worker, each at least 2**32 subsets).
-        variant, backend, params: the single-GPU search each task runs (chapter 2's).
+        variant: chapter 2's variant each task runs.
+        backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`).
+        params: its parameters (overrides), as for the single-GPU search.
 
     Returns:
         The [`SubsetResult`][gpulab.subset.SubsetResult] of the single-GPU search: the same
@@ -330,6 +369,7 @@ def evaluate_shard(population, market, variant: str, backend: str, params) -> np
     import gpulab.gp as gp
     from gpulab.arrays import to_host
 
+    bind_worker_gpu()
     return np.asarray(to_host(gp.evaluate(population, market, variant, backend, params)))
 
 
@@ -340,7 +380,11 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
     numpy) is the single-device fitness bit for bit.
 
     Args:
-        population, market, variant, backend, params: as for ``gpulab.gp.evaluate``.
+        population: the individuals (as for ``gpulab.gp.evaluate``).
+        market: the market they trade on.
+        variant: chapter 3's variant (default: its default).
+        backend: its backend.
+        params: its parameters (overrides).
         client: a ``distributed.Client``; default: the active one.
         shards: how many tasks; default SHARDS_PER_WORKER per worker (at most one per individual).
 
