@@ -161,6 +161,44 @@ def _gp_parser(sub) -> None:
         p.set_defaults(fn=cmd_gp)
 
 
+def cmd_subset(args) -> int:
+    from gpulab.subset import cli as subset_cli
+
+    try:
+        return subset_cli.run_search(args)
+    except GpulabError as exc:
+        print(f"gpulab subset search: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
+def _subset_parser(sub) -> None:
+    """Chapter 2's command: the least-correlated subset, on one device or across a Dask cluster."""
+    g = sub.add_parser("subset", help="chapter 2: the least-correlated subset (subset search)")
+    gsub = g.add_subparsers(dest="subset_cmd", required=True)
+    s = gsub.add_parser("search", help="search every k-subset of n strategies; --gpus all / --scheduler ADDR for Dask")
+    data = s.add_mutually_exclusive_group(required=True)
+    data.add_argument("--csv", metavar="FILE", help="returns: one column per strategy, one row per day, optional header")
+    data.add_argument("--synthetic", metavar="DAYS", type=_count(2), help="synthetic returns of --n strategies")
+    s.add_argument("--n", type=_count(1), default=None, help="strategies (with --csv: its first n columns)")
+    s.add_argument("--k", type=_count(1), required=True, help="subset size")
+    s.add_argument("--seed", type=int, default=0, help="synthetic data's seed")
+    s.add_argument("--variant", default="incremental")
+    s.add_argument("--backend", default="numba", choices=["numba", "cuda-c", "cpu"])
+    where = s.add_mutually_exclusive_group()
+    where.add_argument("--gpus", metavar="all|N", type=_gpu_count,
+                       help="a local Dask cluster, one worker per GPU (on the simulator: 2 CPU workers)")
+    where.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786")
+    s.add_argument("--chunks", type=_count(1), default=None, help="rank ranges (Dask tasks); default 4 per worker")
+    s.add_argument("--json", action="store_true", help="one line of JSON")
+    s.set_defaults(fn=cmd_subset)
+
+
+def _gpu_count(text: str) -> str:
+    if text != "all":
+        _count(1)(text)
+    return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="gpulab", description="GPU algorithms, built step by step.")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
@@ -202,6 +240,7 @@ def build_parser() -> argparse.ArgumentParser:
     s.set_defaults(fn=cmd_compile_check)
 
     _gp_parser(sub)
+    _subset_parser(sub)
     return p
 
 

@@ -31,7 +31,7 @@ __all__ = ["least_correlated", "least_correlated_reference", "SubsetResult", "ch
 
 # --8<-- [start:entry]
 def least_correlated(C, k: int, variant: str = "incremental", backend: str = "numba",
-                     params: dict | None = None) -> SubsetResult:
+                     params: dict | None = None, ranks: tuple[int, int] | None = None) -> SubsetResult:
     """The k strategies whose correlation submatrix is closest to the identity (Frobenius norm).
 
     Args:
@@ -43,6 +43,9 @@ def least_correlated(C, k: int, variant: str = "incremental", backend: str = "nu
         backend: `"numba"`, `"cuda-c"` (needs pycuda and a GPU) or `"cpu"` (which copies a
             device C's packed triangle to the host: the CPU baseline runs there).
         params: override the variant's parameters (block, partition, chunk ...).
+        ranks: `(start, stop)`: search only the subsets of lexicographic ranks
+            start <= rank < stop (a non-empty part of [0, C(n, k)), aligned to nothing);
+            None: all of them. [`gpulab.distributed`][gpulab.distributed] splits a search so.
 
     Returns:
         [`SubsetResult`][gpulab.subset.reference.SubsetResult] (combination, distance
@@ -60,13 +63,20 @@ def least_correlated(C, k: int, variant: str = "incremental", backend: str = "nu
     else:
         C, n, k = host.validate(C, k)
         Q = squared_packed(C)
+    distance, r = search_packed(Q, n, k, variant, backend, params, ranks)
+    return SubsetResult(unrank(n, k, r), float(distance), int(r))
+# --8<-- [end:entry]
+
+
+def search_packed(Q, n: int, k: int, variant: str = "incremental", backend: str = "numba",
+                  params: dict | None = None, ranks: tuple[int, int] | None = None) -> tuple[float, int]:
+    """The search itself, on an already validated packed `Q` (host or device):
+    `(distance, rank)` of the best subset among the ranks `ranks` (default: all)."""
     v = REGISTRY.resolve(variant, backend)
     if v.backend == "cpu":
         Q = to_host(Q)
     p = dict(v.params, **(params or {}))
-    distance, r = v.run(Q, n, k, p)()
-    return SubsetResult(unrank(n, k, r), float(distance), int(r))
-# --8<-- [end:entry]
+    return v.run(Q, n, k, p, ranks=ranks)()
 
 
 def variants(backend: str | None = None) -> list[str]:

@@ -134,6 +134,31 @@ def correlation_on_device(dR):
 # --8<-- [end:validate_device]
 
 
+# --8<-- [start:rank_range]
+def rank_range(n: int, k: int, ranks=None) -> tuple[int, int]:
+    """The ranks ``[start, stop)`` a search covers: all C(n, k) subsets when ``ranks`` is None,
+    else the non-empty sub-range ``0 <= start < stop <= C(n, k)`` it names.
+
+    Any range works, aligned to nothing: every variant unranks its first subset, so a search
+    over part of the ranks is the same search with another first and last rank. That is what
+    lets [`gpulab.distributed`][gpulab.distributed] hand ranges to different GPUs.
+    """
+    total = choose(n, k)
+    if ranks is None:
+        return 0, total
+    try:
+        start, stop = ranks
+    except (TypeError, ValueError):
+        raise DtypeError(f"ranks must be a pair (start, stop), got {ranks!r}") from None
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in (start, stop)):
+        raise DtypeError(f"ranks must be two integers (start, stop), got {ranks!r}")
+    start, stop = int(start), int(stop)
+    if not 0 <= start < stop <= total:
+        raise LimitError(f"ranks = ({start}, {stop}) is not a non-empty range inside [0, C({n}, {k}) = {total})")
+    return start, stop
+# --8<-- [end:rank_range]
+
+
 def check_gpu_limits(n: int, k: int) -> None:
     if k > MAX_K:
         raise LimitError(f"k = {k} exceeds the GPU kernels' limit of MAX_K = {MAX_K} (the size of the thread-local selection)")
@@ -233,10 +258,11 @@ def _upload(Q, n, k):
     return dQ, cuda.to_device(binomial_table(n, k))
 
 
-def _partitions(total: int, partition: int):
-    base = 0
-    while base < total:
-        count = min(partition, total - base)
+def _partitions(start: int, stop: int, partition: int):
+    """(base, count) pieces of at most ``partition`` ranks covering [start, stop) in order."""
+    base = start
+    while base < stop:
+        count = min(partition, stop - base)
         yield base, count
         base += count
 
@@ -287,7 +313,7 @@ def _cuda_launcher(fn):
 
 # --8<-- [start:seed_host]
 def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=True, extra=(), shared_bytes=0,
-                before=None):
+                before=None, ranks=None):
     """The host side of the three seed variants (`global`, `shared`, `constant_local`), written
     once for both backends: partitions of `params["partition"]` ranks, one launch each.
 
@@ -296,13 +322,14 @@ def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=Tru
     argmin happens on the host; otherwise one (value, rank) pair per block comes back.
     `launch_kernel(grid, block, shared_bytes, *args)` launches the numba or CUDA C kernel;
     `before()` runs at the start of every search (CUDA C's copy of Q into constant memory).
+    `ranks`: search only the ranks [start, stop) (see [`rank_range`][gpulab.subset.host.rank_range]).
     """
     from numba import cuda
 
     check_gpu_limits(n, k)
     block, max_blocks, partition = geometry(params)
-    total = choose(n, k)
-    part = min(partition, total)
+    start, stop = rank_range(n, k, ranks)
+    part = min(partition, stop - start)
     grid = min(ceil_div(part, block), max_blocks)
     if per_subset:
         threads = grid * block
@@ -329,7 +356,7 @@ def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=Tru
         else:  # Q is in constant memory
             inputs = (cuda.to_device(binomial_table(n, k)),)
         best = None
-        for base, count in _partitions(total, part):  # the host partition loop
+        for base, count in _partitions(start, stop, part):  # the host partition loop
             launch_kernel(grid, block, shared_bytes, *inputs, np.int32(n), np.int32(k), *extra,
                           np.uint64(base), np.int64(count), *outputs)
             best = _merge(best, partition_best(base, count))
@@ -342,10 +369,10 @@ def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=Tru
 # ----------------------------------------------------------------------------- numba
 
 
-def numba_global(Q, n, k, params):
+def numba_global(Q, n, k, params, ranks=None):
     from gpulab.subset.kernels_numba import subset_global
 
-    return seed_search(Q, n, k, params, _numba_launcher(subset_global), per_subset=True)
+    return seed_search(Q, n, k, params, _numba_launcher(subset_global), per_subset=True, ranks=ranks)
 
 
 def _shared_layout_bytes(n, k, params) -> int:
@@ -357,16 +384,16 @@ def _shared_layout_bytes(n, k, params) -> int:
     return nbytes
 
 
-def numba_shared(Q, n, k, params):
+def numba_shared(Q, n, k, params, ranks=None):
     from gpulab.subset.kernels_numba import SIG_SHARED, subset_shared
 
     nbytes = _shared_layout_bytes(n, k, params)
     _numba_optin(subset_shared, SIG_SHARED, nbytes)
     return seed_search(Q, n, k, params, _numba_launcher(subset_shared), extra=(np.int32(npairs(n)),),
-                       shared_bytes=nbytes)
+                       shared_bytes=nbytes, ranks=ranks)
 
 
-def numba_constant_local(Q, n, k, params):
+def numba_constant_local(Q, n, k, params, ranks=None):
     from gpulab.subset.kernels_numba import constant_local_kernel
 
     check_gpu_limits(n, k)
@@ -375,14 +402,15 @@ def numba_constant_local(Q, n, k, params):
     # numba's constant arrays are compile-time data: Q (at most 64 KiB) is baked into the
     # kernel, so a Q computed on the device is copied to the host once, here.
     kern = constant_local_kernel(to_host(Q))
-    return seed_search(Q, n, k, params, _numba_launcher(kern), reads_q=False, shared_bytes=16 * block)
+    return seed_search(Q, n, k, params, _numba_launcher(kern), reads_q=False, shared_bytes=16 * block, ranks=ranks)
 
 
-def _incremental_geometry(n, k, params):
+def _incremental_geometry(n, k, params, ranks=None):
     block, max_blocks, _ = geometry(params)
     if block < 32:
         raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
-    total = choose(n, k)
+    start, stop = rank_range(n, k, ranks)
+    total = stop - start
     chunk = params.get("chunk", 256)
     if device.on_simulator():
         chunk = min(chunk, params.get("sim_chunk", 7))
@@ -392,31 +420,29 @@ def _incremental_geometry(n, k, params):
         chunk = max(min(chunk, params.get("chunk_min", 32)), min(chunk, ceil_div(total, target)))
     nchunks = ceil_div(total, chunk)
     grid = max(1, min(ceil_div(nchunks, block), max_blocks))
-    return block, grid, total, chunk, nchunks
+    return block, grid, (start, stop), chunk, nchunks
 
 
 def _numba_incremental(warp):
-    def prepare(Q, n, k, params):
-        from numba import cuda
-
-        from gpulab.subset.kernels_numba import SIG_FINAL, SIG_INCREMENTAL, final_argmin, incremental_kernel
+    def prepare(Q, n, k, params, ranks=None):
+        from gpulab.subset.kernels_numba import SIG_INCREMENTAL, final_argmin, incremental_kernel
 
         check_gpu_limits(n, k)
-        block, grid, total, chunk, nchunks = _incremental_geometry(n, k, params)
+        block, grid, (start, stop), chunk, nchunks = _incremental_geometry(n, k, params, ranks)
         nbytes = shared_bytes_incremental(n, block)
         check_shared(nbytes, f"the incremental variant (n = {n}, block = {block})")
         kern = incremental_kernel(k, warp)
         _numba_optin(kern, SIG_INCREMENTAL, nbytes)
-        vals, ranks = _block_results(grid)
+        vals, block_ranks = _block_results(grid)
         out_v, out_r = _block_results(1)
         fb = 256 if not device.on_simulator() else 32
 
         # --8<-- [start:incremental_host]
         def launch():
             dQ, dT = _upload(Q, n, k)
-            kern[grid, block, 0, nbytes](dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(total),
-                                         np.uint64(chunk), np.int64(nchunks), vals, ranks)
-            final_argmin[1, fb, 0, 16 * fb](vals, ranks, np.int32(grid), out_v, out_r)
+            kern[grid, block, 0, nbytes](dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(start), np.uint64(stop),
+                                         np.uint64(chunk), np.int64(nchunks), vals, block_ranks)
+            final_argmin[1, fb, 0, 16 * fb](vals, block_ranks, np.int32(grid), out_v, out_r)
             s, r = out_v.copy_to_host()[0], out_r.copy_to_host()[0]  # the one host sync
             return math.sqrt(2.0 * float(s)), int(r)
         # --8<-- [end:incremental_host]
@@ -437,18 +463,18 @@ def _cu(name, defines=None):
     return cudac.kernel(PACKAGE, SOURCE, name, defines or {})
 
 
-def cuda_global(Q, n, k, params):
+def cuda_global(Q, n, k, params, ranks=None):
     check_gpu_limits(n, k)
-    return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_global")), per_subset=True)
+    return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_global")), per_subset=True, ranks=ranks)
 
 
-def cuda_shared(Q, n, k, params):
+def cuda_shared(Q, n, k, params, ranks=None):
     nbytes = _shared_layout_bytes(n, k, params)
     return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_shared")), extra=(np.int32(npairs(n)),),
-                       shared_bytes=nbytes)
+                       shared_bytes=nbytes, ranks=ranks)
 
 
-def cuda_constant_local(Q, n, k, params):
+def cuda_constant_local(Q, n, k, params, ranks=None):
     import pycuda.driver as drv
 
     check_gpu_limits(n, k)
@@ -466,25 +492,25 @@ def cuda_constant_local(Q, n, k, params):
             drv.memcpy_htod(sym, np.ascontiguousarray(Q, dtype=np.float64))
 
     return seed_search(Q, n, k, params, _cuda_launcher(module.get_function("subset_constant_local")),
-                       reads_q=False, shared_bytes=16 * block, before=copy_q)
+                       reads_q=False, shared_bytes=16 * block, before=copy_q, ranks=ranks)
 
 
 def _cuda_incremental(name):
-    def prepare(Q, n, k, params):
+    def prepare(Q, n, k, params, ranks=None):
         check_gpu_limits(n, k)
-        block, grid, total, chunk, nchunks = _incremental_geometry(n, k, params)
+        block, grid, (start, stop), chunk, nchunks = _incremental_geometry(n, k, params, ranks)
         nbytes = shared_bytes_incremental(n, block)
         check_shared(nbytes, f"the incremental variant (n = {n}, block = {block})")
         fn = _cu(name, {"SUBSET_K": k})
         fin = _cu("final_argmin", {"SUBSET_K": k})
-        vals, ranks = _block_results(grid)
+        vals, block_ranks = _block_results(grid)
         out_v, out_r = _block_results(1)
 
         def launch():
             dQ, dT = _upload(Q, n, k)
-            cudac.launch(fn, (grid,), (block,), dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(total),
-                         np.uint64(chunk), np.int64(nchunks), vals, ranks, shared_bytes=nbytes)
-            cudac.launch(fin, (1,), (256,), vals, ranks, np.int32(grid), out_v, out_r, shared_bytes=16 * 256)
+            cudac.launch(fn, (grid,), (block,), dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(start),
+                         np.uint64(stop), np.uint64(chunk), np.int64(nchunks), vals, block_ranks, shared_bytes=nbytes)
+            cudac.launch(fin, (1,), (256,), vals, block_ranks, np.int32(grid), out_v, out_r, shared_bytes=16 * 256)
             s, r = out_v.copy_to_host()[0], out_r.copy_to_host()[0]
             return math.sqrt(2.0 * float(s)), int(r)
 
@@ -500,13 +526,14 @@ cuda_incremental_warp = _cuda_incremental("subset_incremental_warp")
 # ----------------------------------------------------------------------------- CPU
 
 
-def cpu_parallel(Q, n, k, params):
+def cpu_parallel(Q, n, k, params, ranks=None):
     from gpulab.subset.reference import least_correlated_cpu
 
     chunk = params.get("chunk", 1 << 16)
+    ranks = rank_range(n, k, ranks)
 
     def launch():
-        s, r = least_correlated_cpu(Q, n, k, chunk=chunk)
+        s, r = least_correlated_cpu(Q, n, k, chunk=chunk, ranks=ranks)
         return math.sqrt(2.0 * s), r
 
     return launch
@@ -515,12 +542,14 @@ def cpu_parallel(Q, n, k, params):
 REFERENCE_LIMIT = 3_000_000
 
 
-def cpu_reference(Q, n, k, params):
+def cpu_reference(Q, n, k, params, ranks=None):
     from gpulab.subset.reference import distance_from_sum, subset_sum
 
     total = choose(n, k)
-    if total > REFERENCE_LIMIT:
-        raise LimitError(f"C({n}, {k}) = {total} subsets is over the itertools reference's limit of "
+    start, stop = rank_range(n, k, ranks)
+    if stop - start > REFERENCE_LIMIT:
+        what = f"C({n}, {k}) = {total} subsets" if ranks is None else f"the ranks [{start}, {stop})"
+        raise LimitError(f"{what} is over the itertools reference's limit of "
                          f"{REFERENCE_LIMIT} (pure Python: seconds per million subsets)")
 
     def launch():
@@ -528,10 +557,30 @@ def cpu_reference(Q, n, k, params):
 
         q = Q.tolist()
         best, best_rank = math.inf, -1
-        for m, c in enumerate(itertools.combinations(range(n), k)):
+        from gpulab.subset.combinatorics import unrank
+
+        first = unrank(n, k, start)  # the first subset of the range, then itertools' lexicographic order on
+        subsets = itertools.islice(_lexicographic_from(n, k, first), stop - start)
+        for m, c in enumerate(subsets, start):
             d = distance_from_sum(subset_sum(q, c))
             if d < best:
                 best, best_rank = d, m
         return best, best_rank
 
     return launch
+
+
+def _lexicographic_from(n: int, k: int, c):
+    """The k-subsets of range(n) in lexicographic order, from ``c`` on (what
+    `itertools.combinations` yields after it, without walking the ones before)."""
+    c = list(c)
+    while True:
+        yield tuple(c)
+        i = k - 1
+        while i >= 0 and c[i] == n - k + i:
+            i -= 1
+        if i < 0:
+            return
+        c[i] += 1
+        for t in range(i + 1, k):
+            c[t] = c[t - 1] + 1

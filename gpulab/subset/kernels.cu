@@ -212,7 +212,7 @@ __device__ __forceinline__ void stage_q(const double* __restrict__ Q, double* Qs
 
 // --8<-- [start:incremental]
 extern "C" __global__ void subset_incremental(const double* __restrict__ Q, const u64* __restrict__ T, int n,
-                                              int npairs, u64 total, u64 chunk, long long nchunks,
+                                              int npairs, u64 base, u64 stop, u64 chunk, long long nchunks,
                                               double* out_val, u64* out_rank)
 {
     extern __shared__ double smem[];  // [Q: npairs][values: B][ranks: B]
@@ -221,8 +221,8 @@ extern "C" __global__ void subset_incremental(const double* __restrict__ Q, cons
     u64 best_rank = RANK_NONE;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < nchunks; t += stride) {
-        const u64 start = (u64)t * chunk;
-        const u64 count = min(chunk, total - start);
+        const u64 start = base + (u64)t * chunk;  // chunks of the ranks [base, stop)
+        const u64 count = min(chunk, stop - start);
         scan_chunk<SUBSET_K>(smem, T, n, start, count, best, best_rank);
     }
     block_argmin(smem + npairs, (u64*)(smem + npairs + blockDim.x), best, best_rank);
@@ -242,7 +242,7 @@ __device__ __forceinline__ void warp_argmin(double& v, u64& r)
 }
 
 extern "C" __global__ void subset_incremental_warp(const double* __restrict__ Q, const u64* __restrict__ T, int n,
-                                                   int npairs, u64 total, u64 chunk, long long nchunks,
+                                                   int npairs, u64 base, u64 stop, u64 chunk, long long nchunks,
                                                    double* out_val, u64* out_rank)
 {
     extern __shared__ double smem[];
@@ -251,8 +251,8 @@ extern "C" __global__ void subset_incremental_warp(const double* __restrict__ Q,
     u64 best_rank = RANK_NONE;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < nchunks; t += stride) {
-        const u64 start = (u64)t * chunk;
-        const u64 count = min(chunk, total - start);
+        const u64 start = base + (u64)t * chunk;  // chunks of the ranks [base, stop)
+        const u64 count = min(chunk, stop - start);
         scan_chunk<SUBSET_K>(smem, T, n, start, count, best, best_rank);
     }
     double* wv = smem + npairs;

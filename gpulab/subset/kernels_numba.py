@@ -196,7 +196,7 @@ def incremental_kernel(K: int, warp: bool):
 
     # --8<-- [start:incremental]
     @cuda.jit
-    def subset_incremental(Q, T, n, npairs, total, chunk, nchunks, out_val, out_rank):
+    def subset_incremental(Q, T, n, npairs, base, stop, chunk, nchunks, out_val, out_rank):
         fs = cuda.shared.array(0, float64)
         us = cuda.shared.array(0, uint64)
         tid = cuda.threadIdx.x
@@ -208,10 +208,10 @@ def incremental_kernel(K: int, warp: bool):
         P = cuda.local.array(KA, float64)
         best = np.inf
         best_rank = RANK_NONE
-        # grid-stride over chunks: the whole partition loop runs on the GPU
+        # grid-stride over chunks of the ranks [base, stop): the whole partition loop runs on the GPU
         for t in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
-            start = uint64(t) * chunk
-            count = min(chunk, total - start)
+            start = base + uint64(t) * chunk
+            count = min(chunk, stop - start)
             s, r = scan_dev(fs, T, n, K, start, count, c, P)
             if s < best:
                 best = s
@@ -373,7 +373,7 @@ def correlation_pairs(R, T, n, mean, ss, C):
 SIG_GLOBAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, int64, int32[::1], float64[::1], float64[::1])"
 SIG_SHARED = "void(float64[::1], uint64[:, ::1], int32, int32, int32, uint64, int64, float64[::1], uint64[::1])"
 SIG_CONSTANT = "void(uint64[:, ::1], int32, int32, uint64, int64, float64[::1], uint64[::1])"
-SIG_INCREMENTAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, uint64, int64, float64[::1], uint64[::1])"
+SIG_INCREMENTAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, uint64, uint64, int64, float64[::1], uint64[::1])"
 SIG_FINAL = "void(float64[::1], uint64[::1], int32, float64[::1], uint64[::1])"
 SIG_CHECKS = "void({0}[:, ::1], int32, float64[::1])"
 SIG_PACK = "void({0}[:, ::1], int32, float64[::1])"

@@ -256,10 +256,10 @@ def _cpu_kernels():
         scan = numba.njit(cache=False)(scan_chunk)
 
         @numba.njit(parallel=True, cache=False)
-        def search(Q, T, n, k, total, chunk, nchunks, best, best_rank):
+        def search(Q, T, n, k, base, stop, chunk, nchunks, best, best_rank):
             for t in numba.prange(nchunks):
-                start = np.uint64(t) * chunk
-                count = min(chunk, total - start)
+                start = base + np.uint64(t) * chunk
+                count = min(chunk, stop - start)
                 c = np.empty(max(k, 1), np.int64)
                 P = np.empty(max(k, 1), np.float64)
                 s, r = scan(Q, T, n, k, start, count, c, P)
@@ -270,18 +270,22 @@ def _cpu_kernels():
     return _CPU["search"]
 
 
-def least_correlated_cpu(Q: np.ndarray, n: int, k: int, chunk: int = 1 << 16) -> tuple[float, int]:
-    """Fast CPU baseline: chunks of consecutive ranks in parallel (numba prange); returns (sum, rank)."""
+def least_correlated_cpu(Q: np.ndarray, n: int, k: int, chunk: int = 1 << 16, ranks=None) -> tuple[float, int]:
+    """Fast CPU baseline: chunks of consecutive ranks in parallel (numba prange); returns (sum, rank).
+
+    ``ranks=(start, stop)`` searches only those ranks (see `gpulab.subset.host.rank_range`)."""
     from gpulab.arrays import to_host
+    from gpulab.subset.host import rank_range
 
     Q = to_host(Q)
-    total = choose(n, k)
+    start, stop = rank_range(n, k, ranks)
     search = _cpu_kernels()
     T = binomial_table(n, k)
-    nchunks = -(-total // chunk)
+    nchunks = -(-(stop - start) // chunk)
     best = np.empty(nchunks, np.float64)
     best_rank = np.empty(nchunks, np.uint64)
-    search(Q, T, np.int64(n), np.int64(k), np.uint64(total), np.uint64(chunk), np.int64(nchunks), best, best_rank)
+    search(Q, T, np.int64(n), np.int64(k), np.uint64(start), np.uint64(stop), np.uint64(chunk), np.int64(nchunks),
+           best, best_rank)
     t = int(np.argmin(best))  # first minimum: chunks are in rank order, so the lowest rank wins ties
     return float(best[t]), int(best_rank[t])
 

@@ -45,6 +45,11 @@ REGISTRY.add(Variant("reference", "cpu", ("host",),
                      host.cpu_reference, teaching_only=True))
 
 GPU_VARIANTS = ("global", "shared", "constant_local", "incremental", "incremental_warp")
+# What each variant's argmin compares: the incremental scans (and the CPU baseline, the same
+# scan) compare squared sums s; the seed variants and the reference compare distances
+# sqrt(2 s). sqrt maps neighbouring doubles to one double, so the two orders can differ on
+# ties; a merge of partial searches (gpulab.distributed) must compare what the variant compares.
+COMPARES_SUMS = frozenset({"incremental", "incremental_warp", "cpu_parallel"})
 # K values the CUDA C incremental kernels are compiled for in the NVRTC check (any K <= MAX_K works).
 CHECK_KS = (1, 2, 5, 6, 16)
 

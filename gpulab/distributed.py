@@ -1,0 +1,439 @@
+r"""Beyond one GPU: chapter 2's subset search and chapter 3's population evaluation on a Dask
+cluster — one worker per GPU, on one machine or many.
+
+```python
+from dask.distributed import Client
+import gpulab.distributed as gd, gpulab.subset as ss
+
+client = Client(gd.local_cluster())          # one worker per local GPU (or Client("tcp://host:8786"))
+C = ss.correlation(ss.synthetic_returns(250, 200, seed=1))
+best = gd.least_correlated(C, 6, client=client)   # == ss.least_correlated(C, 6), bit for bit
+```
+
+**The subset search.** The ranks [0, C(n, k)) are cut into contiguous ranges, one Dask task
+each; a task runs the single-GPU search of [`gpulab.subset`][gpulab.subset] on its range
+(`least_correlated(..., ranks=(start, stop))`: every variant unranks its first subset, so a
+range needs nothing from the ranges before it). The packed triangle Q is scattered to every
+worker once. The partial answers are merged by the rule of the single-GPU search — the least
+value, and among equal values the lowest rank — comparing what the variant's own argmin
+compares (squared sums for the incremental scans, distances for the seed variants), so the
+answer is the single-GPU answer: the same combination, distance (bit for bit) and rank.
+
+**GP evaluation.** The population is cut into contiguous shards of individuals, the market
+scattered once; each task is [`gpulab.gp.evaluate`][gpulab.gp.evaluate] on its shard (an
+individual's fitness depends on nothing but its own programs and the market), and the fitness
+arrays are concatenated in order: bit for bit the single-device fitness.
+
+**A lost worker** (its process killed, its machine gone): Dask reschedules the tasks that were
+on it — their inputs are on the scheduler's other workers or recomputed — and the answer does not
+change, since every task is a pure function of its range. What it costs is the chunks it held
+(at most the time of one chunk times the chunks it had in flight).
+
+Bad inputs (shape, dtype, k, variant, chunks) fail on the client, before any task is submitted,
+with chapter 2's and chapter 3's own checks. Limits only a worker's device knows (the shared
+memory of its GPU) are checked on the worker, and the first task to fail raises its error on
+the client, the other tasks cancelled.
+
+Inputs are numpy arrays (a device array is copied to the host once: its triangle is what is
+scattered); results are numpy (fitness) and a small [`SubsetResult`][gpulab.subset.SubsetResult].
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from gpulab import device
+from gpulab.errors import DtypeError, GpulabError, LimitError
+
+# The default number of chunks of a subset search: CHUNKS_PER_WORKER per worker (a lost worker
+# then costs a quarter of its share), but no chunk below MIN_CHUNK_RANKS subsets — 2**32, about
+# 30 ms of an H200 at 1.5e11 subsets/s, so that Dask's per-task cost (a few ms: scheduling, one
+# message each way, the upload of Q) stays a few per cent. Always a multiple of the worker count,
+# so that equal chunks give every worker equal work.
+CHUNKS_PER_WORKER = 4
+MIN_CHUNK_RANKS = 1 << 32
+SHARDS_PER_WORKER = 1
+
+
+class NoCluster(GpulabError, RuntimeError):
+    """No Dask client was given and none is active, or its cluster has no workers."""
+
+
+# ----------------------------------------------------------------------------- the cluster
+
+
+def visible_gpus() -> list[str]:
+    """The GPUs this machine lets us use, as ``CUDA_VISIBLE_DEVICES`` entries, found without a
+    CUDA context in this process: ``$CUDA_VISIBLE_DEVICES`` when set, else ``nvidia-smi -L``;
+    none on the simulator (``GPULAB_DEVICE=sim`` / ``NUMBA_ENABLE_CUDASIM=1``) or without a driver."""
+    if device.on_simulator():
+        return []
+    env = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if env is not None:
+        return [d.strip() for d in env.split(",") if d.strip() and d.strip() != "-1"]
+    smi = shutil.which("nvidia-smi")
+    if smi is None:
+        return []
+    try:
+        out = subprocess.run([smi, "-L"], capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return [str(i) for i, line in enumerate(l for l in out.splitlines() if l.startswith("GPU "))]
+
+
+# --8<-- [start:cluster]
+def local_cluster(gpus="all", *, cpu_workers: int = 2, **kwargs):
+    """A Dask cluster of this machine: one worker process per GPU, one thread each.
+
+    Args:
+        gpus: ``"all"``, a count, or a list of ``CUDA_VISIBLE_DEVICES`` entries.
+        cpu_workers: on the simulator (no GPU), this many CPU worker processes instead.
+        kwargs: passed to the cluster class.
+
+    With dask-cuda installed this is its ``LocalCUDACluster``. Without it, a ``SpecCluster``
+    of ``Nanny`` workers does what it does: worker i sees only GPU i
+    (``CUDA_VISIBLE_DEVICES=i``, so its device 0 is that GPU) and runs one thread, so one
+    search at a time owns the GPU. Workers are new processes (Dask spawns them, never forks),
+    and each makes its own device choice with the client's ``GPULAB_DEVICE``.
+    """
+    from distributed import LocalCluster, Nanny, Scheduler, SpecCluster
+
+    mode = "sim" if device.on_simulator() else "gpu"
+    env = {"GPULAB_DEVICE": mode}
+    kwargs.setdefault("dashboard_address", None)
+    devices = visible_gpus()
+    if mode == "sim" or not devices:
+        return LocalCluster(n_workers=cpu_workers, threads_per_worker=1, processes=True, env=env, **kwargs)
+    if gpus != "all":
+        if isinstance(gpus, (int, np.integer)) and not isinstance(gpus, bool):
+            if not 1 <= gpus <= len(devices):
+                raise LimitError(f"gpus = {gpus}: this machine shows {len(devices)} GPU(s)")
+            devices = devices[:int(gpus)]
+        else:
+            devices = [str(d) for d in gpus]
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError:
+        pass
+    else:
+        return LocalCUDACluster(CUDA_VISIBLE_DEVICES=",".join(devices), threads_per_worker=1, env=env, **kwargs)
+    # Worker i is bound to its GPU by ordinal (bind_worker_gpu), not by CUDA_VISIBLE_DEVICES: a
+    # spawned worker re-imports the client's main module, whose `import gpulab` initialises CUDA
+    # (device detection) before the Nanny's env reaches the process, so a CUDA_VISIBLE_DEVICES set
+    # there is ignored and every worker lands on GPU 0 (seen on two H200s: 2 workers, 0.88x).
+    # CUDA_DEVICE is pycuda's choice of device for the CUDA C backend.
+    seen = visible_gpus()
+    workers = {f"gpu-{d}": {"cls": Nanny, "options": {"nthreads": 1, "env": dict(
+        env, GPULAB_WORKER_GPU=str(seen.index(d)), CUDA_DEVICE=str(seen.index(d)))}} for d in devices}
+    scheduler = {"cls": Scheduler, "options": {"dashboard_address": kwargs.pop("dashboard_address")}}
+    return SpecCluster(workers=workers, scheduler=scheduler, **kwargs)
+# --8<-- [end:cluster]
+
+
+_BOUND = False
+
+
+def bind_worker_gpu() -> None:
+    """On a worker of [`local_cluster`][gpulab.distributed.local_cluster]: make its GPU (the
+    ordinal in ``GPULAB_WORKER_GPU``) numba's current device, once, before the task's first
+    CUDA call; pycuda follows through ``CUDA_DEVICE``. Elsewhere (the client, a worker of
+    another cluster, the simulator) it does nothing."""
+    global _BOUND
+    ordinal = os.environ.get("GPULAB_WORKER_GPU")
+    if _BOUND or ordinal is None or device.on_simulator():
+        return
+    from numba import cuda
+
+    cuda.select_device(int(ordinal))
+    _BOUND = True
+
+
+def worker_device() -> dict:
+    """The GPU this process computes on (after binding): name, ordinal and PCI bus id."""
+    bind_worker_gpu()
+    if device.on_simulator():
+        return {"name": "simulator", "ordinal": None, "pci_bus_id": None}
+    from numba import cuda
+
+    d = cuda.get_current_device()
+    name = d.name.decode() if isinstance(d.name, bytes) else str(d.name)
+    return {"name": name, "ordinal": int(d.id), "pci_bus_id": int(d.PCI_BUS_ID)}
+
+
+def _client(client):
+    if client is not None:
+        return client
+    try:
+        from distributed import get_client
+
+        return get_client()
+    except ValueError:
+        raise NoCluster("no Dask client: pass client=Client(...) (e.g. Client(gpulab.distributed.local_cluster()) "
+                        "or Client('tcp://host:8786'))") from None
+
+
+def worker_count(client) -> int:
+    n = len(client.scheduler_info().get("workers", {}))
+    if n == 0:
+        raise NoCluster(f"the Dask cluster at {client.scheduler.address} has no workers")
+    return n
+
+
+def _count(value, name: str) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise DtypeError(f"{name} must be a whole number, got {value!r}")
+    if value < 1:
+        raise LimitError(f"{name} = {value}: at least 1")
+    return int(value)
+
+
+# ----------------------------------------------------------------------------- the subset search
+
+
+@dataclass(frozen=True)
+class ChunkResult:
+    """One task's answer: the best subset of the ranks [start, stop).
+
+    ``key`` is what the variant's argmin compares (the squared sum, or the distance);
+    ``seconds`` the search's time on the worker (upload, kernels, the answer back)."""
+
+    start: int
+    stop: int
+    key: float
+    distance: float
+    rank: int
+    seconds: float
+    worker: str
+
+
+# --8<-- [start:split]
+def default_chunks(total: int, workers: int) -> int:
+    """CHUNKS_PER_WORKER chunks per worker, fewer when chunks would fall under MIN_CHUNK_RANKS
+    subsets; always a multiple of the workers (and at most one chunk per subset)."""
+    per_worker = max(1, min(CHUNKS_PER_WORKER, total // (workers * MIN_CHUNK_RANKS)))
+    return min(total, workers * per_worker)
+
+
+def split(start: int, stop: int, chunks: int) -> list[tuple[int, int]]:
+    """[start, stop) as ``chunks`` contiguous ranges (at most one per rank), sizes within one."""
+    chunks = min(chunks, stop - start)
+    bounds = [start + (stop - start) * i // chunks for i in range(chunks + 1)]
+    return list(zip(bounds[:-1], bounds[1:]))
+# --8<-- [end:split]
+
+
+# --8<-- [start:task]
+def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -> ChunkResult:
+    """The task: the single-GPU search of chapter 2 over the ranks [start, stop), on a worker."""
+    from gpulab.subset import search_packed, unrank
+    from gpulab.subset.reference import subset_sum
+    from gpulab.subset.variants import COMPARES_SUMS
+
+    bind_worker_gpu()
+    t0 = time.perf_counter()
+    distance, rank = search_packed(Q, n, k, variant, backend, params, ranks)
+    seconds = time.perf_counter() - t0
+    # the squared sum of the winner, in the kernels' order and with their additions: the same bits
+    key = subset_sum(Q, unrank(n, k, rank)) if variant in COMPARES_SUMS else distance
+    return ChunkResult(ranks[0], ranks[1], float(key), float(distance), int(rank), seconds, _worker_name())
+# --8<-- [end:task]
+
+
+def _worker_name() -> str:
+    try:
+        from distributed import get_worker
+
+        return get_worker().address
+    except ValueError:
+        return "client"
+
+
+# --8<-- [start:merge]
+def merge(parts) -> ChunkResult:
+    """The best of the partial answers: the least key, and among equal keys the lowest rank —
+    the single-GPU search's own rule, so the merged answer is its answer."""
+    return min(parts, key=lambda p: (p.key, p.rank))
+# --8<-- [end:merge]
+
+
+def _prepare_subset(C, k, variant, backend, params):
+    """Chapter 2's checks, on the client: `(Q on the host, n, k)`."""
+    from gpulab.arrays import is_device_array, to_host
+    from gpulab.subset import host
+    from gpulab.subset.reference import squared_packed
+    from gpulab.subset.variants import REGISTRY
+
+    if is_device_array(C):
+        C = to_host(C)  # n² values; its triangle is what every worker gets
+    C, n, k = host.validate(C, k)
+    REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
+    if params is not None and not isinstance(params, dict):
+        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
+    if backend != "cpu":
+        host.check_gpu_limits(n, k)
+        if device.on_simulator() and variant in ("incremental", "incremental_warp", "shared"):
+            # the simulator's limits are the H200's; a GPU client leaves this to its workers
+            # (reading a GPU's limits here would make a CUDA context in the client)
+            block = host.geometry(dict(REGISTRY.get(variant, backend).params, **(params or {})))[0]
+            nbytes = (host.shared_bytes_shared(n, k, block) if variant == "shared"
+                      else host.shared_bytes_incremental(n, block))
+            host.check_shared(nbytes, f"the {variant} variant (n = {n}, k = {k}, block = {block})")
+    return squared_packed(C), n, k
+
+
+def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant: str = "incremental",
+                  backend: str = "numba", params: dict | None = None) -> list[ChunkResult]:
+    """Every chunk's answer, in rank order (what [`least_correlated`][gpulab.distributed.least_correlated]
+    merges; the benchmark reads their times)."""
+    from gpulab.subset.combinatorics import choose
+
+    Q, n, k = _prepare_subset(C, k, variant, backend, params)
+    chunks = _count(chunks, "chunks")
+    client = _client(client)
+    total = choose(n, k)
+    ranges = split(0, total, chunks or default_chunks(total, worker_count(client)))
+    # --8<-- [start:submit]
+    q = client.scatter(Q, broadcast=True, hash=False)  # once, to every worker; the tasks get a reference
+    futures = [client.submit(search_chunk, q, n, k, variant, backend, params, r, pure=False) for r in ranges]
+    try:
+        return client.gather(futures)
+    except BaseException:
+        client.cancel(futures)  # the chunks still queued or running
+        raise
+    # --8<-- [end:submit]
+
+
+# --8<-- [start:entry]
+def least_correlated(C, k: int, *, client=None, chunks: int | None = None, variant: str = "incremental",
+                     backend: str = "numba", params: dict | None = None):
+    """[`gpulab.subset.least_correlated`][gpulab.subset.least_correlated] across a Dask cluster.
+
+    Args:
+        C: n×n correlation matrix (numpy; a device array is copied to the host once).
+        k: subset size.
+        client: a ``distributed.Client``; default: the active one.
+        chunks: how many rank ranges (tasks); default [`default_chunks`][gpulab.distributed.default_chunks]
+            (4 per worker, each at least 2**32 subsets).
+        variant: chapter 2's variant each task runs.
+        backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`).
+        params: its parameters (overrides), as for the single-GPU search.
+
+    Returns:
+        The [`SubsetResult`][gpulab.subset.SubsetResult] of the single-GPU search: the same
+        combination, distance and rank.
+
+    Raises:
+        ShapeError, DtypeError, LimitError, GpulabError: bad input, before any task is submitted.
+        NoCluster: no client, or a cluster without workers.
+    """
+    from gpulab.subset import SubsetResult, unrank
+
+    best = merge(search_chunks(C, k, client=client, chunks=chunks, variant=variant, backend=backend,
+                               params=params))
+    n = len(C)
+    return SubsetResult(unrank(n, k, best.rank), best.distance, best.rank)
+# --8<-- [end:entry]
+
+
+# ----------------------------------------------------------------------------- GP evaluation
+
+
+def shard(population, start: int, stop: int):
+    """Individuals [start, stop) of a population, as a population (byte code sliced, no re-parsing)."""
+    from gpulab.gp.programs import Population
+
+    o = population.offsets
+    lo, hi = int(o[2 * start]), int(o[2 * stop])
+    return Population(population.code[lo:hi], o[2 * start:2 * stop + 1] - lo,
+                      stats=population.stats[2 * start:2 * stop])
+
+
+def host_market(market):
+    """The market without its device arrays or device source (what is pickled to the workers)."""
+    from gpulab.gp.market import Market
+
+    return Market(None, None, None, None, None, names=market.names, dates=market.dates, _history=market._h,
+                  _window=(market.start, market.days))
+
+
+def evaluate_shard(population, market, variant: str, backend: str, params) -> np.ndarray:
+    """The task: chapter 3's evaluation of one shard, fitness as numpy."""
+    import gpulab.gp as gp
+    from gpulab.arrays import to_host
+
+    bind_worker_gpu()
+    return np.asarray(to_host(gp.evaluate(population, market, variant, backend, params)))
+
+
+def evaluate(population, market, *, client=None, shards: int | None = None, variant: str | None = None,
+             backend: str = "numba", params: dict | None = None) -> np.ndarray:
+    """[`gpulab.gp.evaluate`][gpulab.gp.evaluate] across a Dask cluster: the population in
+    contiguous shards of individuals, the market scattered once; the fitness (float64 ``[P]``,
+    numpy) is the single-device fitness bit for bit.
+
+    Args:
+        population: the individuals (as for ``gpulab.gp.evaluate``).
+        market: the market they trade on.
+        variant: chapter 3's variant (default: its default).
+        backend: its backend.
+        params: its parameters (overrides).
+        client: a ``distributed.Client``; default: the active one.
+        shards: how many tasks; default SHARDS_PER_WORKER per worker (at most one per individual).
+
+    Raises:
+        ProgramError, ProgramLimitError, LimitError, GpulabError: bad input, before any task is submitted.
+    """
+    import gpulab.gp as gp
+    from gpulab.gp import host as gp_host
+    from gpulab.gp.market import Market
+
+    variant = variant or gp.DEFAULT_VARIANT
+    pop = gp._population(population)
+    if not isinstance(market, Market):
+        raise DtypeError(f"market must be a gpulab.gp.Market, got {type(market).__name__}")
+    v = gp.REGISTRY.get(variant, backend)
+    if params is not None and not isinstance(params, dict):
+        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
+    p = dict(v.params, **(params or {}))
+    if backend != "cpu":
+        gp_host.check_market(market, variant)
+    gp_host.check_limits(variant, pop, gp_host.geometry(p) if backend != "cpu" else p)
+    shards = _count(shards, "shards")
+    client = _client(client)
+    P = len(pop)
+    pieces = split(0, P, shards or SHARDS_PER_WORKER * worker_count(client))
+    m = client.scatter(host_market(market), broadcast=True, hash=False)
+    futures = [client.submit(evaluate_shard, shard(pop, a, b), m, variant, backend, params, pure=False)
+               for a, b in pieces]
+    try:
+        return np.concatenate(client.gather(futures))
+    except BaseException:
+        client.cancel(futures)
+        raise
+
+
+def overhead_ms(client, repeat: int = 50) -> float:
+    """Dask's round trip for an empty task (submit, run, gather), median in ms."""
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        client.submit(_nothing, pure=False).result()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return float(np.median(times))
+
+
+def _nothing():
+    return None
+
+
+__all__ = ["least_correlated", "evaluate", "local_cluster", "visible_gpus", "search_chunks", "merge", "split",
+           "default_chunks", "ChunkResult", "NoCluster", "CHUNKS_PER_WORKER", "MIN_CHUNK_RANKS", "overhead_ms"]
+

@@ -1,0 +1,252 @@
+"""Beyond one GPU, measured: the subset search and GP evaluation on 1 and 2 GPUs through Dask,
+against the single-GPU call without Dask, in one run.
+
+    python scripts/bench_distributed.py --out gpu-out
+        -> distributed-<device>.json (gpulab-bench/1 records + Dask's overhead) and a table last
+
+Per case: a warm-up call (each worker compiles its kernels and opens its CUDA context: not
+timed), then ``--repeat`` timed calls, wall clock on the client (the whole call: scatter, tasks,
+gather, merge), median. Every answer is checked against the no-Dask answer of the same case
+(subset: combination, distance bit for bit and rank; GP: the fitness array bit for bit). For the
+subset search each task reports its own search time on its worker: the record keeps the busiest
+worker's sum, so ``wall - busiest`` is what Dask and the split cost on top of the GPUs' work.
+
+The no-Dask baseline runs last, in this process, after the clusters are closed (a CUDA context
+in the client while workers start would be a context on GPU 0 beside worker 0's).
+Dry run on a CPU: GPULAB_DEVICE=sim python scripts/bench_distributed.py --sim --out /tmp/d
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import gpulab  # noqa: F401  (device selection first)
+from gpulab import benchmark, device
+from gpulab import distributed as gd
+
+
+def subset_cases(sim: bool):
+    if sim:
+        return [dict(label="C(12,4)", n=12, k=4, days=40, variant="incremental", backend="numba")]
+    best = dict(variant="incremental", backend="cuda-c")  # chapter 2's fastest (subset-h200.json)
+    # C(300,5) was asked for; the incremental kernels keep Q (n(n-1)/2 doubles) in shared memory,
+    # which holds n <= 237 on an H200 (n = 300 needs 366,992 bytes of the 232,448: a LimitError
+    # from the worker, first run). So: C(200,6), and the largest n that fits, with k = 5 and 6.
+    return [dict(label="C(200,6)", n=200, k=6, days=250, **best), dict(label="C(236,6)", n=236, k=6, days=250, **best),
+            dict(label="C(236,5)", n=236, k=5, days=250, **best)]
+
+
+def gp_cases(sim: bool):
+    if sim:
+        return [dict(label="P=16 2x64", P=16, stocks=2, days=64, variant="register", backend="numba")]
+    out = []
+    for stocks, days in ((32, 768), (128, 4096)):  # the seed market and chapter 3's large one
+        for variant in ("bitsliced", "register"):
+            out.append(dict(label=f"4x seed P=100000 {stocks}x{days}", P=100_000, stocks=stocks, days=days,
+                            variant=variant, backend="numba"))
+    return out
+
+
+def wall(fn, repeat: int):
+    times, result = [], None
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        result = fn()
+        times.append((time.perf_counter() - t0) * 1e3)
+    return statistics.median(times), times, result
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--out", default=".")
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--sim", action="store_true", help="tiny cases on the simulator (a dry run)")
+    args = ap.parse_args()
+    sim = args.sim or device.on_simulator()
+    from distributed import Client
+
+    import gpulab.gp as gp
+    import gpulab.subset as ss
+    from gpulab.gp import bench as gp_bench
+    from gpulab.gp.market import synthetic_market
+
+    gpus = gd.visible_gpus()
+    counts = [1, 2] if sim or len(gpus) >= 2 else [1]
+    print(f"GPUs visible: {gpus or 'none (simulator: CPU workers)'}; clusters of {counts} workers", flush=True)
+    inputs = {}
+    for c in subset_cases(sim):
+        inputs[c["label"]] = ss.correlation(ss.synthetic_returns(c["days"], c["n"], seed=11))
+    for c in gp_cases(sim):
+        key = (c["P"], c["stocks"], c["days"])
+        if key not in inputs:
+            inputs[key] = (gp_bench.population(c["P"]), synthetic_market(c["stocks"], c["days"], seed=gp_bench.MARKET_SEED))
+    records, overheads, answers, gpus_used = [], {}, {}, {}
+    for workers in counts:
+        cluster = gd.local_cluster(gpus=workers, cpu_workers=workers)
+        client = Client(cluster)
+        try:
+            client.wait_for_workers(workers, timeout=300)
+            info = client.run(gd.worker_device)
+            gpus_used[workers] = sorted((i["ordinal"], i["pci_bus_id"]) for i in info.values() if i["ordinal"] is not None)
+            print(f"== {workers} worker(s): {sorted(info.values(), key=str)}", flush=True)
+            client.run(lambda: None)
+            overheads[workers] = gd.overhead_ms(client)
+            print(f"   empty task round trip {overheads[workers]:.2f} ms", flush=True)
+            for c in subset_cases(sim):
+                C = inputs[c["label"]]
+                call = lambda: gd.search_chunks(C, c["k"], client=client, variant=c["variant"], backend=c["backend"])  # noqa: E731
+                try:
+                    call()  # warm-up: every worker compiles and opens its context
+                except Exception as exc:  # noqa: BLE001  (recorded, the other cases go on)
+                    records.append({"case": c["label"], "what": "subset", "workers": workers, "variant": c["variant"],
+                                    "error": f"{type(exc).__name__}: {exc}"})
+                    print(f"   subset {c['label']}: {type(exc).__name__}: {exc}", flush=True)
+                    continue
+                med, samples, parts = wall(call, args.repeat)
+                best = gd.merge(parts)
+                per_worker = {}
+                for p in parts:
+                    per_worker[p.worker] = per_worker.get(p.worker, 0.0) + p.seconds * 1e3
+                total = ss.choose(c["n"], c["k"])
+                answers[("subset", c["label"], workers)] = (best.rank, best.distance)
+                records.append({"chapter": "distributed", "case": c["label"], "what": "subset", "workers": workers,
+                                "variant": c["variant"], "backend": c["backend"], "median_ms": med, "samples_ms": samples,
+                                "subsets": total, "throughput": total / (med / 1e3), "unit": "subsets/s",
+                                "chunks": len(parts), "busiest_worker_ms": max(per_worker.values()),
+                                "worker_ms": per_worker, "dask_and_split_ms": med - max(per_worker.values()),
+                                "rank": best.rank, "distance": best.distance})
+                print(f"   subset {c['label']:9s} {med:9.2f} ms  {total / med / 1e6:8.3g} Gsubsets/s  chunks {len(parts)}"
+                      f"  busiest worker {max(per_worker.values()):.2f} ms", flush=True)
+            for c in gp_cases(sim):
+                pop, market = inputs[(c["P"], c["stocks"], c["days"])]
+                call = lambda: gd.evaluate(pop, market, client=client, variant=c["variant"], backend=c["backend"])  # noqa: E731
+                try:
+                    call()
+                except Exception as exc:  # noqa: BLE001
+                    records.append({"case": c["label"], "what": "gp", "workers": workers, "variant": c["variant"],
+                                    "error": f"{type(exc).__name__}: {exc}"})
+                    print(f"   gp {c['label']} {c['variant']}: {type(exc).__name__}: {exc}", flush=True)
+                    continue
+                med, samples, fit = wall(call, args.repeat)
+                answers[("gp", c["label"], c["variant"], workers)] = fit
+                records.append({"chapter": "distributed", "case": c["label"], "what": "gp", "workers": workers,
+                                "variant": c["variant"], "backend": c["backend"], "median_ms": med, "samples_ms": samples,
+                                "individuals": c["P"], "stocks": c["stocks"], "days": c["days"]})
+                print(f"   gp {c['label']:28s} {c['variant']:9s} {med:9.2f} ms", flush=True)
+        finally:
+            client.close()
+            cluster.close()
+    # the baseline: the single-device call, no Dask, in this process
+    base = {}
+    for c in subset_cases(sim):
+        C = inputs[c["label"]]
+        call = lambda: ss.least_correlated(C, c["k"], c["variant"], c["backend"])  # noqa: E731
+        call()
+        med, samples, r = wall(call, args.repeat)
+        base[("subset", c["label"])] = med
+        ok = all(answers.get(("subset", c["label"], w)) == (r.rank, r.distance) for w in counts)
+        records.append({"chapter": "distributed", "case": c["label"], "what": "subset", "workers": 0,
+                        "variant": c["variant"], "backend": c["backend"], "median_ms": med, "samples_ms": samples,
+                        "note": "no Dask: gpulab.subset.least_correlated in the client process", "rank": r.rank,
+                        "distance": r.distance, "answers_equal": ok})
+        print(f"   no Dask subset {c['label']:9s} {med:9.2f} ms  answers equal: {ok}", flush=True)
+    for c in gp_cases(sim):
+        pop, market = inputs[(c["P"], c["stocks"], c["days"])]
+        call = lambda: np.asarray(gp.evaluate(pop, market, c["variant"], c["backend"]))  # noqa: E731
+        call()
+        med, samples, fit = wall(call, args.repeat)
+        base[("gp", c["label"], c["variant"])] = med
+        ok = all(np.array_equal(answers.get(("gp", c["label"], c["variant"], w)), fit) for w in counts)
+        records.append({"chapter": "distributed", "case": c["label"], "what": "gp", "workers": 0, "variant": c["variant"],
+                        "backend": c["backend"], "median_ms": med, "samples_ms": samples, "answers_equal": ok,
+                        "note": "no Dask: gpulab.gp.evaluate in the client process"})
+        print(f"   no Dask gp {c['label']:28s} {c['variant']:9s} {med:9.2f} ms  answers equal: {ok}", flush=True)
+    # speedups: 2 workers against 1 (both through Dask), and against no Dask
+    by = {(r["what"], r["case"], r["variant"], r["workers"]): r for r in records if "median_ms" in r}
+    for r in by.values():
+        if r["workers"] == 2:
+            one = by.get((r["what"], r["case"], r["variant"], 1))
+            zero = by.get((r["what"], r["case"], r["variant"], 0))
+            r["speedup_vs_1_worker"] = one["median_ms"] / r["median_ms"] if one else None
+            r["efficiency"] = r["speedup_vs_1_worker"] / 2 if one else None
+            r["speedup_vs_no_dask"] = zero["median_ms"] / r["median_ms"] if zero else None
+    result = {"schema": "gpulab-distributed/1", "chapter": "distributed", "date": benchmark.utc_now(),
+              "device": device.info().as_dict(), "gpus": gpus, "versions": {**benchmark.versions(), **_dask_versions()},
+              "settings": {"repeat": args.repeat, "timing": "wall clock of the whole call on the client, after one "
+                           "warm-up call (compile, contexts); median", "cluster": "gpulab.distributed.local_cluster: "
+                           "one Nanny worker process per GPU, one thread, CUDA_VISIBLE_DEVICES=i"},
+              "empty_task_ms": overheads, "worker_gpus": gpus_used, "records": records}
+    result["rows"] = summary_rows(result)
+    out = Path(args.out) / f"distributed-{'sim' if sim else 'h200x2'}.json"
+    out.write_text(json.dumps(result, indent=1, default=str) + "\n")
+    plot(result, out.with_suffix(".png"))
+    print(f"\nwrote {out}\n")
+    print(f"{'case':34s} {'variant':12s} {'no Dask':>9s} {'1 GPU':>9s} {'2 GPUs':>9s} {'2 vs 1':>7s} {'eff':>5s}")
+    for r in by.values():
+        if r["workers"] == 2:
+            z = by.get((r["what"], r["case"], r["variant"], 0))
+            o = by.get((r["what"], r["case"], r["variant"], 1))
+            print(f"{r['what'] + ' ' + r['case']:34s} {r['variant']:12s} {z['median_ms'] if z else float('nan'):9.2f} "
+                  f"{o['median_ms']:9.2f} {r['median_ms']:9.2f} {r['speedup_vs_1_worker']:7.2f} {r['efficiency']:5.2f}")
+    print(f"empty task round trip (ms): {overheads}")
+    bad = [r for r in records if r.get("answers_equal") is False]
+    return 1 if bad else 0
+
+
+def summary_rows(result: dict) -> list[dict]:
+    """One row per case: no Dask, 1 and 2 workers, the speedups (what the book's table shows)."""
+    by = {(r["what"], r["case"], r["variant"], r["workers"]): r for r in result["records"] if "median_ms" in r}
+    rows = []
+    for (what, case, variant, workers), r in by.items():
+        if workers != 2:
+            continue
+        one, zero = by.get((what, case, variant, 1)), by.get((what, case, variant, 0))
+        rows.append({"what": what, "case": case, "variant": variant,
+                     "no_dask_ms": round(zero["median_ms"], 2) if zero else None,
+                     "1_gpu_ms": round(one["median_ms"], 2) if one else None, "2_gpus_ms": round(r["median_ms"], 2),
+                     "2_vs_1": round(one["median_ms"] / r["median_ms"], 2) if one else None,
+                     "efficiency": round(one["median_ms"] / r["median_ms"] / 2, 2) if one else None,
+                     "2_vs_no_dask": round(zero["median_ms"] / r["median_ms"], 2) if zero else None,
+                     "dask_and_split_ms": round(r["dask_and_split_ms"], 1) if "dask_and_split_ms" in r else None})
+    return rows
+
+
+def plot(result: dict, path: Path) -> None:
+    """Bars: each case's time without Dask, on 1 GPU and on 2 GPUs through Dask."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = result["rows"]
+    fig, ax = plt.subplots(figsize=(9, 3.6))
+    x = np.arange(len(rows))
+    for i, (key, label) in enumerate((("no_dask_ms", "1 GPU, no Dask"), ("1_gpu_ms", "1 GPU, Dask"),
+                                      ("2_gpus_ms", "2 GPUs, Dask"))):
+        ax.bar(x + (i - 1) * 0.27, [r[key] or 0 for r in rows], 0.27, label=label)
+    ax.set_xticks(x, [f"{r['what']} {r['case']}\n{r['variant']}" for r in rows], fontsize=7)
+    ax.set_yscale("log")
+    ax.set_ylabel("ms per call (median)")
+    ax.set_title(f"{result['device']['name']} x {len(result.get('gpus') or [])}: one call, wall clock on the client")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=120)
+    plt.close(fig)
+
+
+def _dask_versions() -> dict:
+    import dask
+    import distributed
+
+    return {"dask": dask.__version__, "distributed": distributed.__version__}
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,322 @@
+"""Beyond one GPU (`gpulab.distributed`): a Dask cluster of two worker processes gives the
+single-device answers — subset search (combination, distance bit for bit, rank) and GP fitness
+(bit for bit) — for any chunking, after a worker is killed mid-run, and rejects bad input
+before any task is submitted. On the simulator the workers are CPU processes running numba's
+simulator; on a GPU machine (scripts/gpu_dask.sh) one worker per GPU."""
+
+import math
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+distributed = pytest.importorskip("distributed")
+
+import gpulab.distributed as gd  # noqa: E402
+import gpulab.gp as gp  # noqa: E402
+import gpulab.subset as ss  # noqa: E402
+from gpulab.errors import DtypeError, GpulabError, LimitError, ShapeError  # noqa: E402
+from gpulab.gp.breeding import ramped_half_and_half  # noqa: E402
+from gpulab.subset.combinatorics import choose  # noqa: E402
+from tests.conftest import ON_SIMULATOR  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+SMALL = dict(partition=13, chunk=5, max_blocks=2)  # several partitions / chunks inside each task
+
+
+@pytest.fixture(scope="module")
+def cluster():
+    """Two worker processes, one thread each: CPU workers on the simulator, GPUs on a GPU machine."""
+    with gd.local_cluster(2 if not ON_SIMULATOR else "all", cpu_workers=2) as c:
+        yield c
+
+
+@pytest.fixture(scope="module")
+def client(cluster):
+    with distributed.Client(cluster) as c:
+        c.wait_for_workers(2, timeout=120)
+        yield c
+
+
+def corr(rng, n):
+    return ss.correlation(rng.standard_normal((n + 6, n)))
+
+
+def test_workers_make_the_clients_device_choice(client):
+    modes = client.run(lambda: __import__("gpulab").device.MODE)
+    assert len(modes) == 2 and set(modes.values()) == {"sim" if ON_SIMULATOR else "gpu"}, modes
+    if not ON_SIMULATOR:  # one GPU each: worker i computes on the i-th GPU
+        used = client.run(gd.worker_device)
+        assert sorted(u["ordinal"] for u in used.values()) == [0, 1], used
+
+
+# ----------------------------------------------------------------------------- the subset search
+
+
+@pytest.mark.parametrize("n,k,chunks", [
+    (10, 4, None),  # the default rule
+    (10, 4, 1),  # one task: the single-GPU search
+    (11, 3, 4),  # chunk boundaries unaligned to the kernels' chunks and partitions
+    (9, 8, 4),  # 9 subsets
+    (6, 2, 40),  # more chunks than subsets (15): one subset per task
+    (1, 1, 3),  # one subset in all
+])
+def test_subset_search_equals_one_device(client, rng, n, k, chunks):
+    C = corr(rng, n)
+    one = ss.least_correlated(C, k, params=SMALL)
+    got = gd.least_correlated(C, k, client=client, chunks=chunks, params=SMALL)
+    assert got == one  # dataclass equality: combination, distance (exact float) and rank
+
+
+@pytest.mark.parametrize("variant,backend", [("shared", "numba"), ("global", "numba"), ("cpu_parallel", "cpu")])
+def test_other_variants_and_the_cpu_backend(client, rng, variant, backend):
+    C = corr(rng, 9)
+    params = SMALL if backend != "cpu" else dict(chunk=4)
+    one = ss.least_correlated(C, 3, variant, backend, params=params)
+    assert gd.least_correlated(C, 3, client=client, chunks=3, variant=variant, backend=backend, params=params) == one
+
+
+def test_chunks_cover_the_ranks_once(client, rng):
+    """Every rank in exactly one task, in order; each task's answer lies in its range."""
+    C = corr(rng, 9)
+    parts = gd.search_chunks(C, 3, client=client, chunks=5, params=SMALL)
+    assert [p.start for p in parts] == sorted(p.start for p in parts)
+    assert parts[0].start == 0 and parts[-1].stop == choose(9, 3)
+    assert all(a.stop == b.start for a, b in zip(parts, parts[1:]))
+    assert all(p.start <= p.rank < p.stop for p in parts)
+    assert {p.worker for p in parts} <= set(client.scheduler_info()["workers"])
+
+
+def test_split_and_default_chunks():
+    assert gd.split(0, 10, 3) == [(0, 3), (3, 6), (6, 10)]
+    assert gd.split(5, 8, 10) == [(5, 6), (6, 7), (7, 8)]
+    total = choose(200, 6)
+    assert gd.default_chunks(total, 2) == 2 * gd.CHUNKS_PER_WORKER
+    assert gd.default_chunks(3 * gd.MIN_CHUNK_RANKS, 2) == 2  # no chunk under MIN_CHUNK_RANKS ...
+    assert gd.default_chunks(100, 3) == 3  # ... but at least one per worker
+    assert gd.default_chunks(2, 3) == 2  # and at most one per subset
+    for chunks in (1, 7, 8):
+        r = gd.split(0, total, chunks)
+        assert r[0][0] == 0 and r[-1][1] == total and max(b - a for a, b in r) - min(b - a for a, b in r) <= 1
+
+
+def test_ties_across_chunks_go_to_the_lowest_rank(client):
+    """Every subset has the same distance: the answer is rank 0 whatever the chunking, and a
+    merge that kept a later chunk's winner (highest rank, or the last to finish) would fail."""
+    n, k = 9, 3
+    C = np.full((n, n), 0.3)
+    np.fill_diagonal(C, 1.0)
+    parts = gd.search_chunks(C, k, client=client, chunks=4, params=SMALL)
+    assert len({p.key for p in parts}) == 1 and len({p.rank for p in parts}) == 4  # a real tie between chunks
+    assert gd.merge(parts).rank == 0
+    assert max(parts, key=lambda p: (p.key, p.rank)).rank != 0  # the wrong rule is caught
+    assert gd.merge(reversed(parts)).rank == 0  # order of arrival does not matter
+    assert gd.least_correlated(C, k, client=client, chunks=4, params=SMALL) == ss.least_correlated(C, k)
+
+
+def _sqrt_collision():
+    """Two neighbouring doubles whose squares differ but whose distances sqrt(2 c^2) are one
+    double (about one draw in six has one; near 0.3 no neighbours do, so draw, do not walk)."""
+    draws = np.random.default_rng(2026)
+    for _ in range(100_000):
+        c1 = float(draws.uniform(0.1, 0.9))
+        c2 = float(np.nextafter(c1, 1.0))
+        if c1 * c1 < c2 * c2 and math.sqrt(2 * c1 * c1) == math.sqrt(2 * c2 * c2):
+            return c1, c2
+    raise AssertionError("no pair of neighbouring doubles with equal distances found")
+
+
+def test_the_merge_compares_what_the_variant_compares(client):
+    """n = 3, k = 2: subset {0,1} (rank 0) has the larger squared sum, subset {0,2} (rank 1) the
+    smaller, and both have the same distance. The incremental search compares sums (rank 1 wins);
+    a merge comparing distances would pick rank 0 — chunked one subset per task, it must not."""
+    c1, c2 = _sqrt_collision()
+    C = np.eye(3)
+    C[0, 1] = C[1, 0] = c2
+    C[0, 2] = C[2, 0] = c1
+    C[1, 2] = C[2, 1] = 0.9
+    one = ss.least_correlated(C, 2)
+    assert one.rank == 1
+    parts = gd.search_chunks(C, 2, client=client, chunks=3)
+    assert parts[0].distance == parts[1].distance and parts[0].key > parts[1].key
+    assert gd.least_correlated(C, 2, client=client, chunks=3) == one
+    assert min(parts, key=lambda p: (p.distance, p.rank)).rank == 0  # a distance merge would be wrong here
+    # the seed variants compare distances: their single-GPU answer is rank 0, and so is the merge
+    seed = ss.least_correlated(C, 2, "shared")
+    assert seed.rank == 0 and gd.least_correlated(C, 2, client=client, chunks=3, variant="shared") == seed
+
+
+# ----------------------------------------------------------------------------- GP evaluation
+
+
+def population(P, seed=11):
+    code, offsets = ramped_half_and_half(P, 2, 4, 255, 0.3, seed)
+    return gp.Population(code, offsets)
+
+
+@pytest.mark.parametrize("P,shards", [(5, None), (5, 1), (7, 3), (3, 8)])
+def test_gp_fitness_equals_one_device(client, P, shards):
+    market = gp.synthetic_market(stocks=3, days=300, seed=2)
+    pop = population(P)
+    one = gp.evaluate(pop, market)
+    got = gd.evaluate(pop, market, client=client, shards=shards)
+    assert got.dtype == np.float64 and got.shape == (P,)
+    assert np.array_equal(got, one), (got, one)  # bit for bit, in order
+
+
+def test_gp_shards_are_the_individuals():
+    pop = population(7)
+    parts = [gd.shard(pop, a, b) for a, b in gd.split(0, 7, 3)]
+    assert sum(len(p) for p in parts) == 7
+    assert [str(x) for p in parts for x in p] == [str(x) for x in pop]
+
+
+def test_gp_other_variant_and_cpu(client):
+    market = gp.synthetic_market(stocks=2, days=290, seed=3)
+    pop = population(4, seed=5)
+    for variant, backend in (("register", "numba"), ("cpu_bitsliced", "cpu")):
+        one = gp.evaluate(pop, market, variant, backend)
+        assert np.array_equal(gd.evaluate(pop, market, client=client, shards=2, variant=variant, backend=backend), one)
+
+
+# ----------------------------------------------------------------------------- bad input: before any task
+
+
+class NoTasks:
+    """A client that fails the test if anything is scattered, submitted or asked of the cluster."""
+
+    def __getattr__(self, name):
+        raise AssertionError(f"client.{name} was used before the input was checked")
+
+
+@pytest.mark.parametrize("make,k,kwargs,error,pattern", [
+    (lambda: np.eye(4)[:3], 2, {}, ShapeError, "square"),
+    (lambda: np.eye(4, dtype=complex), 2, {}, DtypeError, "real numbers"),
+    (lambda: np.eye(4), 5, {}, LimitError, "outside 1 <= k <= n"),
+    (lambda: np.eye(20), 17, {}, LimitError, "MAX_K = 16"),
+    (lambda: np.full((4, 4), np.nan), 2, {}, ShapeError, "NaN"),
+    (lambda: np.eye(4), 2, dict(variant="fastest"), GpulabError, "no variant 'fastest'"),
+    (lambda: np.eye(4), 2, dict(backend="gpu"), GpulabError, "no variant 'incremental' for backend 'gpu'"),
+    (lambda: np.eye(4), 2, dict(chunks=0), LimitError, "chunks = 0"),
+    (lambda: np.eye(4), 2, dict(chunks=2.5), DtypeError, "chunks must be a whole number"),
+    (lambda: np.eye(4), 2, dict(chunks=True), DtypeError, "chunks must be a whole number"),
+    (lambda: np.eye(4), 2, dict(params=[1]), DtypeError, "params must be a dict"),
+    (lambda: np.eye(300), 5, {}, LimitError, "shared memory"),
+])
+def test_bad_subset_input_fails_before_any_task(make, k, kwargs, error, pattern):
+    if pattern == "shared memory" and not ON_SIMULATOR:
+        pytest.skip("a GPU client leaves the device's shared-memory limit to its workers")
+    with pytest.raises(error, match=pattern):
+        gd.least_correlated(make(), k, client=NoTasks(), **kwargs)
+
+
+def test_bad_gp_input_fails_before_any_task():
+    market = gp.synthetic_market(stocks=2, days=290, seed=3)
+    deep = "(AND NVIG " * 14 + "NVIG" + ")" * 14  # 15 booleans on the bit-sliced stack (BSTACK = 12)
+    with pytest.raises(gp.ProgramLimitError, match="too deep"):
+        gd.evaluate([(deep, "NVIG")], market, client=NoTasks())
+    with pytest.raises(gp.ProgramError):
+        gd.evaluate([("(AND MA10)", "NVIG")], market, client=NoTasks())
+    with pytest.raises(LimitError, match="shards = 0"):
+        gd.evaluate(population(3), market, client=NoTasks(), shards=0)
+    with pytest.raises(GpulabError, match="no variant 'fastest'"):
+        gd.evaluate(population(3), market, client=NoTasks(), variant="fastest")
+    with pytest.raises(DtypeError, match="market must be a gpulab.gp.Market"):
+        gd.evaluate(population(3), "market", client=NoTasks())
+
+
+def test_an_error_on_a_worker_reaches_the_client(client, rng):
+    """A limit only the worker checks (here: a block of 16 threads, under the incremental
+    kernels' one warp) is raised on the client, with its type and message."""
+    with pytest.raises(LimitError, match="at least one full warp"):
+        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, params=dict(block=16, sim_block=16))
+
+
+# ----------------------------------------------------------------------------- the command line
+
+
+def gpulab_cli(*args):
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True, text=True, cwd=ROOT,
+                          env=env, timeout=300)
+
+
+def test_cli_search_on_a_running_scheduler(client, tmp_path):
+    import json
+
+    R = ss.synthetic_returns(30, 8, seed=4)
+    path = tmp_path / "returns.csv"
+    np.savetxt(path, R, delimiter=",", header=",".join(f"fund{i}" for i in range(8)), comments="")
+    p = gpulab_cli("subset", "search", "--csv", str(path), "--k", "3", "--scheduler", client.scheduler.address,
+                   "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    one = ss.least_correlated(ss.correlation(R), 3)
+    assert (tuple(out["combination"]), out["distance"], out["rank"]) == (one.combination, one.distance, one.rank)
+    assert out["names"] == [f"fund{i}" for i in one.combination] and "2 worker(s)" in out["where"]
+
+
+@pytest.mark.skipif(not ON_SIMULATOR, reason="the GPU run tests --gpus in scripts/gpu_dask.sh's benchmark")
+def test_cli_search_on_all_local_gpus():
+    import json
+
+    p = gpulab_cli("subset", "search", "--synthetic", "40", "--n", "7", "--k", "3", "--gpus", "all", "--json")
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    one = ss.least_correlated(ss.correlation(ss.synthetic_returns(40, 7, seed=0)), 3)
+    assert (out["distance"], out["rank"]) == (one.distance, one.rank) and "local Dask cluster" in out["where"]
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["--synthetic", "40", "--n", "5", "--k", "6", "--gpus", "all"], "k = 6 is outside 1 <= k <= n = 5"),
+    (["--synthetic", "40", "--k", "3"], "--n is required with --synthetic"),
+    (["--csv", "/nonexistent.csv", "--k", "3"], "--csv /nonexistent.csv"),
+    (["--synthetic", "40", "--n", "5", "--k", "2", "--gpus", "0"], "--gpus: 0 is below the minimum of 1"),
+    (["--synthetic", "40", "--n", "5", "--k", "2", "--gpus", "2", "--scheduler", "tcp://x:1"], "not allowed with"),
+    (["--n", "5", "--k", "2"], "one of the arguments --csv --synthetic is required"),
+])
+def test_cli_mistakes_are_one_line(args, fragment):
+    p = gpulab_cli("subset", "search", *args)
+    lines = p.stderr.strip().splitlines()
+    assert p.returncode == 2 and len(lines) == 1 and fragment in lines[0], p.stderr
+
+
+# ----------------------------------------------------------------------------- a worker lost mid-run (last: it restarts one)
+
+
+def test_a_worker_lost_mid_run_changes_nothing(client, rng):
+    """Kill one worker process (SIGKILL, as a crash or an out-of-memory kill would) while it runs
+    chunks: its nanny starts a new one, Dask recomputes the lost chunks, the answer is unchanged."""
+    C = corr(rng, 12)
+    k = 4
+    one = ss.least_correlated(C, k, params=SMALL)
+    victim = sorted(client.scheduler_info()["workers"])[0]
+    pid = client.run(os.getpid, workers=[victim])[victim]
+    killed = {}
+
+    def kill_when_busy():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if client.processing(workers=[victim]).get(victim):
+                time.sleep(0.3)  # inside a chunk
+                os.kill(pid, signal.SIGKILL)
+                killed["at"] = time.monotonic()
+                return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=kill_when_busy)
+    t.start()
+    parts = gd.search_chunks(C, k, client=client, chunks=12, params=SMALL)
+    done = time.monotonic()
+    t.join()
+    assert "at" in killed and killed["at"] < done, "the worker was not killed while the search ran"
+    assert gd.merge(parts).rank == one.rank
+    assert gd.least_correlated(C, k, client=client, chunks=12, params=SMALL) == one
+    client.wait_for_workers(2, timeout=120)  # the nanny's new worker
+    assert victim not in {p.worker for p in parts}, "every chunk of the killed worker was recomputed elsewhere"
