@@ -290,6 +290,8 @@ def test_cli_mistakes_are_one_line(args, fragment):
 # ----------------------------------------------------------------------------- a worker lost mid-run (last: it restarts one)
 
 
+@pytest.mark.skipif(not ON_SIMULATOR, reason="a lost worker is tested with CPU worker processes (on two H200s the "
+                    "12-chunk search ended, 0.28 s, before the kill landed)")
 def test_a_worker_lost_mid_run_changes_nothing(client, rng):
     """Kill one worker process (SIGKILL, as a crash or an out-of-memory kill would) while it runs
     chunks: its nanny starts a new one, Dask recomputes the lost chunks, the answer is unchanged."""
