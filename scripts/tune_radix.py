@@ -98,6 +98,8 @@ def main() -> int:
         params = dict(SCAN_BLOCK=512, **p)
         row = {"variant": "onesweep" if kind == "onesweep" else "local", "backend": backend, "pairs": pairs,
                **params, "ok": None, "sort_ms": None, "error": None}
+        mb = params.pop("MIN_BLOCKS", 1)  # the kernel each variant runs gets it
+        params.update(DOWNSWEEP_MIN_BLOCKS=mb, ONESWEEP_MIN_BLOCKS=mb)
         result["rows"].append(row)
         plan = None
         try:

@@ -98,6 +98,14 @@ def validate_values(n: int, values) -> np.dtype:
 # --8<-- [end:validate]
 
 
+def tile_shape(params: dict, has_vals: bool) -> dict:
+    """The parameters a sort builds with: a key-value tile stages twice the bytes, so the
+    registry may give it its own shape (`PAIRS_BLOCK`, `PAIRS_ITEMS`, `PAIRS_MIN_BLOCKS`)."""
+    if not has_vals:
+        return dict(params)
+    return {**params, **{k[len("PAIRS_"):]: v for k, v in params.items() if k.startswith("PAIRS_")}}
+
+
 def check_params(params: dict, has_vals: bool = True) -> None:
     """Clear errors for compile-time parameters the kernels cannot use (`has_vals`: the tile
     also stages values in shared memory)."""
@@ -151,11 +159,11 @@ class NumbaKernels:
             "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
             "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
             "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                     p.get("PAIRS", 1), p.get("MIN_BLOCKS", 1)),
+                                                     p.get("PAIRS", 1), p.get("DOWNSWEEP_MIN_BLOCKS", 1)),
             "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
             "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
             "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                   p.get("PAIRS", 1), p.get("MIN_BLOCKS", 1)),
+                                                   p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1)),
         }
         self._cache: dict = {}
         self.stream = stream
@@ -188,7 +196,7 @@ class CudaCKernels:
 
 def cuda_defines(params: dict) -> dict:
     return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS",
-                                                     "MIN_BLOCKS")}
+                                                     "DOWNSWEEP_MIN_BLOCKS", "ONESWEEP_MIN_BLOCKS")}
 
 
 def provider(backend: str, params: dict, stream=0):
@@ -254,8 +262,7 @@ class SortPlan:
     def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict, stream=0):
         from numba import cuda
 
-        if has_vals:  # a key-value tile stages twice the bytes: it may have its own shape
-            params = {**params, **{k[len("PAIRS_"):]: v for k, v in params.items() if k.startswith("PAIRS_")}}
+        params = tile_shape(params, has_vals)
         check_params(params, has_vals)
         if kind == "onesweep" and n > ONESWEEP_MAX:
             raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "

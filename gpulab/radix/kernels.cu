@@ -19,8 +19,13 @@
 #define BALLOT 0         // 1: find a lane's digit peers with BITS ballots instead of match_any
 #endif
 
-#ifndef MIN_BLOCKS
-#define MIN_BLOCKS 1     // blocks per SM the register-resident tiles ask ptxas to fit (caps registers)
+// Blocks per SM the register-resident kernels ask ptxas to fit (__launch_bounds__: caps their
+// registers); one macro per kernel, since one module holds both and a variant runs only one.
+#ifndef DOWNSWEEP_MIN_BLOCKS
+#define DOWNSWEEP_MIN_BLOCKS 1
+#endif
+#ifndef ONESWEEP_MIN_BLOCKS
+#define ONESWEEP_MIN_BLOCKS 1
 #endif
 #ifndef PAIRS
 #define PAIRS 1          // 0: a keys-only build, whose tile needs no shared buffer for values
@@ -335,7 +340,7 @@ __device__ __forceinline__ void scatter_tile(const u32 *skeys, const u32 *svals,
 // --8<-- [end:tile_steps]
 
 // --8<-- [start:downsweep]
-extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+extern "C" __global__ void __launch_bounds__(BLOCK, DOWNSWEEP_MIN_BLOCKS) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
                                                               u32 *vals_out, const int *offsets, int n, int shift,
                                                               int nblocks, int has_vals) {
     __shared__ u32 skeys[TILE];
@@ -439,7 +444,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
 //
 // status_next is the status table of the next pass: the tile zeroes its words there (the
 // previous pass, which used that table, has finished), so no pass needs a memset.
-extern "C" __global__ void __launch_bounds__(BLOCK, MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
                                                              u32 *vals_out, const int *hist, int *tile_counter,
                                                              u32 *status, u32 *status_next, int n, int shift,
                                                              int pass, int has_vals) {

@@ -691,6 +691,7 @@ def widen_indices(src, dst, n):
 
 def ptx_targets() -> list[tuple[str, object, str]]:
     """Every numba kernel of this chapter with the parameters the registry uses."""
+    from gpulab.radix import host
     from gpulab.radix.variants import REGISTRY
 
     s = "int32"
@@ -720,19 +721,23 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         add(f"scan_hs[{sb}]", scan_hs_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
         add(f"scan_blelloch[{sb}]", scan_blelloch_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
         if v.name == "onesweep":
-            hk, sk = onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])
-            add(f"onesweep_hist{p}", hk, f"void({U32}, {I32}, {s}, {s})")
-            add(f"onesweep_scan{p}", sk, f"void({I32})")
+            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
+                hk, sk = onesweep_hist_kernel(q["BLOCK"], q["ITEMS"], q["BITS"])
+                add(f"onesweep_hist{q}", hk, f"void({U32}, {I32}, {s}, {s})")
+                add(f"onesweep_scan{q}", sk, f"void({I32})")
             for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
-                add(f"onesweep{ {**p, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs, p.get("MIN_BLOCKS", 1)),
+                q = host.tile_shape(p, bool(pairs))  # a key-value plan's own shape
+                add(f"onesweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
+                    onesweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("ONESWEEP_MIN_BLOCKS", 1)),
                     f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {U32}, {U32}, {s}, {s}, {s}, {s})")
         elif "ITEMS" in p:
-            add(f"upsweep{p}", upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
+            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
+                add(f"upsweep{q}", upsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
             # both rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
             for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
-                add(f"downsweep{ {**p, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], ballot, pairs, p.get("MIN_BLOCKS", 1)),
+                q = host.tile_shape(p, bool(pairs))
+                add(f"downsweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
+                    downsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("DOWNSWEEP_MIN_BLOCKS", 1)),
                     f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
         elif "BITS" in p:
             add(f"tile_sort{p}", tile_sort_kernel(p["BLOCK"], p["BITS"]),

@@ -12,15 +12,15 @@ PARAMS = {
     "split1_global": dict(SCAN_BLOCK=512),
     "split1_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=1),
     "radix4_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4),
-    "local": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, MIN_BLOCKS=2,
-                  PAIRS_BLOCK=256, PAIRS_ITEMS=16, PAIRS_MIN_BLOCKS=3),
+    "local": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, DOWNSWEEP_MIN_BLOCKS=2,
+                  PAIRS_BLOCK=256, PAIRS_ITEMS=16, PAIRS_DOWNSWEEP_MIN_BLOCKS=3),
     "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
-    "onesweep": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, MIN_BLOCKS=3,
-                     PAIRS_BLOCK=384, PAIRS_ITEMS=8, PAIRS_MIN_BLOCKS=4),
+    "onesweep": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, ONESWEEP_MIN_BLOCKS=3,
+                     PAIRS_BLOCK=384, PAIRS_ITEMS=8, PAIRS_ONESWEEP_MIN_BLOCKS=4),
 }
 
-# The tile shapes of local and onesweep (MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS), which
-# caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
+# The tile shapes of local and onesweep (*_MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS) of the
+# kernel named, which caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
 # whose tile stages twice the bytes) come from the H200 sweep, scripts/tune_radix.py
 # (docs/benchmarks/radix-tuning-h200.json): occupancy decided it -- at 256 x 16 with every load
 # issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
@@ -67,7 +67,7 @@ def cuda_builds() -> list[tuple[str, dict]]:
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
         for pairs in (0, 1):  # a sort plan builds keys-only or pairs tiles
-            d = host.cuda_defines({**v.params, "PAIRS": pairs})
+            d = host.cuda_defines({**host.tile_shape(v.params, bool(pairs)), "PAIRS": pairs})
             key = tuple(sorted(d.items()))
             if key not in seen:
                 seen.add(key)
