@@ -196,7 +196,7 @@ class CudaCKernels:
 
 def cuda_defines(params: dict) -> dict:
     return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS",
-                                                     "DOWNSWEEP_MIN_BLOCKS", "ONESWEEP_MIN_BLOCKS")}
+                                                     "DOWNSWEEP_MIN_BLOCKS", "ONESWEEP_MIN_BLOCKS", "FULL_TILES")}
 
 
 def provider(backend: str, params: dict, stream=0):
