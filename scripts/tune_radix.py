@@ -55,6 +55,17 @@ ROUNDS = {
                    (256, 16, 4)],
             numba_keys=[(384, 16, 3), (384, 16, 2), (256, 16, 4), (384, 12, 3)],
             numba_pairs=[(384, 16, 2), (384, 12, 3), (256, 16, 3)], ballots=(1,)),
+    # Round 5: round 3 found the full-tile path worth 22% (9.02 -> 7.00 ms) and 384 x 16 x 3 best
+    # for keys; around it with fewer spills (fewer threads per block at 3 blocks), and the
+    # key-value tiles that the old shared-memory check refused (values no longer need a buffer).
+    5: dict(onesweep_keys=[(384, 16, 3), (352, 16, 3), (320, 16, 3), (320, 18, 3), (352, 18, 3), (384, 15, 3),
+                           (288, 16, 4), (384, 16, 3, dict(FULL_TILES=0))],
+            local_keys=[(384, 16, 3), (352, 16, 3)],
+            pairs=[(256, 16, 3), (384, 16, 2), (384, 12, 3), (320, 16, 3), (352, 16, 3), (384, 16, 3), (512, 12, 2),
+                   (320, 12, 4)],
+            local_pairs=[(256, 16, 3), (384, 16, 2), (384, 12, 3), (352, 16, 3)],
+            numba_keys=[(384, 16, 3), (352, 16, 3)],
+            numba_pairs=[(256, 16, 3), (384, 16, 2), (384, 12, 3), (352, 16, 3)], ballots=(1,)),
     # The shipped defaults only: run against an older tree in the same session for an A/B.
     4: dict(onesweep_keys=[(384, 16, 3)], local_keys=[(384, 16, 2)], pairs=[(384, 8, 4)],
             numba_keys=[(384, 16, 3)], numba_pairs=[(256, 12, 4)], ballots=(1,)),
@@ -76,7 +87,7 @@ def configs(sim: bool, rnd: int):
         keys = r["onesweep_keys"] if kind == "onesweep" else r.get("local_keys", r["onesweep_keys"][:6])
         for t in keys:
             yield (kind, "cuda-c", False, _shape(t))
-        for t in r["pairs"]:
+        for t in (r["pairs"] if kind == "onesweep" else r.get("local_pairs", r["pairs"])):
             yield (kind, "cuda-c", True, _shape(t))
         for ballot in r["ballots"]:
             for pairs, shapes in ((False, r["numba_keys"]), (True, r["numba_pairs"])):
