@@ -84,14 +84,16 @@ def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
         res = r["resources"]
         if "spill_bytes" in res:
             assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{r['kernel']}: {res}"
-    # One measured exception: onesweep's key-value shape (384 x 8, 4 blocks per SM: 40 registers)
-    # spills 40 bytes and was still the fastest key-value shape of the H200 sweep (12.20 ms against
-    # 13.81 for the best spill-free one, docs/benchmarks/radix-tuning-h200.json).
-    allowed = {("onesweep", (384, 8, 4, 1)): 40}
+    # Measured exceptions: the keys-only tiles of 384 x 16 at 3 blocks per SM (56 registers) spill
+    # ranks while ranking, and were still the fastest shapes of the H200 sweep -- onesweep 7.02 ms
+    # against 7.65 for the spill-free 2 blocks per SM, local 7.50 against 8.09
+    # (docs/benchmarks/radix-tuning-h200.json, round 5). Any other spill, or a larger one, fails.
+    allowed = {("onesweep", (384, 16, 3, 0)): 352, ("downsweep", (384, 16, 3, 0)): 152}
     for r in nvrtc_records:
         if r["chapter"] == "radix":
             d = ast.literal_eval(r["kernel"].split(" ", 1)[1])  # "kernels.cu {defines}"
             for name, res in r["resources"].items():
                 if name in ("downsweep", "onesweep", "onesweep_hist"):
-                    key = (name, (d.get("BLOCK"), d.get("ITEMS"), d.get("ONESWEEP_MIN_BLOCKS"), d.get("PAIRS")))
+                    bound = d.get({"downsweep": "DOWNSWEEP_MIN_BLOCKS", "onesweep": "ONESWEEP_MIN_BLOCKS"}.get(name, ""))
+                    key = (name, (d.get("BLOCK"), d.get("ITEMS"), bound, d.get("PAIRS")))
                     assert res["spill_bytes"] <= allowed.get(key, 0), f"{name} {r['kernel']}: spills {res}"
