@@ -2,7 +2,7 @@
 tile shape and ranking, keys-only and key-value, against CUB's sort alone in the same run.
 
     python scripts/tune_radix.py --out gpu-out [--log2n 28]
-        -> radix-tuning-<device>.json   every configuration of the round (--round, default 2): whole sort, the one-sweep preamble
+        -> radix-tuning-<device>.json   every configuration of the round (--round, default 3): whole sort, the one-sweep preamble
                                         (all histograms + their scans) and the per-pass time
         and prints a table, best first per (variant, backend, keys/pairs).
 
@@ -30,7 +30,7 @@ from gpulab.timing import measure
 
 # (BLOCK, ITEMS, MIN_BLOCKS). Round 1 (docs/benchmarks/radix-runs/tune1-h200.log) swept
 # 256-512 x 12-24 x MIN_BLOCKS 1-4 in CUDA C and 5 shapes x both rankings in numba: the winners
-# were the shapes with the most resident threads. Round 2 (the default) sweeps around them,
+# were the shapes with the most resident threads. Round 2 swept around them,
 # numba with launch bounds too.
 ROUNDS = {
     1: dict(onesweep_keys=[(256, 16, 1), (256, 16, 3), (256, 16, 4), (384, 16, 1), (384, 16, 2), (384, 16, 3),
@@ -45,7 +45,36 @@ ROUNDS = {
             pairs=[(256, 12, 4), (256, 16, 3), (320, 12, 3), (288, 12, 4), (256, 14, 4), (384, 8, 4)],
             numba_keys=[(384, 16, 3), (384, 16, 2), (256, 16, 4), (256, 12, 4), (256, 20, 3), (448, 16, 2)],
             numba_pairs=[(256, 12, 4), (256, 16, 3), (288, 12, 4)], ballots=(1,)),
+    # Round 3: the restructured tile (full-tile path, shuffle scan of the digit starts, staging
+    # before the look-back, values through the keys' buffer after them). A 4th element adds
+    # defines (FULL_TILES=0: every tile bounds-checked, to measure the full-tile path).
+    3: dict(onesweep_keys=[(384, 16, 3), (384, 16, 3, dict(FULL_TILES=0)), (384, 16, 2), (256, 16, 4), (384, 12, 3),
+                           (384, 14, 3), (512, 12, 2), (256, 20, 3), (384, 20, 2), (512, 16, 2)],
+            local_keys=[(384, 16, 2), (256, 16, 3), (384, 16, 3)],
+            pairs=[(384, 16, 2), (384, 12, 3), (256, 16, 3), (384, 8, 4), (256, 12, 4), (384, 16, 3), (512, 12, 2),
+                   (256, 16, 4)],
+            numba_keys=[(384, 16, 3), (384, 16, 2), (256, 16, 4), (384, 12, 3)],
+            numba_pairs=[(384, 16, 2), (384, 12, 3), (256, 16, 3)], ballots=(1,)),
+    # Round 5: round 3 found the full-tile path worth 22% (9.02 -> 7.00 ms) and 384 x 16 x 3 best
+    # for keys; around it with fewer spills (fewer threads per block at 3 blocks), and the
+    # key-value tiles that the old shared-memory check refused (values no longer need a buffer).
+    5: dict(onesweep_keys=[(384, 16, 3), (352, 16, 3), (320, 16, 3), (320, 18, 3), (352, 18, 3), (384, 15, 3),
+                           (288, 16, 4), (384, 16, 3, dict(FULL_TILES=0))],
+            local_keys=[(384, 16, 3), (352, 16, 3)],
+            pairs=[(256, 16, 3), (384, 16, 2), (384, 12, 3), (320, 16, 3), (352, 16, 3), (384, 16, 3), (512, 12, 2),
+                   (320, 12, 4)],
+            local_pairs=[(256, 16, 3), (384, 16, 2), (384, 12, 3), (352, 16, 3)],
+            numba_keys=[(384, 16, 3), (352, 16, 3)],
+            numba_pairs=[(256, 16, 3), (384, 16, 2), (384, 12, 3), (352, 16, 3)], ballots=(1,)),
+    # The shipped defaults only: run against an older tree in the same session for an A/B.
+    4: dict(onesweep_keys=[(384, 16, 3)], local_keys=[(384, 16, 2)], pairs=[(384, 8, 4)],
+            numba_keys=[(384, 16, 3)], numba_pairs=[(256, 12, 4)], ballots=(1,)),
 }
+
+
+def _shape(t):
+    b, it, mb, *extra = t
+    return dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb, **(extra[0] if extra else {}))
 
 
 def configs(sim: bool, rnd: int):
@@ -56,14 +85,14 @@ def configs(sim: bool, rnd: int):
     r = ROUNDS[rnd]
     for kind in ("onesweep", "warp"):
         keys = r["onesweep_keys"] if kind == "onesweep" else r.get("local_keys", r["onesweep_keys"][:6])
-        for b, it, mb in keys:
-            yield (kind, "cuda-c", False, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb))
-        for b, it, mb in r["pairs"]:
-            yield (kind, "cuda-c", True, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=1, MIN_BLOCKS=mb))
+        for t in keys:
+            yield (kind, "cuda-c", False, _shape(t))
+        for t in (r["pairs"] if kind == "onesweep" else r.get("local_pairs", r["pairs"])):
+            yield (kind, "cuda-c", True, _shape(t))
         for ballot in r["ballots"]:
             for pairs, shapes in ((False, r["numba_keys"]), (True, r["numba_pairs"])):
-                for b, it, mb in shapes:
-                    yield (kind, "numba", pairs, dict(BLOCK=b, ITEMS=it, BITS=8, BALLOT=ballot, MIN_BLOCKS=mb))
+                for t in shapes:
+                    yield (kind, "numba", pairs, {**_shape(t), "BALLOT": ballot})
 
 
 def main() -> int:
@@ -71,7 +100,8 @@ def main() -> int:
     ap.add_argument("--out", default=".")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--repeat", type=int, default=10)
-    ap.add_argument("--round", type=int, default=2, choices=sorted(ROUNDS))
+    ap.add_argument("--round", type=int, default=3, choices=sorted(ROUNDS))
+    ap.add_argument("--tag", default="", help="suffix of the output file's name")
     args = ap.parse_args()
     from numba import cuda
 
@@ -121,7 +151,8 @@ def main() -> int:
             if cub.get(pairs):
                 row["pct_of_cub"] = 100 * cub[pairs] / row["sort_ms"]
             print(f"{row['variant']:8s} {backend:6s} {'pairs' if pairs else 'keys ':5s} B={p['BLOCK']:3d} "
-                  f"I={p['ITEMS']:2d} MB={p.get('MIN_BLOCKS', '-')} BALLOT={p['BALLOT']} {row['sort_ms']:8.3f} ms "
+                  f"I={p['ITEMS']:2d} MB={p.get('MIN_BLOCKS', '-')} BALLOT={p['BALLOT']}"
+                  f"{' FULL_TILES=0' if p.get('FULL_TILES') == 0 else ''} {row['sort_ms']:8.3f} ms "
                   f"{row.get('pct_of_cub', 0):5.1f}% CUB" + (f"  pass {row['pass_ms']:.3f} pre {row['preamble_ms']:.3f}"
                                                               if "pass_ms" in row else ""), flush=True)
         except (GpulabError, RuntimeError, ValueError) as exc:  # a configuration that cannot build: say why
@@ -130,7 +161,7 @@ def main() -> int:
         finally:
             del plan
             device.release_memory()
-    out = Path(args.out) / f"radix-tuning-{'sim' if sim else 'h200'}.json"
+    out = Path(args.out) / f"radix-tuning-{'sim' if sim else 'h200'}{args.tag}.json"
     out.write_text(json.dumps(result, indent=1) + "\n")
     print(f"\nwrote {out}\n\nbest per (variant, backend, keys/pairs):")
     best = {}

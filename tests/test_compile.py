@@ -74,24 +74,40 @@ def test_gp_register_variants_keep_their_stacks_in_registers(ptx_records, nvrtc_
         assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{name}: {res}"
 
 
+# Measured exceptions, in bytes of spill: the keys-only tiles of 384 x 16 at 3 blocks per SM (56
+# registers) spill ranks while ranking, and were still the fastest shapes of the H200 sweep --
+# onesweep 7.02 ms (CUDA C) and 9.58 (numba) against 7.65 and 10.07 at 2 blocks per SM without
+# spills, local 7.50 against 8.09 (docs/benchmarks/radix-tuning-h200.json, round 5); numba's
+# key-value onesweep at 384 x 16 x 2 spills 16 bytes. Any other spill, or a larger one, fails.
+RADIX_SPILLS = {
+    ("cuda-c", "onesweep", 384, 16, 3, 0): 352, ("cuda-c", "downsweep", 384, 16, 3, 0): 152,
+    ("numba", "onesweep", 384, 16, 3, 0): 500, ("numba", "downsweep", 384, 16, 3, 0): 276,
+    ("numba", "onesweep", 384, 16, 2, 1): 16,
+}
+
+
+def _radix_spill_key(backend: str, name: str, d: dict) -> tuple:
+    bound = d.get({"downsweep": "DOWNSWEEP_MIN_BLOCKS", "onesweep": "ONESWEEP_MIN_BLOCKS"}.get(name, ""))
+    return (backend, name, d.get("BLOCK"), d.get("ITEMS"), bound, d.get("PAIRS"))
+
+
 def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
     """Chapter 4's register-resident kernels (local's downsweep, onesweep's sweep): 16 keys per
-    thread in an array indexed by unrolled loops must not go to local memory."""
-    numba_recs = [r for r in ptx_records if r["chapter"] == "radix" and r["kernel"].startswith(("downsweep", "onesweep"))]
+    thread in an array indexed by unrolled loops must not go to local memory, and ptxas may
+    spill only where a sweep measured the spilling shape fastest (RADIX_SPILLS)."""
+    numba_recs = [r for r in ptx_records if r["chapter"] == "radix" and r["kernel"].startswith(("downsweep", "onesweep{"))]
     assert any(r["kernel"].startswith("onesweep{") for r in numba_recs)
     for r in numba_recs:
         assert r["local_memory_ops"] == 0, f"{r['kernel']}: keys went to local memory"
+        name, _, defines = r["kernel"].partition("{")
+        key = _radix_spill_key("numba", name, ast.literal_eval("{" + defines))
         res = r["resources"]
         if "spill_bytes" in res:
-            assert res["spill_bytes"] == 0 and res["stack"] == 0, f"{r['kernel']}: {res}"
-    # One measured exception: onesweep's key-value shape (384 x 8, 4 blocks per SM: 40 registers)
-    # spills 40 bytes and was still the fastest key-value shape of the H200 sweep (12.20 ms against
-    # 13.81 for the best spill-free one, docs/benchmarks/radix-tuning-h200.json).
-    allowed = {("onesweep", (384, 8, 4, 1)): 40}
+            assert res["spill_bytes"] <= RADIX_SPILLS.get(key, 0), f"{r['kernel']}: {res}"
     for r in nvrtc_records:
         if r["chapter"] == "radix":
             d = ast.literal_eval(r["kernel"].split(" ", 1)[1])  # "kernels.cu {defines}"
             for name, res in r["resources"].items():
                 if name in ("downsweep", "onesweep", "onesweep_hist"):
-                    key = (name, (d.get("BLOCK"), d.get("ITEMS"), d.get("ONESWEEP_MIN_BLOCKS"), d.get("PAIRS")))
-                    assert res["spill_bytes"] <= allowed.get(key, 0), f"{name} {r['kernel']}: spills {res}"
+                    key = _radix_spill_key("cuda-c", name, d)
+                    assert res["spill_bytes"] <= RADIX_SPILLS.get(key, 0), f"{name} {r['kernel']}: spills {res}"

@@ -107,8 +107,8 @@ def tile_shape(params: dict, has_vals: bool) -> dict:
 
 
 def check_params(params: dict, has_vals: bool = True) -> None:
-    """Clear errors for compile-time parameters the kernels cannot use (`has_vals`: the tile
-    also stages values in shared memory)."""
+    """Clear errors for compile-time parameters the kernels cannot use (`has_vals`: a key-value
+    sort; its values pass through the keys' shared buffer, so the limits are the same)."""
     from gpulab.launch import check_block
 
     for key in ("SCAN_BLOCK", "BLOCK"):
@@ -127,10 +127,10 @@ def check_params(params: dict, has_vals: bool = True) -> None:
             raise LimitError(f"BLOCK={params['BLOCK']}: the warp-ranking kernels need whole warps (a multiple of 32)")
         if params["BLOCK"] < (1 << params["BITS"]):
             raise LimitError(f"BLOCK={params['BLOCK']} < 2**BITS={1 << params['BITS']}: one thread per digit is needed")
-        # the tile's keys (and values), the per-warp digit counters, dstart, dbase, the tile id
-        staged = (2 if has_vals else 1) * 4 * params["BLOCK"] * params["ITEMS"]
+        # the staged tile (keys, then values through the same buffer), the per-warp digit counters,
+        # dbase, the digit scan's warp sums, the tile id
         R = 1 << params["BITS"]
-        smem = staged + 4 * (params["BLOCK"] // 32) * R + 4 * params["BLOCK"] + 4 * R + 4
+        smem = 4 * params["BLOCK"] * params["ITEMS"] + 4 * (params["BLOCK"] // 32) * R + 4 * R + 4 * (-(-R // 32)) + 4
         if smem > 48 * 1024:
             raise LimitError(f"a tile of {params['BLOCK']}x{params['ITEMS']} keys needs {smem} bytes of static "
                              "shared memory, over the 48 KiB (49152 bytes) limit")
@@ -196,7 +196,7 @@ class CudaCKernels:
 
 def cuda_defines(params: dict) -> dict:
     return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS",
-                                                     "DOWNSWEEP_MIN_BLOCKS", "ONESWEEP_MIN_BLOCKS")}
+                                                     "DOWNSWEEP_MIN_BLOCKS", "ONESWEEP_MIN_BLOCKS", "FULL_TILES")}
 
 
 def provider(backend: str, params: dict, stream=0):

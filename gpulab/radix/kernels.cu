@@ -27,6 +27,9 @@
 #ifndef ONESWEEP_MIN_BLOCKS
 #define ONESWEEP_MIN_BLOCKS 1
 #endif
+#ifndef FULL_TILES
+#define FULL_TILES 1     // 0: every tile takes the bounds-checked path (to measure what the full-tile path saves)
+#endif
 #ifndef PAIRS
 #define PAIRS 1          // 0: a keys-only build, whose tile needs no shared buffer for values
 #endif
@@ -248,32 +251,37 @@ extern "C" __global__ void __launch_bounds__(BLOCK) upsweep(const u32 *keys, int
 
 // --8<-- [start:tile_steps]
 // The steps a register-resident tile shares between downsweep and onesweep. Each warp owns
-// 32*ITEMS consecutive keys, read warp-striped (item it of lane l is key wbase + 32*it + l), so
-// every load instruction of a warp reads 128 consecutive bytes.
-#define VTILE (PAIRS ? TILE : 1)
+// 32*ITEMS consecutive keys, read warp-striped (item it of lane l is the warp's key 32*it + l),
+// so every load instruction of a warp reads 128 consecutive bytes. Bounds are checked against wn,
+// how many of the warp's keys exist: a 32-bit count, cheap to compare again, where 64-bit
+// indices compared with n cost registers to keep. FULL: a tile of TILE keys, whose steps need no
+// bounds checks (every tile but the last: the steps are compiled twice, chosen per tile).
+#define DIGIT_WARPS ((RADIX + 31) / 32)   // warps whose threads own a digit (thread d: digit d)
 
-// Every load of the warp's keys issued before the first ranking step: ITEMS loads in flight
-// per thread, instead of one load's latency per ranked key.
-__device__ __forceinline__ void load_warp_keys(const u32 *keys, long wbase, int lane, long n, u32 (&ks)[ITEMS]) {
+// Every load of the warp's keys (wkeys: the warp's first) issued before the first ranking step:
+// ITEMS loads in flight per thread, instead of one load's latency per ranked key.
+template <bool FULL>
+__device__ __forceinline__ void load_warp_keys(const u32 *wkeys, int lane, int wn, u32 (&ks)[ITEMS]) {
 #pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
-        long i = wbase + it * 32 + lane;
-        ks[it] = i < n ? keys[i] : 0u;
-    }
+    for (int it = 0; it < ITEMS; ++it) ks[it] = (FULL || it * 32 + lane < wn) ? wkeys[it * 32 + lane] : 0u;
 }
 
 // rk[it]: how many keys of the same digit come before key it among the warp's keys; whist_w
 // (this warp's RADIX counters, zeroed) ends holding the warp's count of each digit.
-__device__ __forceinline__ void rank_warp_keys(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int *whist_w, long wbase,
-                                               int lane, long n, int shift) {
+template <bool FULL>
+__device__ __forceinline__ void rank_warp_keys(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int *whist_w, int lane,
+                                               int wn, int shift) {
     u32 lt = (1u << lane) - 1u;
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
-        bool valid = wbase + it * 32 + lane < n;
+        bool valid = FULL || it * 32 + lane < wn;
         int d = valid ? (int)((ks[it] >> shift) & DIGIT_MASK) : RADIX;  // RADIX: the "no key" group
 #if BALLOT
-        u32 peers = __ballot_sync(0xFFFFFFFFu, valid);                 // same validity ...
-        if (!valid) peers = ~peers;
+        u32 peers = 0xFFFFFFFFu;
+        if (!FULL) {                                                    // same validity ...
+            peers = __ballot_sync(0xFFFFFFFFu, valid);
+            if (!valid) peers = ~peers;
+        }
 #pragma unroll
         for (int b = 0; b < BITS; ++b) {                                // ... and the same bits
             u32 bal = __ballot_sync(0xFFFFFFFFu, (d >> b) & 1);
@@ -292,11 +300,13 @@ __device__ __forceinline__ void rank_warp_keys(const u32 (&ks)[ITEMS], int (&rk)
     }
 }
 
-// Per digit (thread tid < RADIX): exclusive scan of the warps' counts in place; returns the
-// digit's count in the tile.
+// Per digit (thread tid < RADIX): exclusive scan of the warps' counts in place (whist[w][d]:
+// where warp w's keys of digit d start among the tile's keys of digit d); returns the digit's
+// count in the tile.
 __device__ __forceinline__ int warp_offsets(int *whist, int tid) {
     int total = 0;
     if (tid < RADIX) {
+#pragma unroll
         for (int ww = 0; ww < NWARPS; ++ww) {
             int c = whist[ww * RADIX + tid];
             whist[ww * RADIX + tid] = total;
@@ -306,69 +316,129 @@ __device__ __forceinline__ int warp_offsets(int *whist, int tid) {
     return total;
 }
 
-// Exchange the tile into digit order in shared memory (values, if any, read here: their loads
-// are independent of the ranking and all issued together).
-__device__ __forceinline__ void stage_tile(const u32 (&ks)[ITEMS], const int (&rk)[ITEMS], const u32 *vals_in,
-                                           u32 *skeys, u32 *svals, const int *dstart, const int *whist_w,
-                                           long wbase, int lane, long n, int shift, int has_vals) {
+// Where each digit starts in the tile: an exclusive scan of the digits' totals (thread d holds
+// digit d's), by shuffles within each warp and one pass over the warps' sums -- one barrier,
+// where a block-wide Hillis-Steele scan in shared memory takes two per step.
+__device__ __forceinline__ int digit_start(int total, int *wsum, int tid) {
+    int lane = tid & 31, w = tid >> 5, x = total;
 #pragma unroll
-    for (int it = 0; it < ITEMS; ++it) {
-        long i = wbase + it * 32 + lane;
-        if (i < n) {
-            int d = (ks[it] >> shift) & DIGIT_MASK;
-            int pos = dstart[d] + whist_w[d] + rk[it];
-            skeys[pos] = ks[it];
-            if (PAIRS && has_vals) svals[pos] = vals_in[i];
-        }
+    for (int o = 1; o < 32; o *= 2) {
+        int y = __shfl_up_sync(0xFFFFFFFFu, x, o);
+        if (lane >= o) x += y;
     }
+    if (lane == 31 && w < DIGIT_WARPS) wsum[w] = x;
+    __syncthreads();
+    if (tid >= RADIX) return 0;
+    for (int ww = 0; ww < w; ++ww) x += wsum[ww];
+    return x - total;
 }
 
-// Write the staged tile: consecutive threads write consecutive places of a digit's run.
-__device__ __forceinline__ void scatter_tile(const u32 *skeys, const u32 *svals, u32 *keys_out, u32 *vals_out,
-                                             const int *dbase, int m, int tid, int shift, int has_vals) {
+// Exchange the ranked tile into digit order in shared memory. Thread d < RADIX holds `total`, the
+// tile's keys of digit d, and gets back where digit d starts in the tile. whist[w][d] becomes
+// where warp w's keys of digit d start in the tile, so key it goes to place whist[w][d] + rk[it]
+// (kept in rk: the values follow the same permutation). Needs only the tile's own counts: it
+// runs before the look-back, and the keys leave the registers while the look-back waits.
+template <bool FULL>
+__device__ __forceinline__ int stage_tile(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int total, u32 *stile,
+                                          int *whist, int *wsum, int wn, int tid, int shift) {
+    int lane = tid & 31, w = tid >> 5;
+    int start = digit_start(total, wsum, tid);
+    if (tid < RADIX) {
+#pragma unroll
+        for (int ww = 0; ww < NWARPS; ++ww) whist[ww * RADIX + tid] += start;
+    }
+    __syncthreads();
+    const int *wpos = whist + w * RADIX;
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it) {
+        if (FULL || it * 32 + lane < wn) {
+            rk[it] += wpos[(ks[it] >> shift) & DIGIT_MASK];
+            stile[rk[it]] = ks[it];
+        }
+    }
+    return start;
+}
+
+// Write the staged tile: thread d < RADIX holds `base`, where the tile's first key of digit d
+// goes in the output, and its `start` in the tile; place j of the tile goes to
+// dbase[d] + j, so consecutive threads write consecutive places of a digit's run (m: the tile's
+// number of keys). A key-value tile then sends its values the same way through the same buffer:
+// loaded while the keys are written, placed by rk, written where the keys went (kept in dst).
+template <bool FULL>
+__device__ __forceinline__ void scatter_tile(const int (&rk)[ITEMS], int start, int base, const u32 *wvals,
+                                             u32 *keys_out, u32 *vals_out, u32 *stile, int *dbase, int wn, int m,
+                                             int tid, int shift, int has_vals) {
+    int lane = tid & 31;
+    if (tid < RADIX) dbase[tid] = base - start;
+    __syncthreads();
+    u32 vs[ITEMS];  // keys-only builds (PAIRS=0): unused, no registers
+    int dst[ITEMS];
+    if (PAIRS && has_vals) load_warp_keys<FULL>(wvals, lane, wn, vs);  // in flight during the key writes
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
         int j = it * BLOCK + tid;
-        if (j < m) {
-            u32 k = skeys[j];
+        if (FULL || j < m) {
+            u32 k = stile[j];
             int dest = dbase[(k >> shift) & DIGIT_MASK] + j;
             keys_out[dest] = k;
-            if (PAIRS && has_vals) vals_out[dest] = svals[j];
+            if (PAIRS) dst[it] = dest;
+        }
+    }
+    if (PAIRS && has_vals) {
+        __syncthreads();  // every key read out of the buffer
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it)
+            if (FULL || it * 32 + lane < wn) stile[rk[it]] = vs[it];
+        __syncthreads();
+#pragma unroll
+        for (int it = 0; it < ITEMS; ++it) {
+            int j = it * BLOCK + tid;
+            if (FULL || j < m) vals_out[dst[it]] = stile[j];
         }
     }
 }
 // --8<-- [end:tile_steps]
 
+// How many of a tile's keys exist (m), and of its warp w's (wn).
+__device__ __forceinline__ void tile_counts(long tbase, long n, int w, int &m, int &wn) {
+    m = (int)min((long)TILE, n - tbase);
+    wn = min(max(m - w * 32 * ITEMS, 0), 32 * ITEMS);
+}
+
 // --8<-- [start:downsweep]
+template <bool FULL>
+__device__ __forceinline__ void downsweep_tile(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
+                                               const int *offsets, int n, int shift, int nblocks, int has_vals,
+                                               u32 *stile, int *whist, int *dbase, int *wsum) {
+    u32 ks[ITEMS];                         // this thread's keys, in registers
+    int rk[ITEMS];                         // ... and their ranks within the warp's digit
+    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x, m, wn;
+    long wbase = (long)blk * TILE + w * 32 * ITEMS;  // this warp's first key
+    tile_counts((long)blk * TILE, n, w, m, wn);
+    load_warp_keys<FULL>(keys_in + wbase, lane, wn, ks);
+    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
+    __syncthreads();
+    rank_warp_keys<FULL>(ks, rk, whist + w * RADIX, lane, wn, shift);
+    __syncthreads();
+    int total = warp_offsets(whist, tid);
+    int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid, shift);
+    int base = tid < RADIX ? offsets[tid * nblocks + blk] : 0;  // from the scan of the count table
+    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, wn, m, tid, shift, has_vals);
+}
+
 extern "C" __global__ void __launch_bounds__(BLOCK, DOWNSWEEP_MIN_BLOCKS) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
                                                               u32 *vals_out, const int *offsets, int n, int shift,
                                                               int nblocks, int has_vals) {
-    __shared__ u32 skeys[TILE];
-    __shared__ u32 svals[VTILE];
-    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
-    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
-    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
-    u32 ks[ITEMS];                         // this thread's keys, in registers
-    int rk[ITEMS];                         // ... and their ranks within the warp's digit
-    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x;
-    long wbase = (long)blk * TILE + (long)w * 32 * ITEMS;
-    load_warp_keys(keys_in, wbase, lane, n, ks);
-    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
-    __syncthreads();
-    rank_warp_keys(ks, rk, whist + w * RADIX, wbase, lane, n, shift);
-    __syncthreads();
-    int total = warp_offsets(whist, tid);
-    dstart[tid] = total;
-    __syncthreads();
-    block_inclusive_scan(dstart, tid);
-    if (tid < RADIX) dbase[tid] = offsets[tid * nblocks + blk] - (dstart[tid] - total);
-    __syncthreads();
-    if (tid < RADIX) dstart[tid] -= total;
-    __syncthreads();
-    stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist + w * RADIX, wbase, lane, n, shift, has_vals);
-    __syncthreads();
-    int m = (int)min((long)TILE, (long)n - (long)blk * TILE);
-    scatter_tile(skeys, svals, keys_out, vals_out, dbase, m, tid, shift, has_vals);
+    __shared__ u32 stile[TILE];            // the tile in digit order: keys, then values
+    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters, then where they start
+    __shared__ int dbase[RADIX];           // global offset of digit d minus its start in the tile
+    __shared__ int wsum[DIGIT_WARPS];      // the digit scan's warp sums
+    if (FULL_TILES && (long)(blockIdx.x + 1) * TILE <= n)
+        downsweep_tile<true>(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist,
+                             dbase, wsum);
+    else
+        downsweep_tile<false>(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist,
+                              dbase, wsum);
 }
 // --8<-- [end:downsweep]
 
@@ -444,34 +514,28 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
 //
 // status_next is the status table of the next pass: the tile zeroes its words there (the
 // previous pass, which used that table, has finished), so no pass needs a memset.
-extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
-                                                             u32 *vals_out, const int *hist, int *tile_counter,
-                                                             u32 *status, u32 *status_next, int n, int shift,
-                                                             int pass, int has_vals) {
-    __shared__ u32 skeys[TILE];
-    __shared__ u32 svals[VTILE];
-    __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters
-    __shared__ int dstart[BLOCK];          // where each digit starts in the tile
-    __shared__ int dbase[RADIX];           // global offset of digit d minus dstart[d]
-    __shared__ int tile_sh;
+template <bool FULL>
+__device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
+                                              const int *hist, u32 *status, u32 *status_next, int n, int shift,
+                                              int pass, int has_vals, int tile, u32 *stile, int *whist, int *dbase,
+                                              int *wsum) {
     u32 ks[ITEMS];
     int rk[ITEMS];
-    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5;
-    if (tid == 0) tile_sh = atomicAdd(&tile_counter[pass], 1);  // the tile: in order of start
-    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
-    __syncthreads();
-    int tile = tile_sh;
-    long wbase = (long)tile * TILE + (long)w * 32 * ITEMS;
-    load_warp_keys(keys_in, wbase, lane, n, ks);
-    rank_warp_keys(ks, rk, whist + w * RADIX, wbase, lane, n, shift);
+    int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, m, wn;
+    long wbase = (long)tile * TILE + w * 32 * ITEMS;
+    tile_counts((long)tile * TILE, n, w, m, wn);
+    load_warp_keys<FULL>(keys_in + wbase, lane, wn, ks);
+    rank_warp_keys<FULL>(ks, rk, whist + w * RADIX, lane, wn, shift);
     __syncthreads();
     int total = warp_offsets(whist, tid);
+    volatile u32 *st = status;
+    // Publish this tile's count of each digit at once, so later tiles can use it ...
+    if (tid < RADIX) st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
+    int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid, shift);
     u32 excl = 0;
     if (tid < RADIX) {
-        // Publish this tile's count of digit tid at once, so later tiles can use it ...
-        volatile u32 *st = status;
-        st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
-        // ... then look back: add the counts of earlier tiles until one publishes its prefix.
+        // ... then (the tile staged meanwhile) look back: add the counts of earlier tiles until
+        // one has published its prefix.
         for (int j = tile - 1; j >= 0;) {
             u32 s = st[j * RADIX + tid];
             if ((s & FLAG_MASK) == 0) continue;  // not yet published: spin (tile j has started)
@@ -482,17 +546,30 @@ extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) oneswee
         if (tile > 0) st[tile * RADIX + tid] = FLAG_PREFIX | (excl + (u32)total);
         status_next[tile * RADIX + tid] = 0u;
     }
-    dstart[tid] = total;
+    int base = tid < RADIX ? hist[pass * RADIX + tid] + (int)excl : 0;  // digit's offset + earlier tiles' keys
+    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, wn, m, tid, shift, has_vals);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+                                                             u32 *vals_out, const int *hist, int *tile_counter,
+                                                             u32 *status, u32 *status_next, int n, int shift,
+                                                             int pass, int has_vals) {
+    __shared__ u32 stile[TILE];
+    __shared__ int whist[NWARPS * RADIX];
+    __shared__ int dbase[RADIX];
+    __shared__ int wsum[DIGIT_WARPS];
+    __shared__ int tile_sh;
+    int tid = threadIdx.x;
+    if (tid == 0) tile_sh = atomicAdd(&tile_counter[pass], 1);  // the tile: in order of start
+    for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
     __syncthreads();
-    block_inclusive_scan(dstart, tid);
-    if (tid < RADIX) dbase[tid] = hist[pass * RADIX + tid] + (int)excl - (dstart[tid] - total);
-    __syncthreads();
-    if (tid < RADIX) dstart[tid] -= total;
-    __syncthreads();
-    stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist + w * RADIX, wbase, lane, n, shift, has_vals);
-    __syncthreads();
-    int m = (int)min((long)TILE, (long)n - (long)tile * TILE);
-    scatter_tile(skeys, svals, keys_out, vals_out, dbase, m, tid, shift, has_vals);
+    int tile = tile_sh;
+    if (FULL_TILES && (long)(tile + 1) * TILE <= n)
+        onesweep_tile<true>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
+                            tile, stile, whist, dbase, wsum);
+    else
+        onesweep_tile<false>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
+                             tile, stile, whist, dbase, wsum);
 }
 // --8<-- [end:onesweep]
 

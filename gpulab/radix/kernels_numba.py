@@ -342,36 +342,44 @@ def upsweep_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 
 @lru_cache(maxsize=None)
-def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1):
+def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, FULL: bool = False):
     """The steps a register-resident tile shares between `downsweep` and `onesweep`, as device
     functions inlined at numba IR level (so `ks` / `rk` stay registers in the kernel). Each
-    warp owns 32·ITEMS consecutive keys, read warp-striped: item `it` of lane `l` is key
-    `wbase + 32·it + l`, so every load instruction of a warp reads 128 consecutive bytes."""
+    warp owns 32·ITEMS consecutive keys, read warp-striped: item `it` of lane `l` is the warp's
+    key `32·it + l`, so every load instruction of a warp reads 128 consecutive bytes. Bounds are
+    checked against `wn`, how many of the warp's keys exist (a small count, cheap to compare
+    again). FULL: the steps of a tile of TILE keys, with no bounds checks (every tile but the
+    last; the kernels build both and choose per tile)."""
     R = 1 << BITS
     MASK = R - 1
     NW = BLOCK // 32
+    DIGIT_WARPS = (R + 31) // 32
 
     # --8<-- [start:tile_steps]
     @cuda.jit(device=True, inline="always")
-    def load_warp_keys(keys, wbase, lane, n, ks):
+    def load_warp_keys(keys, wbase, lane, wn, ks):
         # Every load issued before the first ranking step: ITEMS loads in flight per thread.
         for it in range(ITEMS):
-            i = wbase + it * 32 + lane
-            ks[it] = keys[i] if i < n else uint32(0)
+            if FULL or it * 32 + lane < wn:
+                ks[it] = keys[wbase + it * 32 + lane]
+            else:
+                ks[it] = uint32(0)
 
     @cuda.jit(device=True, inline="always")
-    def rank_warp_keys(ks, rk, whist, w, wbase, lane, n, shift):
+    def rank_warp_keys(ks, rk, whist, w, lane, wn, shift):
         # rk[it]: keys of the same digit before key it among the warp's keys; whist[w·R + d]
         # (zeroed) ends holding the warp's count of digit d.
         lt = uint32((1 << lane) - 1)  # lanes below me
         for it in range(ITEMS):
-            i = wbase + it * 32 + lane
-            d = int32((ks[it] >> shift) & MASK) if i < n else int32(R)  # R: "no key" group
+            valid = FULL or it * 32 + lane < wn
+            d = int32((ks[it] >> shift) & MASK) if valid else int32(R)  # R: "no key" group
             if BALLOT:  # BITS ballots: lanes with the same validity and the same digit bits
                 # numba-cuda types ballot_sync's result as int32: mixed with uint32 it widens to
                 # int64 with lane 31's bit copied into the 32 high bits (popc then counts 32
                 # lanes too many). uint32(...) keeps the mask 32 bits wide.
-                peers = uint32(cuda.ballot_sync(0xFFFFFFFF, i < n)) ^ (uint32(i >= n) * uint32(0xFFFFFFFF))
+                peers = uint32(0xFFFFFFFF)
+                if not FULL:
+                    peers = uint32(cuda.ballot_sync(0xFFFFFFFF, valid)) ^ (uint32(not valid) * uint32(0xFFFFFFFF))
                 for b in range(BITS):
                     bit = uint32((d >> b) & 1)
                     bal = uint32(cuda.ballot_sync(0xFFFFFFFF, bit))
@@ -381,7 +389,7 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
             below = cuda.popc(peers & lt)
             leader = cuda.popc(peers ^ (peers - uint32(1))) - 1  # the lowest lane of my group
             cnt = int32(0)
-            if i < n and below == 0:  # the leader reserves the group's places ...
+            if valid and below == 0:  # the leader reserves the group's places ...
                 cnt = cuda.atomic.add(whist, w * R + d, cuda.popc(peers))
             cnt = cuda.shfl_sync(0xFFFFFFFF, cnt, leader)  # ... and hands the base to its peers
             rk[it] = cnt + below
@@ -399,80 +407,143 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
         return total
 
     @cuda.jit(device=True, inline="always")
-    def stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist, w, wbase, lane, n, shift, has_vals):
-        # The tile in digit order in shared memory (values read here, all loads together).
-        for it in range(ITEMS):
-            i = wbase + it * 32 + lane
-            if i < n:
-                k = ks[it]
-                d = int32((k >> shift) & MASK)
-                pos = dstart[d] + whist[w * R + d] + rk[it]
-                skeys[pos] = k
-                if PAIRS and has_vals:
-                    svals[pos] = vals_in[i]
+    def digit_start(total, wsum, tid):
+        # Where digit tid starts in the tile: an exclusive scan of the digits' totals by shuffles
+        # within each warp and one pass over the warps' sums (one barrier; a Hillis-Steele scan
+        # in shared memory takes two per step).
+        lane = tid & 31
+        w = tid >> 5
+        x = total
+        o = 1
+        while o < 32:
+            y = cuda.shfl_up_sync(0xFFFFFFFF, x, o)
+            if lane >= o:
+                x += y
+            o *= 2
+        if lane == 31 and w < DIGIT_WARPS:
+            wsum[w] = x
+        cuda.syncthreads()
+        if tid >= R:
+            return int32(0)
+        for ww in range(w):
+            x += wsum[ww]
+        return x - total
 
     @cuda.jit(device=True, inline="always")
-    def scatter_tile(skeys, svals, keys_out, vals_out, dbase, m, tid, shift, has_vals):
+    def stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift):
+        # The tile in digit order in shared memory; needs only the tile's own counts, so it runs
+        # before the look-back. rk[it] becomes key it's place in the tile (the values follow it).
+        start = digit_start(total, wsum, tid)
+        if tid < R:
+            for ww in range(NW):
+                whist[ww * R + tid] += start
+        cuda.syncthreads()
         for it in range(ITEMS):
-            j = it * BLOCK + tid  # consecutive threads write consecutive places of a digit run
-            if j < m:
-                k = skeys[j]
+            if FULL or it * 32 + lane < wn:
+                rk[it] += whist[w * R + int32((ks[it] >> shift) & MASK)]
+                stile[rk[it]] = ks[it]
+        return start
+
+    @cuda.jit(device=True, inline="always")
+    def scatter_tile(rk, vs, dst, start, base, vals_in, wbase, keys_out, vals_out, stile, dbase, lane, wn, m, tid,
+                     shift, has_vals):
+        # Place j of the tile goes to dbase[d] + j: consecutive threads write consecutive places
+        # of a digit run. Values then take the same way through the same buffer.
+        if tid < R:
+            dbase[tid] = base - start
+        cuda.syncthreads()
+        if PAIRS and has_vals:
+            load_warp_keys(vals_in, wbase, lane, wn, vs)  # in flight during the key writes
+        for it in range(ITEMS):
+            j = it * BLOCK + tid
+            if FULL or j < m:
+                k = stile[j]
                 dest = dbase[int32((k >> shift) & MASK)] + j
                 keys_out[dest] = k
-                if PAIRS and has_vals:
-                    vals_out[dest] = svals[j]
+                if PAIRS:
+                    dst[it] = dest
+        if PAIRS and has_vals:
+            cuda.syncthreads()  # every key read out of the buffer
+            for it in range(ITEMS):
+                if FULL or it * 32 + lane < wn:
+                    stile[rk[it]] = vs[it]
+            cuda.syncthreads()
+            for it in range(ITEMS):
+                j = it * BLOCK + tid
+                if FULL or j < m:
+                    vals_out[dst[it]] = stile[j]
     # --8<-- [end:tile_steps]
 
     return load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile
+
+
+@cuda.jit(device=True, inline="always")
+def tile_counts(tile, TILE, ITEMS, w, n):
+    """How many of a tile's keys exist (m), and of its warp w's (wn)."""
+    m = min(TILE, n - tile * TILE)
+    return m, min(max(m - w * 32 * ITEMS, 0), 32 * ITEMS)
 
 
 @lru_cache(maxsize=None)
 def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
     """Rank a tile's keys held in registers with warp intrinsics (match_any, or BITS ballots),
     exchange them through shared memory into digit order, then write each digit's run to its
-    global offset. `PAIRS=0` builds a keys-only kernel (no shared buffer for values)."""
+    global offset. `PAIRS=0` builds a keys-only kernel (values never move)."""
     R = 1 << BITS
     TILE = BLOCK * ITEMS
-    VTILE = TILE if PAIRS else 1
     NWR = (BLOCK // 32) * R
+    DIGIT_WARPS = (R + 31) // 32
+    VITEMS = ITEMS if PAIRS else 1
     assert BLOCK % 32 == 0 and BLOCK >= R, "downsweep needs whole warps and BLOCK >= 2**BITS"
-    load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(BLOCK, ITEMS, BITS, BALLOT,
-                                                                                         PAIRS)
+
+    def tile_body(FULL):
+        load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(
+            BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL)
+
+        # --8<-- [start:downsweep_tile]
+        @cuda.jit(device=True, inline="always")
+        def downsweep_tile(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist,
+                           dbase, wsum):
+            ks = cuda.local.array(ITEMS, uint32)  # this thread's keys, in registers
+            rk = cuda.local.array(ITEMS, int32)  # ... and their ranks within the warp's digit
+            vs = cuda.local.array(VITEMS, uint32)  # key-value tiles: the values, then where they go
+            dst = cuda.local.array(VITEMS, int32)
+            tid = cuda.threadIdx.x
+            lane = tid & 31
+            w = tid >> 5
+            blk = cuda.blockIdx.x
+            m, wn = tile_counts(blk, TILE, ITEMS, w, n)
+            wbase = blk * TILE + w * 32 * ITEMS  # each warp owns 32·ITEMS consecutive keys
+            load_warp_keys(keys_in, wbase, lane, wn, ks)
+            for j in range(tid, NWR, BLOCK):
+                whist[j] = 0
+            cuda.syncthreads()
+            rank_warp_keys(ks, rk, whist, w, lane, wn, shift)
+            cuda.syncthreads()
+            total = warp_offsets(whist, tid)
+            start = stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift)
+            base = offsets[tid * nblocks + blk] if tid < R else int32(0)  # from the count table's scan
+            scatter_tile(rk, vs, dst, start, base, vals_in, wbase, keys_out, vals_out, stile, dbase, lane, wn, m, tid,
+                         shift, has_vals)
+        # --8<-- [end:downsweep_tile]
+
+        return downsweep_tile
+
+    full_tile, last_tile = tile_body(True), tile_body(False)
 
     # --8<-- [start:downsweep]
     @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
     def downsweep(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals):
-        skeys = cuda.shared.array(TILE, uint32)
-        svals = cuda.shared.array(VTILE, uint32)
-        whist = cuda.shared.array(NWR, int32)  # per-warp digit counters
-        dstart = cuda.shared.array(BLOCK, int32)  # where each digit starts in the tile
-        dbase = cuda.shared.array(R, int32)  # global offset of digit d minus dstart[d]
-        ks = cuda.local.array(ITEMS, uint32)  # this thread's keys, in registers
-        rk = cuda.local.array(ITEMS, int32)  # ... and their ranks within the warp's digit
-        tid = cuda.threadIdx.x
-        lane = tid & 31
-        w = tid >> 5
-        blk = cuda.blockIdx.x
-        wbase = blk * TILE + w * 32 * ITEMS  # each warp owns 32·ITEMS consecutive keys
-        load_warp_keys(keys_in, wbase, lane, n, ks)
-        for j in range(tid, NWR, BLOCK):
-            whist[j] = 0
-        cuda.syncthreads()
-        rank_warp_keys(ks, rk, whist, w, wbase, lane, n, shift)
-        cuda.syncthreads()
-        total = warp_offsets(whist, tid)
-        dstart[tid] = total
-        cuda.syncthreads()
-        block_inclusive_scan(dstart, tid, BLOCK)  # inclusive over digits
-        if tid < R:
-            dbase[tid] = offsets[tid * nblocks + blk] - (dstart[tid] - total)
-        cuda.syncthreads()
-        if tid < R:
-            dstart[tid] = dstart[tid] - total  # now exclusive: start of digit tid in the tile
-        cuda.syncthreads()
-        stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist, w, wbase, lane, n, shift, has_vals)
-        cuda.syncthreads()
-        scatter_tile(skeys, svals, keys_out, vals_out, dbase, min(TILE, n - blk * TILE), tid, shift, has_vals)
+        stile = cuda.shared.array(TILE, uint32)  # the tile in digit order: keys, then values
+        whist = cuda.shared.array(NWR, int32)  # per-warp digit counters, then where they start
+        dbase = cuda.shared.array(R, int32)  # global offset of digit d minus its start in the tile
+        wsum = cuda.shared.array(DIGIT_WARPS, int32)  # the digit scan's warp sums
+        if (cuda.blockIdx.x + 1) * TILE <= n:
+            full_tile(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist, dbase,
+                      wsum)
+        else:
+            last_tile(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist, dbase,
+                      wsum)
     # --8<-- [end:downsweep]
 
     return downsweep
@@ -537,77 +608,91 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
 @lru_cache(maxsize=None)
 def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
     """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
-    (as `downsweep`), publish per-digit counts, decoupled look-back over earlier tiles, scatter."""
+    (as `downsweep`), publish per-digit counts, stage the tile, decoupled look-back over earlier
+    tiles, scatter."""
     R = 1 << BITS
     TILE = BLOCK * ITEMS
-    VTILE = TILE if PAIRS else 1
     NWR = (BLOCK // 32) * R
+    DIGIT_WARPS = (R + 31) // 32
+    VITEMS = ITEMS if PAIRS else 1
     assert BLOCK % 32 == 0 and BLOCK >= R, "onesweep needs whole warps and BLOCK >= 2**BITS"
-    load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(BLOCK, ITEMS, BITS, BALLOT,
-                                                                                         PAIRS)
+
+    def tile_body(FULL):
+        load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(
+            BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL)
+
+        # --8<-- [start:onesweep_tile]
+        @cuda.jit(device=True, inline="always")
+        def onesweep_tile(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pss, has_vals,
+                          tile, stile, whist, dbase, wsum):
+            # status[t*R + d]: one uint32 word, a 2-bit flag and a 30-bit count (see kernels.cu:
+            # flag and count in one word need no fence between them). numba has no volatile
+            # loads, so the look-back reads a word with an atomic that changes nothing (or 0):
+            # atomics are performed at L2, where every SM sees the same word, and are issued on
+            # every spin. Publishing uses atomic max: a word only grows (0 < AGG|c < PREFIX|c').
+            ks = cuda.local.array(ITEMS, uint32)
+            rk = cuda.local.array(ITEMS, int32)
+            vs = cuda.local.array(VITEMS, uint32)
+            dst = cuda.local.array(VITEMS, int32)
+            tid = cuda.threadIdx.x
+            lane = tid & 31
+            w = tid >> 5
+            m, wn = tile_counts(tile, TILE, ITEMS, w, n)
+            wbase = tile * TILE + w * 32 * ITEMS
+            load_warp_keys(keys_in, wbase, lane, wn, ks)
+            rank_warp_keys(ks, rk, whist, w, lane, wn, shift)
+            cuda.syncthreads()
+            total = warp_offsets(whist, tid)
+            me = tile * R + tid
+            if tid < R:  # publish this tile's count of digit tid at once (tile 0: its prefix) ...
+                flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
+                cuda.atomic.max(status, me, flag | uint32(total))
+            start = stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift)
+            excl = int32(0)
+            if tid < R:  # ... then (the tile staged meanwhile) look back to a tile with its prefix
+                j = tile - 1
+                while j >= 0:
+                    s = cuda.atomic.or_(status, j * R + tid, uint32(0))  # a coherent read
+                    if (s & uint32(FLAG_PREFIX | FLAG_AGG)) == 0:
+                        continue  # not yet published: spin (tile j has started)
+                    excl += int32(s & uint32(VALUE_MASK))
+                    if s & uint32(FLAG_PREFIX):
+                        break
+                    j -= 1
+                if tile > 0:
+                    cuda.atomic.max(status, me, uint32(FLAG_PREFIX) | uint32(excl + total))
+                status_next[me] = 0
+            base = hist[pss * R + tid] + excl if tid < R else int32(0)  # digit offset + earlier tiles
+            scatter_tile(rk, vs, dst, start, base, vals_in, wbase, keys_out, vals_out, stile, dbase, lane, wn, m, tid,
+                         shift, has_vals)
+        # --8<-- [end:onesweep_tile]
+
+        return onesweep_tile
+
+    full_tile, last_tile = tile_body(True), tile_body(False)
 
     # --8<-- [start:onesweep]
     @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
     def onesweep(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift, pss,
                  has_vals):
-        # status[t*R + d]: one uint32 word, a 2-bit flag and a 30-bit count (see kernels.cu: flag
-        # and count in one word need no fence between them). numba has no volatile loads, so
-        # the look-back reads a word with an atomic that changes nothing (or 0): atomics are
-        # performed at L2, where every SM sees the same word, and are issued on every spin.
-        # Publishing uses atomic max: a word only grows (0 < AGG|c < PREFIX|c').
-        skeys = cuda.shared.array(TILE, uint32)
-        svals = cuda.shared.array(VTILE, uint32)
+        stile = cuda.shared.array(TILE, uint32)
         whist = cuda.shared.array(NWR, int32)
-        dstart = cuda.shared.array(BLOCK, int32)
         dbase = cuda.shared.array(R, int32)
+        wsum = cuda.shared.array(DIGIT_WARPS, int32)
         tile_sh = cuda.shared.array(1, int32)
-        ks = cuda.local.array(ITEMS, uint32)
-        rk = cuda.local.array(ITEMS, int32)
         tid = cuda.threadIdx.x
-        lane = tid & 31
-        w = tid >> 5
         if tid == 0:  # tiles in the order blocks start (forward progress: see kernels.cu)
             tile_sh[0] = cuda.atomic.add(tile_counter, pss, 1)
         for j in range(tid, NWR, BLOCK):
             whist[j] = 0
         cuda.syncthreads()
         tile = tile_sh[0]
-        wbase = tile * TILE + w * 32 * ITEMS
-        load_warp_keys(keys_in, wbase, lane, n, ks)
-        rank_warp_keys(ks, rk, whist, w, wbase, lane, n, shift)
-        cuda.syncthreads()
-        total = warp_offsets(whist, tid)
-        excl = int32(0)
-        if tid < R:
-            me = tile * R + tid
-            # Publish this tile's count of digit tid at once (tile 0: its prefix) ...
-            flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
-            cuda.atomic.max(status, me, flag | uint32(total))
-            # ... then look back until a tile with its prefix published.
-            j = tile - 1
-            while j >= 0:
-                s = cuda.atomic.or_(status, j * R + tid, uint32(0))  # a coherent read
-                if (s & uint32(FLAG_PREFIX | FLAG_AGG)) == 0:
-                    continue  # not yet published: spin (tile j has started)
-                excl += int32(s & uint32(VALUE_MASK))
-                if s & uint32(FLAG_PREFIX):
-                    break
-                j -= 1
-            if tile > 0:
-                cuda.atomic.max(status, me, uint32(FLAG_PREFIX) | uint32(excl + total))
-            status_next[me] = 0
-        dstart[tid] = total
-        cuda.syncthreads()
-        block_inclusive_scan(dstart, tid, BLOCK)
-        if tid < R:
-            dbase[tid] = hist[pss * R + tid] + excl - (dstart[tid] - total)
-        cuda.syncthreads()
-        if tid < R:
-            dstart[tid] = dstart[tid] - total
-        cuda.syncthreads()
-        stage_tile(ks, rk, vals_in, skeys, svals, dstart, whist, w, wbase, lane, n, shift, has_vals)
-        cuda.syncthreads()
-        scatter_tile(skeys, svals, keys_out, vals_out, dbase, min(TILE, n - tile * TILE), tid, shift, has_vals)
+        if (tile + 1) * TILE <= n:
+            full_tile(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pss, has_vals, tile,
+                      stile, whist, dbase, wsum)
+        else:
+            last_tile(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pss, has_vals, tile,
+                      stile, whist, dbase, wsum)
     # --8<-- [end:onesweep]
 
     return onesweep

@@ -12,18 +12,20 @@ PARAMS = {
     "split1_global": dict(SCAN_BLOCK=512),
     "split1_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=1),
     "radix4_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4),
-    "local": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, DOWNSWEEP_MIN_BLOCKS=2,
-                  PAIRS_BLOCK=256, PAIRS_ITEMS=16, PAIRS_DOWNSWEEP_MIN_BLOCKS=3),
+    "local": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, DOWNSWEEP_MIN_BLOCKS=3,
+                  PAIRS_DOWNSWEEP_MIN_BLOCKS=2),
     "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
     "onesweep": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, ONESWEEP_MIN_BLOCKS=3,
-                     PAIRS_BLOCK=384, PAIRS_ITEMS=8, PAIRS_ONESWEEP_MIN_BLOCKS=4),
+                     PAIRS_ONESWEEP_MIN_BLOCKS=2),
 }
 
 # The tile shapes of local and onesweep (*_MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS) of the
 # kernel named, which caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
 # whose tile stages twice the bytes) come from the H200 sweep, scripts/tune_radix.py
-# (docs/benchmarks/radix-tuning-h200.json): occupancy decided it -- at 256 x 16 with every load
-# issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
+# (docs/benchmarks/radix-tuning-h200.json, round 5 of the sweep): occupancy decided it -- at 256 x 16
+# with every load issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
+# Since values pass through the keys' shared buffer after them, a key-value tile has the keys'
+# shape with 2 blocks per SM (its values, their places and destinations take 80 registers).
 # Both backends find a lane's digit peers with BITS ballots (BALLOT=1): faster than one
 # match_any_sync in CUDA C (10.4 against 14.1 ms for 2^28 keys, run 2) and in numba (14.8 against
 # 16.1 ms for onesweep at 256 x 16, sweep round 1). numba's ballot build crashed until its masks
