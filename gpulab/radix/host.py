@@ -99,8 +99,9 @@ def validate_values(n: int, values) -> np.dtype:
 
 
 def tile_shape(params: dict, has_vals: bool) -> dict:
-    """The parameters a sort builds with: a key-value tile stages twice the bytes, so the
-    registry may give it its own shape (`PAIRS_BLOCK`, `PAIRS_ITEMS`, `PAIRS_MIN_BLOCKS`)."""
+    """The parameters a sort builds with: a key-value tile holds more in registers (its values,
+    their places and destinations), so the registry may give it its own shape (`PAIRS_BLOCK`,
+    `PAIRS_ITEMS`, `PAIRS_<KERNEL>_MIN_BLOCKS`)."""
     if not has_vals:
         return dict(params)
     return {**params, **{k[len("PAIRS_"):]: v for k, v in params.items() if k.startswith("PAIRS_")}}

@@ -21,7 +21,7 @@ PARAMS = {
 
 # The tile shapes of local and onesweep (*_MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS) of the
 # kernel named, which caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
-# whose tile stages twice the bytes) come from the H200 sweep, scripts/tune_radix.py
+# whose tile holds more registers) come from the H200 sweep, scripts/tune_radix.py
 # (docs/benchmarks/radix-tuning-h200.json, round 5 of the sweep): occupancy decided it -- at 256 x 16
 # with every load issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
 # Since values pass through the keys' shared buffer after them, a key-value tile has the keys'
