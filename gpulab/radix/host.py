@@ -107,9 +107,9 @@ def tile_shape(params: dict, has_vals: bool) -> dict:
     return {**params, **{k[len("PAIRS_"):]: v for k, v in params.items() if k.startswith("PAIRS_")}}
 
 
-def check_params(params: dict, has_vals: bool = True) -> None:
-    """Clear errors for compile-time parameters the kernels cannot use (`has_vals`: a key-value
-    sort; its values pass through the keys' shared buffer, so the limits are the same)."""
+def check_params(params: dict) -> None:
+    """Clear errors for compile-time parameters the kernels cannot use (the same for key-value
+    sorts: their values pass through the keys' shared buffer)."""
     from gpulab.launch import check_block
 
     for key in ("SCAN_BLOCK", "BLOCK"):
@@ -264,7 +264,7 @@ class SortPlan:
         from numba import cuda
 
         params = tile_shape(params, has_vals)
-        check_params(params, has_vals)
+        check_params(params)
         if kind == "onesweep" and n > ONESWEEP_MAX:
             raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "
                              f"got {n}")
