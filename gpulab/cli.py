@@ -119,15 +119,21 @@ def cmd_compile_check(args) -> int:
     return cc_main(_chapters(args.chapters, "compile-check") or None, args.json)
 
 
+def _run_chapter_command(name: str, run, args) -> int:
+    """A chapter's sub-command: its user errors become one line on stderr, named by the command
+    (`gpulab gp evolve: ...`), and exit status 2."""
+    try:
+        return run(args)
+    except GpulabError as exc:
+        print(f"{name}: {' '.join(str(exc).split())}", file=sys.stderr)
+        return 2
+
+
 def cmd_gp(args) -> int:
-    from gpulab.errors import GpulabError
     from gpulab.gp import cli as gp_cli
 
-    try:
-        return gp_cli.run_evolve(args) if args.gp_cmd == "evolve" else gp_cli.run_experiment(args)
-    except GpulabError as exc:
-        print(f"gpulab gp {args.gp_cmd}: {exc}", file=sys.stderr)
-        return 2
+    run = gp_cli.run_evolve if args.gp_cmd == "evolve" else gp_cli.run_experiment
+    return _run_chapter_command(f"gpulab gp {args.gp_cmd}", run, args)
 
 
 def _gp_parser(sub) -> None:
@@ -164,11 +170,7 @@ def _gp_parser(sub) -> None:
 def cmd_subset(args) -> int:
     from gpulab.subset import cli as subset_cli
 
-    try:
-        return subset_cli.run_search(args)
-    except GpulabError as exc:
-        print(f"gpulab subset search: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
+    return _run_chapter_command("gpulab subset search", subset_cli.run_search, args)
 
 
 def _subset_parser(sub) -> None:
