@@ -287,12 +287,15 @@ def passes(name: str, params: dict, max_key: int = 2**32 - 1) -> int:
 
 def passes_for(name: str, params: dict, keys: np.ndarray) -> int:
     """Passes a sort of `keys` runs: up to the largest key's top digit; onesweep (which decides
-    from its histograms) only those whose digit differs between keys."""
+    from its histograms) the first, queued before the histograms reach the host, and every
+    later one whose digit differs between keys."""
     if name != "onesweep":
         return passes(name, params, int(keys.max()))
+    if keys.size < 2:  # nothing to sort: no pass runs
+        return 0
     bits = params["BITS"]
-    digits = [(keys >> np.uint32(s)) & np.uint32((1 << bits) - 1) for s in range(0, 32, bits)]
-    return sum(int(d.min() != d.max()) for d in digits)
+    digits = [(keys >> np.uint32(s)) & np.uint32((1 << bits) - 1) for s in range(bits, 32, bits)]
+    return 1 + sum(int(d.min() != d.max()) for d in digits)
 
 
 def model_ms(name: str, params: dict, n: int, pairs: bool = False, bw: float = COPY_BW) -> float | None:

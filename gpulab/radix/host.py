@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab import cudac
+from gpulab import cudac, device
 from gpulab.arrays import check_array
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, grid_1d
@@ -301,6 +301,10 @@ class SortPlan:
             # two status tables of nb*R words: pass p uses table p % 2 and zeroes the other
             self.status = alloc(2 * self.nb * R, np.uint32)
             self.tables = (self.status[: self.nb * R], self.status[self.nb * R:])
+            # the offsets' copy on the host (page-locked, so the copy is asynchronous) and the
+            # event that says it has arrived; made once, reused by every sort
+            self.hist_host = cuda.pinned_array(self.hist.size, np.int32)
+            self.hist_arrived = device.wait_event()
         else:
             raise ValueError(f"unknown sort kind {kind!r}")
         if R * max(self.nb if kind != "split1_global" else 1, 1) > INT32_MAX:
@@ -332,8 +336,15 @@ class SortPlan:
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
+        # The first pass reads the keys where they are (no copy), and the values from the caller
+        # or as positions written into buffer 1, which only the first pass reads.
+        ks, vs = d_keys_in, (d_vals_in if hv and not iota else self.vals[1])
+        if hv and iota:
+            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1], _i(n))
+        queued = 0  # passes launched before the number of passes was known
         if n > 1 and self.kind == "onesweep" and max_key is None:
-            shifts = self.digit_passes(d_keys_in)  # from the histograms: no max reduction
+            shifts = self.queue_first_pass(ks, vs)
+            ks, vs, queued = self.keys[0], self.vals[0], 1
         elif n > 1:
             if max_key is None:
                 max_key = self.max_key(d_keys_in)
@@ -343,31 +354,24 @@ class SortPlan:
         else:
             shifts = []
         passes = len(shifts)
-        if out is None:  # the plan's buffers: pass p writes buffer p % 2
-            dst = [(self.keys[p % 2], self.vals[p % 2]) for p in range(passes)]
-            out_k, out_v = dst[-1] if passes else (self.keys[0], self.vals[0])
-            out_k, out_v = out_k[:n], out_v[:n] if hv else out_v
-        else:  # the last pass writes `out`, the passes before alternate with buffer 0
-            out_k, out_v = out[0][:n], (out[1][:n] if hv else self.vals[0])
-            dst = [(out_k, out_v) if (passes - 1 - p) % 2 == 0 else (self.keys[0], self.vals[0]) for p in range(passes)]
-        # Either way, buffer 1 and the input are read by the first pass only (buffer 1 may hold
-        # the input itself: the public functions put transformed keys there).
-        # The first pass reads the input where it is (no copy); values start as positions
-        # (written into a buffer the first pass does not write) or as the caller's.
-        ks, vs = d_keys_in, self.vals[1]
-        if hv and iota:
-            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1] if passes else out_v, _i(n))
-        elif hv:
-            vs = d_vals_in
-        if passes == 0:  # nothing to sort (n <= 1, or every key is 0): the result is the input
-            out_k.copy_to_device(d_keys_in, stream=self.stream)
-            if hv and not iota:
-                out_v.copy_to_device(d_vals_in, stream=self.stream)
-        for run, (shift, (kd, vd)) in enumerate(zip(shifts, dst)):
-            self.one_pass(shift, ks, vs, kd, vd, run)
+        for run in range(queued, passes):  # run r writes buffer r % 2; the last one `out` if given
+            if run == passes - 1 and out is not None:
+                kd, vd = out[0], (out[1] if hv else self.vals[0])
+            else:
+                kd, vd = self.keys[run % 2], self.vals[run % 2]
+            self.one_pass(shifts[run], ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
-        return out_k, out_v if hv else None
+        # ks, vs hold the result. Copy it where the caller expects it when no pass wrote it
+        # there: nothing to sort (n <= 1, or every key 0: the input is the result), or the
+        # queued first pass was the only one.
+        final = out if out is not None else ((self.keys[0], self.vals[0]) if passes == 0 else None)
+        if final is not None and ks is not final[0]:
+            final[0][:n].copy_to_device(ks[:n], stream=self.stream)
+            if hv:
+                final[1][:n].copy_to_device(vs[:n], stream=self.stream)
+            ks, vs = final[0], final[1]
+        return ks[:n], vs[:n] if hv else None
 
     def one_pass(self, shift, ks, vs, kd, vd, run: int = 0):
         """One digit pass, the `run`-th of this sort (onesweep: its status table's parity)."""
@@ -403,16 +407,24 @@ class SortPlan:
         K("onesweep_hist", (min(self.nb, HIST_GRID),), (B,), d_keys, self.hist, _i(self.n), _i(passes))
         K("onesweep_scan", (passes,), (B,), self.hist)
 
-    def digit_passes(self, d_keys) -> list[int]:
-        """The shifts of the passes that move keys: all histograms in one read, then (4 KB back
-        to the host) skip every pass whose digit is the same for all keys — its permutation is the
-        identity. On random keys all passes run; on small keys the high passes drop out, as the
-        max-key shortcut does for the other variants, without its extra read of the keys."""
+    def queue_first_pass(self, d_keys, d_vals) -> list[int]:
+        """Count every pass's digits, start copying the counts (4 KB) to the host, queue the first
+        pass behind that copy (into buffer 0), and only then wait for the counts. The copy still
+        comes before pass 0 on the stream; what the queued pass hides is the host's part — waking
+        up, deciding, launching the later passes — which would otherwise leave the GPU idle
+        between the copy and pass 0. Returns the shifts of the passes to run: the first, and every
+        later pass whose digit is not the same for all keys (that pass's permutation is the
+        identity). On random keys all passes run; on small keys the high passes drop out, as the
+        max-key shortcut does for the other variants, without its extra read of the keys. The
+        first pass cannot wait for that decision: when all keys share its digit it runs anyway,
+        as a stable copy."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
-        offsets = _fetch(self.hist, self.stream).reshape(self.max_passes, R)
-        moves = ~np.all((offsets == 0) | (offsets == self.n), axis=1)  # exclusive offsets of one digit: 0 or n
-        return [p * self.bits for p in range(self.max_passes) if moves[p]]
+        offsets = _start_fetch(self.hist, self.hist_host, self.hist_arrived, self.stream)
+        self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0)
+        starts = offsets().reshape(self.max_passes, R)  # exclusive offsets of one digit: 0 or n
+        moves = ~np.all((starts == 0) | (starts == self.n), axis=1)
+        return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
     # --8<-- [end:onesweep_host]
 
 
@@ -422,6 +434,24 @@ def _fetch(d_small, stream):
     if stream:
         stream.synchronize()
     return out
+
+
+def _start_fetch(d_small, pinned, arrived, stream):
+    """Start copying `d_small` into the page-locked `pinned` after the work queued on `stream`,
+    and record the event `arrived` behind it, without waiting; returns the function that waits
+    for the copy and returns `pinned`. (On stream 0 numba copies synchronously, so the copy goes
+    to the default stream's object.)"""
+    from numba import cuda
+
+    s = stream or cuda.default_stream()
+    d_small.copy_to_host(pinned, stream=s)
+    arrived.record(s)
+
+    def wait():
+        arrived.synchronize()
+        return pinned
+
+    return wait
 
 
 def plan_factory(kind: str, backend: str):

@@ -195,6 +195,78 @@ def test_keys_only_and_pairs_shapes(name, backend, rng):
     assert np.array_equal(ks, np.sort(keys)) and np.array_equal(perm, np.argsort(keys, kind="stable"))
 
 
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_onesweep_queued_first_pass(backend, rng):
+    """onesweep queues its first pass before the histograms reach the host, so that pass runs
+    even when every key shares its digit (a stable copy); the result still lands where the
+    caller asked: `out` when given (also when the queued pass was the only one), else the
+    plan's buffers, on every sort of the plan. Outputs are poisoned before each sort, so a
+    result left elsewhere fails; poisoning the plan's buffers after it shows that the result
+    returned without `out` is theirs."""
+    v = REGISTRY.get("onesweep", backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    bits, R = p["BITS"], 1 << p["BITS"]
+    n = p["BLOCK"] * p["ITEMS"] + 3
+    low_shared = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) & ~np.uint32(R - 1)
+    cases = {"low digit shared": (low_shared, -(-32 // bits)),
+             "one digit": (rng.integers(0, R, n, dtype=np.uint32), 1),
+             "all equal": (np.full(n, 7, np.uint32), 1),
+             "one key": (rng.integers(0, 2**32, 1, dtype=np.uint64).astype(np.uint32), 0)}
+    for label, (keys, runs) in cases.items():
+        m = keys.size
+        plan = v.run(m, True, p)
+        for buf in plan.keys + plan.vals:
+            buf[:] = np.uint32(0xDEADBEEF)
+        out = (cuda.to_device(np.full(m, 0xDEADBEEF, np.uint32)), cuda.to_device(np.full(m, 0xDEADBEEF, np.uint32)))
+        dk, dv = plan.sort(cuda.to_device(keys), iota=True, out=out)
+        assert plan.passes_run == runs, label
+        assert np.array_equal(out[0].copy_to_host(), np.sort(keys)), label
+        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), label
+        assert np.array_equal(dv.copy_to_host(), np.argsort(keys, kind="stable")), label
+        assert np.array_equal(out[1].copy_to_host(), np.argsort(keys, kind="stable")), label
+        for buf in plan.keys + plan.vals:  # the second sort must write its own result
+            buf[:] = np.uint32(0xDEADBEEF)
+        dk, dv = plan.sort(cuda.to_device(keys), iota=True)  # into the plan's buffers
+        assert plan.passes_run == runs, label
+        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), label
+        assert np.array_equal(dv.copy_to_host(), np.argsort(keys, kind="stable")), label
+        for buf in plan.keys + plan.vals:  # ...and return views of the plan's buffers, not the input
+            buf[:] = np.uint32(0xDEADBEEF)
+        assert np.all(dk.copy_to_host() == 0xDEADBEEF) and np.all(dv.copy_to_host() == 0xDEADBEEF), label
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_onesweep_public_calls_on_a_stream(backend, rng):
+    """The public calls on onesweep's queued path, on a stream of the caller's: int32 keys over
+    the whole range (every pass runs) and keys sharing their low digit (the queued pass is a
+    stable copy); the results are read after that stream alone is synchronized. (The simulator
+    runs one call on one case: its streams are not concurrent, and each 8-bit pass takes
+    seconds there.)"""
+    v = REGISTRY.get("onesweep", backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    n = p["BLOCK"] * p["ITEMS"] + 5 if ON_SIMULATOR else 1_000_003
+    spread = rng.integers(-2**31, 2**31, n).astype(np.int32)
+    cases = {"low digit shared": spread & ~np.int32((1 << p["BITS"]) - 1)}
+    if not ON_SIMULATOR:
+        cases["whole range"] = spread
+    for label, keys in cases.items():
+        vals = rng.standard_normal(n).astype(np.float32)
+        order = np.argsort(keys, kind="stable")
+        s = cuda.stream()
+        pk, pv = rx.sort_pairs(device_only(keys), device_only(vals), "onesweep", backend, params=p, stream=s)
+        s.synchronize()
+        assert np.array_equal(_device(pk), keys[order]) and np.array_equal(_device(pv), vals[order]), label
+        if ON_SIMULATOR:
+            continue
+        d_keys = device_only(keys)
+        ks = rx.sort(d_keys, "onesweep", backend, params=p, stream=s)
+        perm = rx.argsort(d_keys, "onesweep", backend, params=p, stream=s)
+        s.synchronize()
+        assert np.array_equal(_device(ks), keys[order]) and np.array_equal(_device(perm), order), label
+
+
 def test_onesweep_limit():
     with pytest.raises(LimitError, match="30 bits"):
         host.SortPlan("onesweep", "numba", 2**30, False, REGISTRY.get("onesweep", "numba").params)
