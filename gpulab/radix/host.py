@@ -330,9 +330,11 @@ class SortPlan:
         """Sort `d_keys_in` (left unchanged); values come from `d_vals_in` or, with `iota`,
         are the input positions (an argsort). Returns the device arrays holding the result: the
         plan's own buffers (overwritten by its next sort), or `out = (keys, values)` — arrays of
-        `n` elements (values `None` for a keys-only sort) that the last pass writes, so a plan
-        can serve many sorts that each keep their result. A caller that already knows an upper
-        bound of the keys passes it as `max_key` (no reduction, no wait for the device)."""
+        `n` elements (values `None` for a keys-only sort) that receive the result (the last pass
+        writes them, or a copy when no pass moved the keys there), so a plan can serve many sorts
+        that each keep their result; `out` must not overlap the inputs, which the first pass
+        reads while it writes. A caller that already knows an upper bound of the keys passes it
+        as `max_key` (no reduction, no wait for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
@@ -354,7 +356,7 @@ class SortPlan:
         else:
             shifts = []
         passes = len(shifts)
-        for run in range(queued, passes):  # run r writes buffer r % 2; the last one `out` if given
+        for run in range(queued, passes):  # run r writes buffer r % 2, the last `out` if given
             if run == passes - 1 and out is not None:
                 kd, vd = out[0], (out[1] if hv else self.vals[0])
             else:
@@ -362,15 +364,18 @@ class SortPlan:
             self.one_pass(shifts[run], ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
-        # ks, vs hold the result. Copy it where the caller expects it when no pass wrote it
-        # there: nothing to sort (n <= 1, or every key 0: the input is the result), or the
-        # queued first pass was the only one.
-        final = out if out is not None else ((self.keys[0], self.vals[0]) if passes == 0 else None)
-        if final is not None and ks is not final[0]:
-            final[0][:n].copy_to_device(ks[:n], stream=self.stream)
-            if hv:
+        # ks, vs hold the result. Copy it where the caller expects it when no pass wrote it there:
+        # into `out` when the queued pass was the only one, or when no pass ran (n <= 1, or a
+        # given max_key of 0: the input is the result), and in that last case into buffer 0
+        # without `out` (the input stays the caller's). Keys and values each by itself:
+        # `out` may hold the input keys and not the values.
+        final = out if out is not None else ((self.keys[0], self.vals[0]) if ks is d_keys_in else None)
+        if final is not None:
+            if ks is not final[0]:
+                final[0][:n].copy_to_device(ks[:n], stream=self.stream)
+            if hv and vs is not final[1]:
                 final[1][:n].copy_to_device(vs[:n], stream=self.stream)
-            ks, vs = final[0], final[1]
+            ks, vs = final[0], (final[1] if hv else vs)
         return ks[:n], vs[:n] if hv else None
 
     def one_pass(self, shift, ks, vs, kd, vd, run: int = 0):
@@ -408,16 +413,18 @@ class SortPlan:
         K("onesweep_scan", (passes,), (B,), self.hist)
 
     def queue_first_pass(self, d_keys, d_vals) -> list[int]:
-        """Count every pass's digits, start copying the counts (4 KB) to the host, queue the first
-        pass behind that copy (into buffer 0), and only then wait for the counts. The copy still
-        comes before pass 0 on the stream; what the queued pass hides is the host's part — waking
-        up, deciding, launching the later passes — which would otherwise leave the GPU idle
-        between the copy and pass 0. Returns the shifts of the passes to run: the first, and every
-        later pass whose digit is not the same for all keys (that pass's permutation is the
-        identity). On random keys all passes run; on small keys the high passes drop out, as the
-        max-key shortcut does for the other variants, without its extra read of the keys. The
-        first pass cannot wait for that decision: when all keys share its digit it runs anyway,
-        as a stable copy."""
+        """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
+        to the host, queue the first pass behind that copy (into buffer 0), and only then wait
+        for the offsets. The copy still comes before pass 0 on the stream; what the queued pass
+        hides is the host's part — waking up, deciding, launching the later passes — which would
+        otherwise leave the GPU idle between the copy and pass 0.
+
+        A pass whose digit all keys share would move nothing (its permutation is the identity):
+        the host drops every such later pass — on small keys the high passes, as the max-key
+        shortcut does for the other variants, without its extra read of the keys. The first pass
+        is launched before that decision: when all keys share its digit it runs anyway, as a
+        stable copy (a full pass over the data). Returns the shifts of the passes launched or to
+        launch, the first always."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
         offsets = _start_fetch(self.hist, self.hist_host, self.hist_arrived, self.stream)

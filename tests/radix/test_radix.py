@@ -197,43 +197,64 @@ def test_keys_only_and_pairs_shapes(name, backend, rng):
 
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_onesweep_queued_first_pass(backend, rng):
-    """onesweep queues its first pass before the histograms reach the host, so that pass runs
-    even when every key shares its digit (a stable copy); the result still lands where the
-    caller asked: `out` when given (also when the queued pass was the only one), else the
-    plan's buffers, on every sort of the plan. Outputs are poisoned before each sort, so a
-    result left elsewhere fails; poisoning the plan's buffers after it shows that the result
-    returned without `out` is theirs."""
+    """onesweep launches its first pass before the offsets reach the host; when all keys share
+    its digit, that pass runs anyway (a stable copy). One plan sorts key sets that each lead to another pass decision (stale offsets would run the
+    wrong passes), with and without `out`; the result lands where the caller asked: `out`
+    (also when the queued pass was the only one, or moved nothing), else the plan's buffers.
+    The plan's buffers and `out` are poisoned before each sort, so a result left elsewhere
+    fails; poisoning the plan's buffers after it shows that the result returned without `out`
+    is theirs, not the input. The max-key path (which launches every pass up to the key's top
+    digit, and where each must write) and n = 1 (nothing to sort) go through the same result
+    handling, `out` holding the input keys included."""
     v = REGISTRY.get("onesweep", backend)
     skip_unless_runnable(v)
     p = params_for(v)
     bits, R = p["BITS"], 1 << p["BITS"]
+    all_passes = -(-32 // bits)
     n = p["BLOCK"] * p["ITEMS"] + 3
-    low_shared = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32) & ~np.uint32(R - 1)
-    cases = {"low digit shared": (low_shared, -(-32 // bits)),
-             "one digit": (rng.integers(0, R, n, dtype=np.uint32), 1),
-             "all equal": (np.full(n, 7, np.uint32), 1),
-             "one key": (rng.integers(0, 2**32, 1, dtype=np.uint64).astype(np.uint32), 0)}
-    for label, (keys, runs) in cases.items():
-        m = keys.size
-        plan = v.run(m, True, p)
+    spread = lambda: rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)  # noqa: E731
+    # (label, keys, passes launched, give out)
+    sequence = [("low digit shared", spread() & ~np.uint32(R - 1), all_passes, True),
+                ("one digit", rng.integers(0, R, n, dtype=np.uint32), 1, False),
+                ("all equal", np.full(n, rng.integers(0, 2**32, dtype=np.uint64), np.uint32), 1, True),
+                ("one digit", rng.integers(0, R, n, dtype=np.uint32), 1, True),
+                ("all equal", np.full(n, 7, np.uint32), 1, False),
+                ("low digit shared", spread() & ~np.uint32(R - 1), all_passes, False)]
+    plan = v.run(n, True, p)
+    poison = lambda m: cuda.to_device(np.full(m, 0xDEADBEEF, np.uint32))  # noqa: E731
+
+    def check(plan, keys, runs, out, label, **kw):
         for buf in plan.keys + plan.vals:
             buf[:] = np.uint32(0xDEADBEEF)
-        out = (cuda.to_device(np.full(m, 0xDEADBEEF, np.uint32)), cuda.to_device(np.full(m, 0xDEADBEEF, np.uint32)))
-        dk, dv = plan.sort(cuda.to_device(keys), iota=True, out=out)
+        d_keys = cuda.to_device(keys)
+        dk, dv = plan.sort(d_keys, iota=True, out=out, **kw)
+        want_k, want_v = np.sort(keys), np.argsort(keys, kind="stable")
         assert plan.passes_run == runs, label
-        assert np.array_equal(out[0].copy_to_host(), np.sort(keys)), label
-        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), label
-        assert np.array_equal(dv.copy_to_host(), np.argsort(keys, kind="stable")), label
-        assert np.array_equal(out[1].copy_to_host(), np.argsort(keys, kind="stable")), label
-        for buf in plan.keys + plan.vals:  # the second sort must write its own result
-            buf[:] = np.uint32(0xDEADBEEF)
-        dk, dv = plan.sort(cuda.to_device(keys), iota=True)  # into the plan's buffers
-        assert plan.passes_run == runs, label
-        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), label
-        assert np.array_equal(dv.copy_to_host(), np.argsort(keys, kind="stable")), label
-        for buf in plan.keys + plan.vals:  # ...and return views of the plan's buffers, not the input
-            buf[:] = np.uint32(0xDEADBEEF)
-        assert np.all(dk.copy_to_host() == 0xDEADBEEF) and np.all(dv.copy_to_host() == 0xDEADBEEF), label
+        assert np.array_equal(dk.copy_to_host(), want_k) and np.array_equal(dv.copy_to_host(), want_v), label
+        if out is not None:
+            assert np.array_equal(out[0].copy_to_host(), want_k), label
+            assert np.array_equal(out[1].copy_to_host(), want_v), label
+        else:
+            for buf in plan.keys + plan.vals:
+                buf[:] = np.uint32(0xDEADBEEF)
+            assert np.all(dk.copy_to_host() == 0xDEADBEEF) and np.all(dv.copy_to_host() == 0xDEADBEEF), label
+        assert np.array_equal(d_keys.copy_to_host(), keys), f"{label}: the input was modified"
+
+    for label, keys, runs, give_out in sequence:
+        check(plan, keys, runs, (poison(n), poison(n)) if give_out else None, label)
+    # the max-key path: every pass up to the key's top digit, none at all for keys of 0
+    keys = rng.integers(0, R, n, dtype=np.uint32)
+    check(plan, keys, 1, (poison(n), poison(n)), "max key given", max_key=R - 1)
+    check(plan, np.zeros(n, np.uint32), 0, None, "max key 0", max_key=0)
+    keys = rng.integers(0, R * R, n, dtype=np.uint32) & ~np.uint32(R - 1)  # pass 0 moves nothing, runs anyway
+    check(plan, keys, 2, None, "max key given, low digit shared", max_key=R * R - 1)
+    # one key: nothing to sort, the result still copied where asked; `out` may hold the input keys
+    one = host.SortPlan("onesweep", backend, 1, True, p)
+    key = rng.integers(0, 2**32, 1, dtype=np.uint64).astype(np.uint32)
+    check(one, key, 0, None, "one key")
+    d_key, vals_out = cuda.to_device(key), poison(1)
+    dk, dv = one.sort(d_key, iota=True, out=(d_key, vals_out))
+    assert dk.copy_to_host()[0] == key[0] and vals_out.copy_to_host()[0] == 0 and dv.copy_to_host()[0] == 0
 
 
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
