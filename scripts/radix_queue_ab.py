@@ -75,6 +75,7 @@ def main():
                                        ("cuda-c", False, True)):
         k = keys & ~np.uint32(0xFF) if low_shared else keys
         ref = np.sort(k)
+        want_v = np.argsort(k, kind="stable") if pairs else None  # the values are positions
         d_keys = cuda.to_device(k)
         v = REGISTRY.get("onesweep", backend)
         plan = host.SortPlan("onesweep", backend, N, pairs, v.params)
@@ -88,10 +89,12 @@ def main():
         for name, fn in ways.items():  # each way sorts right before it is timed
             for buf in plan.keys:
                 buf[:] = np.uint32(0xDEADBEEF)
-            out_k, _ = fn()
+            out_k, out_v = fn()
             cuda.synchronize()
             if not np.array_equal(out_k[:N].copy_to_host(), ref):
-                raise RuntimeError(f"{backend} {name}: wrong result")
+                raise RuntimeError(f"{backend} {name}: wrong keys")
+            if pairs and not np.array_equal(out_v[:N].copy_to_host(), want_v):
+                raise RuntimeError(f"{backend} {name}: the values are not a stable argsort")
         launch, cub_keys, _ = cub.sorter(d_keys, pairs=pairs)
         launch()
         if not np.array_equal(cub_keys.copy_to_host(), ref):

@@ -17,9 +17,9 @@ order-preserving bit transform on the device, whose numpy statement is
 Every function takes numpy arrays or device arrays (CuPy, PyTorch CUDA tensors, numba device
 arrays) and returns the same kind: numpy in → numpy out; device in → a device array of the
 caller's library, computed without a host copy of the input. `stream=` (a numba, CuPy or
-PyTorch stream) queues the work behind the caller's; the sorts still wait for the host once
-(for the largest key, for the early exit; onesweep for its 4 KB of digit offsets, which say
-which passes run), `distinct` once more (its count).
+PyTorch stream) queues the work behind the caller's; the host still waits for the device once
+in a sort (for the largest key, for the early exit; onesweep for its 4 KB of digit offsets,
+which say which passes run), and once more in `distinct` (its count).
 The CPU baseline (`backend="cpu"`) runs numpy on the host, so it copies device inputs there
 and its results back.
 

@@ -332,8 +332,9 @@ class SortPlan:
         plan's own buffers (overwritten by its next sort), or `out = (keys, values)` — arrays of
         `n` elements (values `None` for a keys-only sort) that receive the result (the last pass
         writes them, or a copy when no pass moved the keys there), so a plan can serve many sorts
-        that each keep their result; `out` must not overlap the inputs, which the first pass
-        reads while it writes. A caller that already knows an upper bound of the keys passes it
+        that each keep their result. `out` may be the input keys only where no single pass both
+        reads the input and writes `out` (a one-pass sort given `max_key` reads one and writes the
+        other at once: there it must not overlap them). A caller that already knows an upper bound of the keys passes it
         as `max_key` (no reduction, no wait for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:

@@ -198,9 +198,10 @@ def test_keys_only_and_pairs_shapes(name, backend, rng):
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_onesweep_queued_first_pass(backend, rng):
     """onesweep launches its first pass before the offsets reach the host; when all keys share
-    its digit, that pass runs anyway (a stable copy). One plan sorts key sets that each lead to another pass decision (stale offsets would run the
-    wrong passes), with and without `out`; the result lands where the caller asked: `out`
-    (also when the queued pass was the only one, or moved nothing), else the plan's buffers.
+    its digit, that pass runs anyway (a stable copy). One plan sorts key sets that each lead to
+    another pass decision (stale offsets would run the wrong passes), with and without `out`;
+    the result lands where the caller asked: `out` (also when the queued pass was the only one,
+    or no pass ran), else the plan's buffers.
     The plan's buffers and `out` are poisoned before each sort, so a result left elsewhere
     fails; poisoning the plan's buffers after it shows that the result returned without `out`
     is theirs, not the input. The max-key path (which launches every pass up to the key's top
