@@ -333,9 +333,9 @@ class SortPlan:
         `n` elements (values `None` for a keys-only sort) that receive the result (the last pass
         writes them, or a copy when no pass moved the keys there), so a plan can serve many sorts
         that each keep their result. `out` may be the input keys only where no single pass both
-        reads the input and writes `out` (a one-pass sort given `max_key` reads one and writes the
-        other at once: there it must not overlap them). A caller that already knows an upper bound of the keys passes it
-        as `max_key` (no reduction, no wait for the device)."""
+        reads the input and writes `out` (a one-pass sort given `max_key` reads one and writes
+        the other at once: there it must not overlap them). A caller that already knows an upper
+        bound of the keys passes it as `max_key` (no reduction, no wait for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
@@ -430,9 +430,13 @@ class SortPlan:
         self.histograms(d_keys, self.max_passes)
         offsets = _start_fetch(self.hist, self.hist_host, self.hist_arrived, self.stream)
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0)
-        starts = offsets().reshape(self.max_passes, R)  # exclusive offsets of one digit: 0 or n
-        moves = ~np.all((starts == 0) | (starts == self.n), axis=1)
+        moves = self.passes_that_move(offsets().reshape(self.max_passes, R))
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
+
+    def passes_that_move(self, starts):
+        """For each pass's row of exclusive digit offsets: does the pass move keys? One whose
+        digit all keys share has offsets of 0 or n only (its permutation is the identity)."""
+        return ~np.all((starts == 0) | (starts == self.n), axis=1)
     # --8<-- [end:onesweep_host]
 
 
