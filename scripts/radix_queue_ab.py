@@ -18,12 +18,12 @@ import datetime
 import json
 import os
 import sys
-from importlib.metadata import version
 
 import numpy as np
 
 import gpulab  # noqa: F401
 from numba import cuda
+from gpulab import benchmark, device
 from gpulab.radix import host
 from gpulab.radix import peer as cub
 from gpulab.radix.variants import REGISTRY
@@ -41,7 +41,7 @@ def wait_then_launch(plan, d_keys, d_vals, pinned):
     else:
         starts = host._fetch(plan.hist, plan.stream)
     starts = starts.reshape(plan.max_passes, R)
-    moves = ~np.all((starts == 0) | (starts == plan.n), axis=1)
+    moves = plan.passes_that_move(starts)
     ks, vs = d_keys, d_vals if d_vals is not None else plan.vals[1]
     shifts = [p * plan.bits for p in range(plan.max_passes) if moves[p]]
     for run, shift in enumerate(shifts):
@@ -49,21 +49,6 @@ def wait_then_launch(plan, d_keys, d_vals, pinned):
         plan.one_pass(shift, ks, vs, kd, vd, run)
         ks, vs = kd, vd
     return ks, vs
-
-
-def _driver_version():
-    try:
-        return ".".join(map(str, cuda.cudadrv.driver.driver.get_version()))
-    except Exception as e:  # noqa: BLE001 -- a record without it beats no record
-        return f"unknown ({type(e).__name__})"
-
-
-def _module_version(name):
-    """A module's __version__ (CuPy's distribution is named per CUDA version: cupy-cuda13x...)."""
-    try:
-        return __import__(name).__version__
-    except ImportError:
-        return None
 
 
 def main():
@@ -118,13 +103,10 @@ def main():
             flush=True)
         del plan
     peer = {"keys": cub.NAME_KEYS, "pairs": cub.NAME_PAIRS}
-    name = cuda.get_current_device().name
     result = {"experiment": "onesweep: queued first pass vs wait-then-launch vs max key given",
               "date": datetime.date.today().isoformat(),
-              "device": name.decode() if isinstance(name, bytes) else name,
-              "versions": {"cuda_driver_api": _driver_version(),
-                           "numba-cuda": version("numba-cuda"), "cupy": _module_version("cupy"),
-                           "cub": cub.version()},
+              "device": device.info().name,
+              "versions": {**benchmark.versions(), "cub": cub.version()},
               "peer": peer, "rounds": ROUNDS, "repeat_per_round": 10, "rows": rows}
     if len(sys.argv) > 1:
         with open(sys.argv[1], "w") as f:
