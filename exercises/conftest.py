@@ -36,5 +36,9 @@ def impl():
 
 
 @pytest.fixture
-def rng():
-    return np.random.default_rng()
+def rng(request):
+    """A fresh random generator per test; its seed is printed so a failure can be replayed
+    (``GPULAB_TEST_SEED=<seed> gpulab grade <set>``)."""
+    seed = int(os.environ.get("GPULAB_TEST_SEED", np.random.SeedSequence().entropy % 2**32))
+    print(f"[{request.node.nodeid}] seed={seed} (replay with GPULAB_TEST_SEED={seed})")
+    return np.random.default_rng(seed)
