@@ -34,6 +34,21 @@ def _bounds(BLOCK: int, MIN_BLOCKS: int) -> dict:
 
 # ----------------------------------------------------------------------------- small helpers
 
+@cuda.jit(device=True)
+def add32(a, b):
+    """`a + b` of two int32 values, wrapping at 32 bits as the GPU's integer add does.
+
+    The sum is formed in int64 and truncated explicitly: the compiler folds that into the same
+    one 32-bit add, and the simulator (numpy scalars, which warn on int32 overflow) computes the
+    same wrapped value without relying on overflow."""
+    return int32(int64(a) + int64(b))
+
+
+@cuda.jit(device=True)
+def sub32(a, b):
+    """`a - b` of two int32 values, wrapping at 32 bits (as [`add32`][gpulab.radix.kernels_numba.add32])."""
+    return int32(int64(a) - int64(b))
+
 @cuda.jit
 def iota(vals, n):
     """vals[i] = i: the initial payload of an argsort."""
@@ -97,14 +112,14 @@ def scan_hs_kernel(BLOCK: int):
             cuda.syncthreads()
             v = s[src, tid]
             if tid >= offset:
-                v += s[src, tid - offset]
+                v = add32(v, s[src, tid - offset])
             s[1 - src, tid] = v
             src = 1 - src
             offset *= 2
         cuda.syncthreads()
         incl = s[src, tid]
         if i < n:
-            out[i] = incl if inclusive else incl - x
+            out[i] = incl if inclusive else sub32(incl, x)
         if tid == BLOCK - 1:
             sums[cuda.blockIdx.x] = incl  # the block's total, for the multi-block scan
     # --8<-- [end:scan_hs]
@@ -137,7 +152,7 @@ def scan_blelloch_kernel(BLOCK: int):
             if tid < d:
                 ai = offset * (2 * tid + 1) - 1
                 bi = offset * (2 * tid + 2) - 1
-                s[bi] += s[ai]
+                s[bi] = add32(s[bi], s[ai])
             offset *= 2
             d //= 2
         if tid == 0:
@@ -154,13 +169,13 @@ def scan_blelloch_kernel(BLOCK: int):
                 bi = offset * (2 * tid + 2) - 1
                 t = s[ai]
                 s[ai] = s[bi]
-                s[bi] += t
+                s[bi] = add32(s[bi], t)
             d *= 2
         cuda.syncthreads()
         if a < n:
-            out[a] = s[tid] + xa if inclusive else s[tid]
+            out[a] = add32(s[tid], xa) if inclusive else s[tid]
         if b < n:
-            out[b] = s[tid + BLOCK] + xb if inclusive else s[tid + BLOCK]
+            out[b] = add32(s[tid + BLOCK], xb) if inclusive else s[tid + BLOCK]
     # --8<-- [end:scan_blelloch]
 
     return scan_blelloch
@@ -172,7 +187,7 @@ def add_offsets(out, sums, n, per_block):
     """Third step of the multi-block scan: add the scanned block totals back."""
     i = cuda.grid(1)
     if i < n:
-        out[i] += sums[i // per_block]
+        out[i] = add32(out[i], sums[i // per_block])
 # --8<-- [end:add_offsets]
 
 
