@@ -46,7 +46,7 @@ def add32(a, b):
 
 @cuda.jit(device=True)
 def sub32(a, b):
-    """`a - b` of two int32 values, wrapping at 32 bits (as [`add32`][gpulab.radix.kernels_numba.add32])."""
+    """`a - b` of two int32 values, wrapping at 32 bits (as `add32`)."""
     return int32(int64(a) - int64(b))
 
 @cuda.jit
