@@ -75,7 +75,7 @@ if [[ " $stages " == *" sanitize "* ]]; then
     # answers "invalid argument" for each), which memcheck would count as errors (run 7: 34 of them)
     timeout "${SAN_TIMEOUT:-150}" compute-sanitizer --tool "$t" --report-api-errors no --error-exitcode 9 $py scripts/radix_sanitize.py \
         > "$out/sanitize-$t.log" 2>&1
-    echo "-- $t: exit $? ($(grep -c ' ok$' "$out/sanitize-$t.log") checks ok, $(grep -c WRONG "$out/sanitize-$t.log") wrong)"
+    echo "-- $t: exit $? ($(grep -c ' ok  ' "$out/sanitize-$t.log") checks ok, $(grep -c WRONG "$out/sanitize-$t.log") wrong)"
     grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" "$out/sanitize-$t.log" | head -4
   done
 fi

@@ -1,47 +1,30 @@
-"""A small workload for compute-sanitizer: the register-resident sorts (`local`, `onesweep`),
-both backends, keys-only and key-value, at sizes around the tile (ragged last tiles, one tile,
-many tiles whose look-back chains cross several tiles), each checked against numpy.
+"""Chapter 4's register-resident sorts (`local`, `onesweep`) under compute-sanitizer, both
+backends: a thin wrapper of `scripts/sanitize.py` (which covers every variant of every chapter).
 
-    for t in memcheck racecheck synccheck; do
-        compute-sanitizer --tool $t --error-exitcode 9 python3 scripts/radix_sanitize.py; done
+    for t in memcheck racecheck synccheck initcheck; do
+        compute-sanitizer --tool $t --report-api-errors no --error-exitcode 9 python3 scripts/radix_sanitize.py; done
 
-Small on purpose: under racecheck every shared-memory access is tracked.
+Variant names may be given (default: onesweep local).
 """
 
 import sys
+from pathlib import Path
 
-import numpy as np
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import gpulab  # noqa: F401  (device selection first)
-from gpulab import device
-from gpulab.radix import host
-from gpulab.radix.variants import REGISTRY
+import sanitize  # noqa: E402
 
 
 def main() -> int:
-    from numba import cuda
+    from gpulab import device
 
-    rng = np.random.default_rng(3)
+    names = set(sys.argv[1:] or ["onesweep", "local"])
     bad = 0
-    for name in sys.argv[1:] or ["onesweep", "local"]:
-        for backend in ("cuda-c", "numba"):
-            if backend == "cuda-c" and device.on_simulator():
-                print(f"{name:8s} {backend:6s} skipped: needs a real GPU")
-                continue
-            v = REGISTRY.get(name, backend)
-            tile = v.params["BLOCK"] * v.params["ITEMS"]
-            for n in (1, 37, tile - 1, tile + 1, 5 * tile + 17):
-                for pairs in (False, True):
-                    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
-                    keys[31::32] |= np.uint32(0xFF)  # lane 31 holds digit 255 (the numba ballot mask bug)
-                    plan = host.SortPlan(v.run.kind, backend, n, pairs, v.params)
-                    kd, vd = plan.sort(cuda.to_device(keys), iota=pairs)
-                    ok = np.array_equal(kd.copy_to_host(), np.sort(keys))
-                    if pairs:
-                        ok = ok and np.array_equal(vd.copy_to_host(), np.argsort(keys, kind="stable"))
-                    bad += not ok
-                    print(f"{name:8s} {backend:6s} n={n:6d} {'pairs' if pairs else 'keys '} {'ok' if ok else 'WRONG'}",
-                          flush=True)
+    for backend in sanitize.BACKENDS:
+        if backend == "cuda-c" and device.on_simulator():
+            print(f"radix {backend}: skipped: needs a real GPU")
+            continue
+        bad += sanitize.run_workload(["radix"], backend, seed=3, variants=names)
     return 1 if bad else 0
 
 
