@@ -111,13 +111,12 @@ def test_limits_are_those_of_the_h200():
 # ----------------------------------------------------------------------------- beyond 2**32
 
 
-def test_partition_beyond_2_32_on_device():
+def test_partition_beyond_2_32_on_device(rng):
     """The device unrank and incremental scan at ranks above 2**32 (C(64, 8) = 4.4e9 subsets),
     on a short chunk near the end, against the CPU's unrank + sum."""
     n, k = 64, 8
     total = ss.choose(n, k)
     assert total > 2**32
-    rng = np.random.default_rng()
     C = random_corr(rng, n, T=80)
     Q = ss.squared_packed(C)
     T = ss.binomial_table(n, k)
@@ -148,12 +147,11 @@ def test_partition_beyond_2_32_on_device():
 
 @pytest.mark.skipif(ON_SIMULATOR, reason="4.4e9 subsets: GPU only (the simulator checks the partition logic above)")
 @pytest.mark.parametrize("variant", [v for v in REGISTRY if v.backend != "cpu" and v.name != "global"], ids=lambda v: v.key)
-def test_more_than_2_32_subsets_planted(variant):
+def test_more_than_2_32_subsets_planted(variant, rng):
     """C(64, 8) = 4,426,165,368 subsets: a planted optimum, checked against the CPU baseline."""
     skip_unless_runnable(variant)
     n, k = 64, 8
     planted = (30, 35, 40, 45, 50, 55, 60, 63)  # lexicographic rank above 2**32
-    rng = np.random.default_rng()
     A = 0.3 + 0.2 * rng.random((n, n))  # every pair clearly correlated ...
     for a in planted:
         for b in planted:
@@ -252,8 +250,8 @@ def test_correlation_synthetic_and_csv(tmp_path):
     assert names[0] == "s0" and np.allclose(R3, R)
 
 
-def test_correlation_rejects_constant_strategy():
-    R = np.random.default_rng().standard_normal((10, 3))
+def test_correlation_rejects_constant_strategy(rng):
+    R = rng.standard_normal((10, 3))
     R[:, 1] = 0.5
     with pytest.raises(ShapeError, match=r"zero variance"):
         ss.correlation(R)
