@@ -152,3 +152,15 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group(rel.parts[0] if len(rel.parts) > 1 else rel.stem))
         if timeouts and rel.name in LONG and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(LONG_TIMEOUT_S))
+
+
+def pytest_runtest_logreport(report):
+    """With `GPULAB_TEST_LOG=FILE`, one line per test phase as it ends (node id, phase, outcome,
+    seconds), flushed at once: a run cut off by a time limit still says where its time went
+    (scripts/gpu_tests.sh sets it; under xdist the controller writes every worker's reports)."""
+    path = os.environ.get("GPULAB_TEST_LOG")
+    if path and not os.environ.get("PYTEST_XDIST_WORKER") and (report.when == "call" or report.duration > 1.0 or report.outcome == "failed"):
+        worker = getattr(report, "node", None)
+        worker = getattr(getattr(worker, "gateway", None), "id", "-")
+        with open(path, "a") as f:
+            f.write(f"{report.nodeid}\t{report.when}\t{report.outcome}\t{report.duration:.2f}\t{worker}\n")
