@@ -66,6 +66,10 @@ def _duration(seconds: float) -> str:
     return f"{seconds:.0f} s"
 
 
+def _rate(x: float) -> str:
+    return f"{x:.0e}".replace("e+0", "e").replace("e+", "e")
+
+
 def warn_if_long(subsets: int, n: int, k: int, backend: str) -> None:
     """One line on stderr, before a search that would take minutes or more here."""
     from gpulab import device
@@ -75,7 +79,7 @@ def warn_if_long(subsets: int, n: int, k: int, backend: str) -> None:
         return
     where = ("the CPU baseline" if backend == "cpu" else "numba's CUDA simulator (no GPU)")
     print(f"gpulab subset search: C({n},{k}) = {subsets:,} subsets take about {_duration(est)} on {where} at "
-          f"~{CPU_RATE if backend == 'cpu' else SIM_RATE:.0e} subsets/s (a GPU-sized search: an H200 does "
+          f"~{_rate(CPU_RATE if backend == 'cpu' else SIM_RATE)} subsets/s (a GPU-sized search: an H200 does "
           f"~1.5e11/s); for a quick run use e.g. --n 30 --k 3", file=sys.stderr, flush=True)
 
 
