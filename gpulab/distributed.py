@@ -295,7 +295,7 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
                   progress: bool | None = None) -> list[ChunkResult]:
     """Every chunk's answer, in rank order (what [`least_correlated`][gpulab.distributed.least_correlated]
     merges; the benchmark reads their times). `progress`: a bar of the subsets searched, on
-    stderr (`None`: only where stderr is a terminal; see [`gpulab.progress`][gpulab.progress])."""
+    stderr (`None`: only where stderr is a terminal; see `gpulab.progress`)."""
     from distributed import as_completed
 
     from gpulab.progress import bar
