@@ -95,22 +95,15 @@ def cmd_info(args) -> int:
 
 
 def cmd_tour(args) -> int:
+    from gpulab.chapters import CHAPTERS, registry
     from gpulab.tour import tour
 
-    from gpulab.chapters import registry
-
     chapters = _chapters(args.chapters, "tour")
-    known = {n for c in chapters or _chapters(_all_chapters(), "tour") for n in registry(c).names()}
+    known = {n for c in chapters or CHAPTERS for n in registry(c).names()}
     unknown = [n for n in args.variants or () if n not in known]
     if unknown:
         raise UsageError(f"gpulab tour: unknown variant {unknown[0]!r} in {', '.join(chapters) or 'any chapter'}")
     return 1 if tour(chapters or None, as_json=args.json, variants=args.variants) else 0
-
-
-def _all_chapters() -> list[str]:
-    from gpulab.chapters import CHAPTERS
-
-    return list(CHAPTERS)
 
 
 def cmd_bench(args) -> int:
