@@ -170,10 +170,19 @@ def _time_cpu(run: Callable[[], object], warmup: int, repeat: int) -> list[float
     return samples
 
 
+def _progress_line(line: str) -> None:
+    from gpulab.progress import write
+
+    write(line)
+
+
 def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2, repeat: int = 10,
-        seed: int | None = None, progress: Callable[[str], None] | None = print,
+        seed: int | None = None, progress: Callable[[str], None] | None = _progress_line,
         cases: list[Case] | None = None) -> dict:
-    """Benchmark ``variants`` (registry entries) on every case; return the JSON-ready result."""
+    """Benchmark ``variants`` (registry entries) on every case; return the JSON-ready result.
+
+    ``progress``: called with one line per record (default: [`gpulab.progress.write`][gpulab.progress.write],
+    a line on stderr, so that stdout keeps only results); ``None``: none."""
     from gpulab import device
     from gpulab.errors import GpulabError
     from gpulab.timing import measure

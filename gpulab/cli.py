@@ -2,13 +2,16 @@
 
 A mistake on the command line (an unknown chapter, variant or size, a bad argument, exercises
 that cannot be found ...) is reported in one line on stderr with exit status 2 — never a
-traceback. Exit status 1 means the command ran and something failed its check.
+traceback. Exit status 1 means the command ran and something failed its check; 130 that it was
+interrupted (Ctrl-C); 141 that stdout was closed before it finished (`gpulab ... | head -1`),
+which is not an error: it exits quietly.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 import gpulab  # noqa: F401  (device selection before anything imports numba)
@@ -19,7 +22,31 @@ class UsageError(GpulabError):
     """A command-line mistake: one line on stderr, exit status 2."""
 
 
+def exit_statuses(one: str | None = "a check failed (a variant's result, an exercise ...)") -> str:
+    """The exit statuses, for a parser's epilog (`one`: what status 1 means, None: not used)."""
+    rows = [("0", "ok")] + ([("1", one)] if one else []) + [
+        ("2", "a usage error or bad input (one line on stderr)"), ("130", "interrupted (Ctrl-C)"),
+        ("141", "stdout closed early (e.g. piped into head): quietly")]
+    return "exit status:\n" + "\n".join(f"  {code:5s}{text}" for code, text in rows)
+
+
+class _Formatter(argparse.RawDescriptionHelpFormatter):
+    """Epilogs kept as written; every option with a default (not None or False) shows it."""
+
+    def _get_help_string(self, action):
+        text = action.help or ""
+        if ("%(default)" not in text and "default:" not in text and action.default is not None
+                and action.default is not False and action.default is not argparse.SUPPRESS and action.option_strings):
+            text += " (default: %(default)s)"
+        return text
+
+
 class _Parser(argparse.ArgumentParser):
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("formatter_class", _Formatter)
+        kwargs.setdefault("epilog", exit_statuses())
+        super().__init__(*args, **kwargs)
+
     def error(self, message):  # argparse prints the usage and exits; one line instead
         raise UsageError(f"{self.prog}: {message} (see {self.prog} --help)")
 
@@ -68,9 +95,15 @@ def cmd_info(args) -> int:
 
 
 def cmd_tour(args) -> int:
+    from gpulab.chapters import CHAPTERS, registry
     from gpulab.tour import tour
 
-    return 1 if tour(_chapters(args.chapters, "tour") or None) else 0
+    chapters = _chapters(args.chapters, "tour")
+    known = {n for c in chapters or CHAPTERS for n in registry(c).names()}
+    unknown = [n for n in args.variants or () if n not in known]
+    if unknown:
+        raise UsageError(f"gpulab tour: unknown variant {unknown[0]!r} in {', '.join(chapters) or 'any chapter'}")
+    return 1 if tour(chapters or None, as_json=args.json, variants=args.variants) else 0
 
 
 def cmd_bench(args) -> int:
@@ -97,13 +130,22 @@ def cmd_bench(args) -> int:
             raise UsageError(f"gpulab bench {args.chapter}: unknown size {unknown[0]!r}"
                              f"{' with --quick' if args.quick else ''}; known: {', '.join(known)}")
         cases = [c for c in spec.cases(args.quick) if c.label in args.sizes]
+    from gpulab import progress
+
     result = benchmark.run(spec, variants, quick=args.quick, warmup=args.warmup, repeat=args.repeat,
-                           seed=args.seed, cases=cases, progress=None if args.no_progress else print)
+                           seed=args.seed, cases=cases, progress=None if args.no_progress else progress.write)
     paths = benchmark.write(result, args.out, append=args.append)
-    print()
+    failed = [r for r in result["records"] if r["check"] is False]
+    if args.json:
+        keep = ("variant", "backend", "label", "median_ms", "throughput", "unit", "public_median_ms",
+                "peer", "peer_median_ms", "ratio_to_peer", "check", "skipped")
+        print(json.dumps({"chapter": result["chapter"], "device": result["device"].get("name"),
+                          "mode": result["device"].get("mode"), "settings": result["settings"],
+                          "records": [{k: r.get(k) for k in keep} for r in result["records"]],
+                          "failed": len(failed), "files": [str(p) for p in paths]}))
+        return 1 if failed else 0
     benchmark.main_print(result)
     print("\nwrote " + ", ".join(str(p) for p in paths))
-    failed = [r for r in result["records"] if r["check"] is False]
     return 1 if failed else 0
 
 
@@ -177,21 +219,28 @@ def _subset_parser(sub) -> None:
     """Chapter 2's command: the least-correlated subset, on one device or across a Dask cluster."""
     g = sub.add_parser("subset", help="chapter 2: the least-correlated subset (subset search)")
     gsub = g.add_subparsers(dest="subset_cmd", required=True)
-    s = gsub.add_parser("search", help="search every k-subset of n strategies; --gpus all / --scheduler ADDR for Dask")
+    s = gsub.add_parser("search", help="search every k-subset of n strategies; --gpus all / --scheduler ADDR for Dask",
+                        description="Search every k-subset of n strategies for the least-correlated one. Without "
+                                    "a GPU the kernels run on numba's simulator, about 5e4 subsets/s: C(n, k) up "
+                                    "to ~2 million (e.g. --n 30 --k 4) finishes in under a minute; a larger search "
+                                    "says how long it would take before it starts.",
+                        epilog=exit_statuses(None))
     data = s.add_mutually_exclusive_group(required=True)
     data.add_argument("--csv", metavar="FILE", help="returns: one column per strategy, one row per day, optional header")
     data.add_argument("--synthetic", metavar="DAYS", type=_count(2), help="synthetic returns of --n strategies")
     s.add_argument("--n", type=_count(1), default=None, help="strategies (with --csv: its first n columns)")
     s.add_argument("--k", type=_count(1), required=True, help="subset size")
     s.add_argument("--seed", type=int, default=0, help="synthetic data's seed")
-    s.add_argument("--variant", default="incremental")
-    s.add_argument("--backend", default="numba", choices=["numba", "cuda-c", "cpu"])
+    s.add_argument("--variant", default=None,
+                   help="default: the backend's default, incremental (numba, cuda-c) or cpu_parallel (cpu)")
+    s.add_argument("--backend", default="numba", choices=["numba", "cuda-c", "cpu"],
+                   help="cpu: numba's parallel CPU search, no GPU or simulator")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--gpus", metavar="all|N", type=_gpu_count,
                        help="a local Dask cluster, one worker per GPU (on the simulator: 2 CPU workers)")
     where.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786")
     s.add_argument("--chunks", type=_count(1), default=None, help="rank ranges (Dask tasks); default 4 per worker")
-    s.add_argument("--json", action="store_true", help="one line of JSON")
+    s.add_argument("--json", action="store_true", help="one JSON object on stdout, nothing else")
     s.set_defaults(fn=cmd_subset)
 
 
@@ -202,28 +251,36 @@ def _gpu_count(text: str) -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="gpulab", description="GPU algorithms, built step by step.")
+    p = _Parser(prog="gpulab", description="GPU algorithms, built step by step. "
+                                           "`gpulab COMMAND --help` describes a command.")
     sub = p.add_subparsers(dest="cmd", required=True, metavar="command")
 
-    s = sub.add_parser("info", help="the device kernels run on, and its limits")
-    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("info", help="the device kernels run on, and its limits", epilog=exit_statuses(None))
+    s.add_argument("--json", action="store_true", help="one JSON object on stdout, nothing else")
     s.set_defaults(fn=cmd_info)
 
-    s = sub.add_parser("tour", help="run and check every variant of every finished chapter")
-    s.add_argument("chapters", nargs="*", help="only these chapters")
+    s = sub.add_parser("tour", help="run and check every variant of every finished chapter",
+                       epilog=exit_statuses("a variant's result failed its check"))
+    s.add_argument("chapters", nargs="*", help="only these chapters (default: all)")
+    s.add_argument("--variants", nargs="*", help="only these variant names (default: all)")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object on stdout (every variant's result and a summary), nothing else")
     s.set_defaults(fn=cmd_tour)
 
-    s = sub.add_parser("bench", help="benchmark a chapter's variants; writes JSON and a PNG chart")
-    s.add_argument("chapter")
-    s.add_argument("--variants", nargs="*", help="only these variant names")
-    s.add_argument("--backend", choices=["numba", "cuda-c", "cpu"])
-    s.add_argument("--sizes", nargs="*", help="only these size labels (e.g. N=8192)")
+    s = sub.add_parser("bench", help="benchmark a chapter's variants; writes JSON and a PNG chart",
+                       epilog=exit_statuses("a variant's result failed its check"))
+    s.add_argument("chapter", help="matmul, subset, gp, radix or euler")
+    s.add_argument("--variants", nargs="*", help="only these variant names (default: all)")
+    s.add_argument("--backend", choices=["numba", "cuda-c", "cpu"], help="only this backend's variants (default: all)")
+    s.add_argument("--sizes", nargs="*", help="only these size labels (e.g. N=8192; default: all)")
     s.add_argument("--quick", action="store_true", help="fewer, smaller sizes")
-    s.add_argument("--warmup", type=_count(0), default=2)
-    s.add_argument("--repeat", type=_count(1), default=10)
-    s.add_argument("--seed", type=int, default=None)
-    s.add_argument("--out", default="bench-results", help="directory for JSON and PNG (default: bench-results)")
-    s.add_argument("--no-progress", action="store_true")
+    s.add_argument("--warmup", type=_count(0), default=2, help="untimed runs before the timed ones")
+    s.add_argument("--repeat", type=_count(1), default=10, help="timed runs (the median is reported)")
+    s.add_argument("--seed", type=int, default=None, help="the inputs' random seed (default: fresh)")
+    s.add_argument("--out", default="bench-results", help="directory for JSON and PNG")
+    s.add_argument("--no-progress", action="store_true", help="no progress lines on stderr")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object on stdout (each result and the files written), nothing else")
     s.add_argument("--append", action="store_true",
                    help="keep the records of other sizes/variants already in the JSON (a benchmark run in parts)")
     s.set_defaults(fn=cmd_bench)
@@ -236,9 +293,11 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--solutions", action="store_true", help="grade the reference solutions instead of the student files")
     s.set_defaults(fn=cmd_grade)
 
-    s = sub.add_parser("compile-check", help="compile every numba kernel to PTX and every .cu with NVRTC for sm_90")
-    s.add_argument("chapters", nargs="*")
-    s.add_argument("--json", action="store_true")
+    s = sub.add_parser("compile-check", help="compile every numba kernel to PTX and every .cu with NVRTC for sm_90",
+                       epilog=exit_statuses("a kernel failed to compile"))
+    s.add_argument("chapters", nargs="*", help="only these chapters (default: all)")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object on stdout ({\"ok\": ..., \"records\": [...]}), nothing else")
     s.set_defaults(fn=cmd_compile_check)
 
     _gp_parser(sub)
@@ -247,6 +306,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> int:
+    """The `gpulab` command; returns its exit status."""
+    try:
+        try:
+            status = _main(argv)
+        except SystemExit as exc:  # --help
+            status = exc.code or 0
+        sys.stdout.flush()  # a reader that went away shows here at the latest
+        return status
+    except BrokenPipeError:
+        # stdout was closed early (`gpulab ... | head -1`). The Python docs' recipe (signal
+        # module, "Note on SIGPIPE"): point stdout at devnull, so that the interpreter's own
+        # flush at exit fails no more, and exit quietly.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
         if getattr(args, "gp_cmd", None) and args.variant is None:

@@ -147,8 +147,8 @@ def _fmt_res(x: dict) -> str:
 
 def main(chapters=None, as_json=False) -> int:
     records = (numba_ptx(chapters) if not device.on_simulator() else run_in_subprocess(chapters)) + nvrtc(chapters)
-    if as_json:
-        print(json.dumps(records, indent=1))
+    if as_json:  # one JSON object: the verdict and every kernel's record
+        print(json.dumps({"ok": all(r["ok"] for r in records), "records": records}, indent=1))
     else:
         for r in records:
             res = r["resources"]

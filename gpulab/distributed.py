@@ -274,6 +274,7 @@ def _prepare_subset(C, k, variant, backend, params):
     if is_device_array(C):
         C = to_host(C)  # n² values; its triangle is what every worker gets
     C, n, k = host.validate(C, k)
+    variant = variant or REGISTRY.default(backend)
     REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
     if params is not None and not isinstance(params, dict):
         raise DtypeError(f"params must be a dict, got {type(params).__name__}")
@@ -289,12 +290,19 @@ def _prepare_subset(C, k, variant, backend, params):
     return squared_packed(C), n, k
 
 
-def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant: str = "incremental",
-                  backend: str = "numba", params: dict | None = None) -> list[ChunkResult]:
+def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant: str | None = None,
+                  backend: str = "numba", params: dict | None = None,
+                  progress: bool | None = None) -> list[ChunkResult]:
     """Every chunk's answer, in rank order (what [`least_correlated`][gpulab.distributed.least_correlated]
-    merges; the benchmark reads their times)."""
-    from gpulab.subset.combinatorics import choose
+    merges; the benchmark reads their times). `progress`: a bar of the subsets searched, on
+    stderr (`None`: only where stderr is a terminal; see `gpulab.progress`)."""
+    from distributed import as_completed
 
+    from gpulab.progress import bar
+    from gpulab.subset.combinatorics import choose
+    from gpulab.subset.variants import REGISTRY
+
+    variant = variant or REGISTRY.default(backend)
     Q, n, k = _prepare_subset(C, k, variant, backend, params)
     chunks = _count(chunks, "chunks")
     client = _client(client)
@@ -304,7 +312,12 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
     q = client.scatter(Q, broadcast=True, hash=False)  # once, to every worker; the tasks get a reference
     futures = [client.submit(search_chunk, q, n, k, variant, backend, params, r, pure=False) for r in ranges]
     try:
-        return client.gather(futures)
+        with bar(total=total, desc=f"C({n},{k})", unit="subset", unit_scale=True,
+                 disable=None if progress is None else not progress) as pbar:
+            for future in as_completed(futures):  # a task's error is raised here, the rest cancelled below
+                part = future.result()
+                pbar.update(part.stop - part.start)
+        return client.gather(futures)  # all done: their results, in rank order
     except BaseException:
         client.cancel(futures)  # the chunks still queued or running
         raise
@@ -312,8 +325,8 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
 
 
 # --8<-- [start:entry]
-def least_correlated(C, k: int, *, client=None, chunks: int | None = None, variant: str = "incremental",
-                     backend: str = "numba", params: dict | None = None):
+def least_correlated(C, k: int, *, client=None, chunks: int | None = None, variant: str | None = None,
+                     backend: str = "numba", params: dict | None = None, progress: bool | None = None):
     """[`gpulab.subset.least_correlated`][gpulab.subset.least_correlated] across a Dask cluster.
 
     Args:
@@ -322,9 +335,10 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
         client: a ``distributed.Client``; default: the active one.
         chunks: how many rank ranges (tasks); default [`default_chunks`][gpulab.distributed.default_chunks]
             (4 per worker, each at least 2**32 subsets).
-        variant: chapter 2's variant each task runs.
+        variant: chapter 2's variant each task runs; `None`: the backend's default.
         backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`).
         params: its parameters (overrides), as for the single-GPU search.
+        progress: a bar of the subsets searched on stderr; `None`: only where stderr is a terminal.
 
     Returns:
         The [`SubsetResult`][gpulab.subset.SubsetResult] of the single-GPU search: the same
@@ -337,7 +351,7 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
     from gpulab.subset import SubsetResult, unrank
 
     best = merge(search_chunks(C, k, client=client, chunks=chunks, variant=variant, backend=backend,
-                               params=params))
+                               params=params, progress=progress))
     n = len(C)
     return SubsetResult(unrank(n, k, best.rank), best.distance, best.rank)
 # --8<-- [end:entry]

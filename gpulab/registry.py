@@ -61,10 +61,16 @@ class Variant:
 
 
 class Registry:
-    """The ordered variants of one chapter."""
+    """The ordered variants of one chapter.
 
-    def __init__(self, chapter: str, variants: list[Variant] | None = None):
+    `defaults` names each backend's default variant (its best), e.g.
+    `{"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_parallel"}`: a public call
+    that names a backend but no variant runs that one (see [`default`][gpulab.registry.Registry.default]).
+    """
+
+    def __init__(self, chapter: str, variants: list[Variant] | None = None, defaults: dict[str, str] | None = None):
         self.chapter = chapter
+        self.defaults: dict[str, str] = dict(defaults or {})
         self._variants: dict[tuple[str, str], Variant] = {}
         for v in variants or []:
             self.add(v)
@@ -94,15 +100,41 @@ class Registry:
             known = ", ".join(v.key for v in self)
             raise GpulabError(f"{self.chapter}: no variant {name!r} for backend {backend!r}; known: {known}") from None
 
+    def backends(self) -> list[str]:
+        """The backends that have at least one variant, in registration order."""
+        return list(dict.fromkeys(v.backend for v in self))
+
+    def default(self, backend: str) -> str:
+        """The name of `backend`'s default variant: the one `defaults` names, else the backend's
+        only variant that is not `teaching_only`. A backend with no variant (or no default to
+        pick) raises a [`GpulabError`][gpulab.errors.GpulabError] naming the backends there are."""
+        if backend not in BACKENDS:
+            raise GpulabError(f"{self.chapter}: unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        name = self.defaults.get(backend)
+        if name is None:
+            mine = [v for v in self if v.backend == backend]
+            if not mine:
+                raise GpulabError(f"{self.chapter}: no variant for backend {backend!r}; "
+                                  f"its backends: {', '.join(self.backends())}")
+            contenders = [v for v in mine if not v.teaching_only]
+            if len(contenders) != 1:
+                raise GpulabError(f"{self.chapter}: no default variant for backend {backend!r}; "
+                                  f"name one of: {', '.join(v.name for v in mine)}")
+            return contenders[0].name
+        if (name, backend) not in self._variants:
+            raise GpulabError(f"{self.chapter}: the default variant {name!r} of backend {backend!r} is not registered")
+        return name
+
     def select(self, backend: str | None = None, runnable: bool = False) -> list[Variant]:
         out = [v for v in self if backend is None or v.backend == backend]
         if runnable:
             out = [v for v in out if v.unavailable_reason() is None]
         return out
 
-    def resolve(self, name: str, backend: str) -> Variant:
-        """The variant to run, or a [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
-        v = self.get(name, backend)
+    def resolve(self, name: str | None, backend: str) -> Variant:
+        """The variant to run (`name=None`: the backend's [`default`][gpulab.registry.Registry.default]),
+        or a [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
+        v = self.get(self.default(backend) if name is None else name, backend)
         reason = v.unavailable_reason()
         if reason:
             raise BackendUnavailable(f"{self.chapter} variant {v.key} cannot run here: {reason}")

@@ -41,7 +41,7 @@ def run_case(case: TourCase) -> dict:
     try:
         state = case.setup()
         ok, detail = case.check(v, state)
-        row["check"], row["detail"] = ok, detail
+        row["check"], row["detail"] = bool(ok), str(detail)
         if ok:
             launch = case.runner(v, state)
             if device.on_simulator() or v.backend == "cpu":
@@ -60,19 +60,44 @@ def run_case(case: TourCase) -> dict:
     return row
 
 
-def tour(chapters: list[str] | None = None, out=sys.stdout) -> int:
-    """Run the tour; return the number of variants whose check failed (the exit status)."""
+def tour(chapters: list[str] | None = None, out=sys.stdout, as_json: bool = False,
+         variants: list[str] | None = None) -> int:
+    """Run the tour; return the number of variants whose check failed (the exit status).
+
+    `variants`: only the variants of these names (in every backend).
+    `as_json`: one JSON object on `out` (the device, every variant's row, a summary) and
+    nothing else there; the line per variant goes to stderr."""
     info = device.info()
     sim = device.on_simulator()
-    print(f"gpulab tour on {info.name} ({'simulator: times are CPU times of the simulation' if sim else 'GPU'})", file=out)
+    heading = f"gpulab tour on {info.name} ({'simulator: times are CPU times of the simulation' if sim else 'GPU'})"
+    if as_json:
+        from gpulab import progress
+
+        say = progress.write
+    else:
+        def say(line):
+            print(line, file=out, flush=True)
+    say(heading)
     rows = []
     for ch in chapters or list(CHAPTERS):
         for case in module(ch, "tour").tour_cases(sim):
+            if variants and case.variant.name not in variants:
+                continue
             row = run_case(case)
             row["chapter"] = ch
             rows.append(row)
             mark = {True: "✓", False: "✗", None: "-"}[row["check"]]
-            print(f"  {ch:8s} {row['variant']:20s} {row['backend']:7s} {mark}", file=out, flush=True)
+            say(f"  {ch:8s} {row['variant']:20s} {row['backend']:7s} {mark}")
+    failed = sum(1 for r in rows if r["check"] is False)
+    ran = sum(1 for r in rows if r["check"] is not None)
+    if as_json:
+        import json
+
+        print(json.dumps({"device": info.name, "mode": info.mode, "results": rows,
+                          "summary": {"passed": ran - failed, "failed": failed, "skipped": len(rows) - ran}},
+                         default=str),
+              file=out)
+        return failed
     header = ["chapter", "variant", "backend", "size", "time ms", "throughput", "check", "note"]
     table = [header] + [[r["chapter"], r["variant"], r["backend"], r["size"],
                          "—" if r["ms"] is None else f"{r['ms']:.3g}", r["throughput"] or "—",
@@ -84,8 +109,6 @@ def tour(chapters: list[str] | None = None, out=sys.stdout) -> int:
         print("  ".join(str(c).ljust(w) for c, w in zip(t, widths)) + "  " + t[-1], file=out)
         if i == 0:
             print("  ".join("-" * w for w in widths) + "  ----", file=out)
-    failed = sum(1 for r in rows if r["check"] is False)
-    ran = sum(1 for r in rows if r["check"] is not None)
     skipped = len(rows) - ran
     print(f"\n{ran - failed} passed, {failed} failed, {skipped} skipped (reasons above)", file=out)
     return failed

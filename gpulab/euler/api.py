@@ -16,7 +16,9 @@ _CACHE: dict = {}
 
 
 def _resolve(variant, backend):
-    return REGISTRY.resolve(variant or DEFAULT_VARIANT, backend if variant not in ("hierholzer", "networkx") else "cpu")
+    """`variant=None`: the backend's default (`REGISTRY.default(backend)`: ruling_set on the
+    GPU backends, hierholzer on the CPU); the CPU variants run on the CPU whatever the backend."""
+    return REGISTRY.resolve(variant, backend if variant not in ("hierholzer", "networkx") else "cpu")
 
 
 def plan_for(variant, capacity: int, params: dict | None = None):
@@ -130,9 +132,10 @@ def euler_circuit(src, dst, *, directed: bool = True, source: int | None = None,
         directed: ``False``: every edge may be walked either way (once).
         source: the circuit starts with an out-edge of this vertex (its smallest id); by default
             it starts with edge 0.
-        variant: a name from ``gpulab.euler.variants()`` (default ``"ruling_set"``);
-            ``"hierholzer"`` and ``"networkx"`` run on the CPU.
-        backend: ``"numba"`` or ``"cuda-c"``.
+        variant: a name from ``gpulab.euler.variants()``; ``None``: the backend's default
+            (``"ruling_set"``, or ``"hierholzer"`` for ``backend="cpu"``); ``"hierholzer"`` and
+            ``"networkx"`` run on the CPU.
+        backend: ``"numba"``, ``"cuda-c"`` or ``"cpu"``.
         vertices: also return the vertex sequence (E + 1 vertices, first = last).
         params: overrides of the variant's parameters (block sizes, splitter spacing ...).
 

@@ -50,7 +50,10 @@ _LADDER = [
      "random splitters walk their sublists in registers: O(E) work; also ranks the circuit that way"),
 ]
 
-REGISTRY = Registry("euler")
+# Each backend's default (what a call naming a backend but no variant runs).
+DEFAULTS = {"numba": "ruling_set", "cuda-c": "ruling_set", "cpu": "hierholzer"}
+
+REGISTRY = Registry("euler", defaults=DEFAULTS)
 REGISTRY.add(Variant("hierholzer", "cpu", ("host",), "Hierholzer's walk compiled with numba, one CPU thread: O(E)",
                      host.cpu_factory("hierholzer")))
 REGISTRY.add(Variant("networkx", "cpu", ("host",), "networkx.eulerian_circuit: what a Python user has at hand",

@@ -22,15 +22,17 @@ __all__ = ["matmul", "matmul_reference", "REGISTRY", "variants"]
 
 
 # --8<-- [start:entry]
-def matmul(A, B, variant: str = "register", backend: str = "numba", stream=None):
+def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None):
     """Multiply float32 matrices on the GPU (or the simulator) with the chosen variant.
 
     Args:
         A: M×K float32 matrix: numpy, or a device array (CuPy, PyTorch CUDA tensor, numba).
         B: K×N float32 matrix, the same (for `constant*` variants at most 64 KiB: K·N ≤ 16384;
             numba compiles B into those kernels, so a device B is copied to the host once).
-        variant: a name from `gpulab.matmul.variants()`.
-        backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU).
+        variant: a name from `gpulab.matmul.variants()`; `None`: the backend's default
+            (`"register"`).
+        backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU); chapter 1 has no CPU
+            variant, so `"cpu"` is an error that says so.
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
 
     Returns:

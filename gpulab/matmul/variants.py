@@ -29,7 +29,10 @@ _LADDER = [
      host.numba_prefetch, host.cuda_prefetch, TILE_128_16X8, TILE_128),
 ]
 
-REGISTRY = Registry("matmul")
+# Each backend's default (what a call naming a backend but no variant runs). No CPU variant.
+DEFAULTS = {"numba": "register", "cuda-c": "register"}
+
+REGISTRY = Registry("matmul", defaults=DEFAULTS)
 for name, memory, lesson, numba_prepare, cuda_prepare, numba_params, cuda_params in _LADDER:
     teaching = name in ("naive", "constant_scattered")
     REGISTRY.add(Variant(name, "numba", memory, lesson, numba_prepare, params=numba_params, teaching_only=teaching))

@@ -70,9 +70,12 @@ def clear_plan_cache() -> None:
 
 
 def _resolve(variant, backend):
+    """The variant to run: `None` is the backend's default (`REGISTRY.default(backend)`), on the
+    simulator (or where the default cannot run) FALLBACK_VARIANT for the GPU backends."""
     if variant is None:
-        v = REGISTRY.get(DEFAULT_VARIANT, backend)
-        variant = DEFAULT_VARIANT if v.unavailable_reason() is None and not device.on_simulator() else FALLBACK_VARIANT
+        variant = REGISTRY.default(backend)
+        if backend != "cpu" and (device.on_simulator() or REGISTRY.get(variant, backend).unavailable_reason()):
+            variant = FALLBACK_VARIANT
     return REGISTRY.resolve(variant, backend)
 
 
@@ -139,9 +142,10 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
     Args:
         keys: 1-D array of uint32, int32 or float32 (any length, including 0 and 1): numpy,
             or a device array (CuPy, PyTorch CUDA tensor, numba), sorted where it lies.
-        variant: a name from `gpulab.radix.variants()`; `None` picks `"local"` on a GPU,
-            `"radix4_shared"` on the simulator (quicker to simulate).
-        backend: `"numba"` or `"cuda-c"`.
+        variant: a name from `gpulab.radix.variants()`; `None` picks the backend's default:
+            `"local"` on a GPU, `"radix4_shared"` on the simulator (quicker to simulate),
+            `"numpy"` for `backend="cpu"`.
+        backend: `"numba"`, `"cuda-c"` or `"cpu"` (numpy on the host).
         params: overrides of the variant's compile-time parameters (block sizes, digit bits ...).
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
 

@@ -53,7 +53,11 @@ _LADDER = [
 
 WARP = ("local", "local4", "onesweep")
 
-REGISTRY = Registry("radix")
+# Each backend's default (what a call naming a backend but no variant runs; on the simulator
+# gpulab.radix falls back to a quicker GPU variant, see gpulab.radix.FALLBACK_VARIANT).
+DEFAULTS = {"numba": "local", "cuda-c": "local", "cpu": "numpy"}
+
+REGISTRY = Registry("radix", defaults=DEFAULTS)
 for name, memory, lesson in _LADDER:
     for backend in ("numba", "cuda-c"):
         REGISTRY.add(Variant(name, backend, memory, lesson, host.plan_factory(KIND[name], backend),

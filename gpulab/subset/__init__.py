@@ -30,7 +30,7 @@ __all__ = ["least_correlated", "least_correlated_reference", "SubsetResult", "ch
 
 
 # --8<-- [start:entry]
-def least_correlated(C, k: int, variant: str = "incremental", backend: str = "numba",
+def least_correlated(C, k: int, variant: str | None = None, backend: str = "numba",
                      params: dict | None = None, ranks: tuple[int, int] | None = None) -> SubsetResult:
     """The k strategies whose correlation submatrix is closest to the identity (Frobenius norm).
 
@@ -39,7 +39,8 @@ def least_correlated(C, k: int, variant: str = "incremental", backend: str = "nu
             device array (CuPy, PyTorch CUDA tensor, numba), which is validated and packed on
             the device — only three numbers of the checks and the answer come back.
         k: subset size, 1 <= k <= n (GPU variants: k <= 16).
-        variant: a name from `gpulab.subset.variants()`.
+        variant: a name from `gpulab.subset.variants()`; `None`: the backend's default
+            (`"incremental"`, or `"cpu_parallel"` for `backend="cpu"`).
         backend: `"numba"`, `"cuda-c"` (needs pycuda and a GPU) or `"cpu"` (which copies a
             device C's packed triangle to the host: the CPU baseline runs there).
         params: override the variant's parameters (block, partition, chunk ...).
@@ -68,7 +69,7 @@ def least_correlated(C, k: int, variant: str = "incremental", backend: str = "nu
 # --8<-- [end:entry]
 
 
-def search_packed(Q, n: int, k: int, variant: str = "incremental", backend: str = "numba",
+def search_packed(Q, n: int, k: int, variant: str | None = None, backend: str = "numba",
                   params: dict | None = None, ranks: tuple[int, int] | None = None) -> tuple[float, int]:
     """The search itself, on an already validated packed `Q` (host or device):
     `(distance, rank)` of the best subset among the ranks `ranks` (default: all)."""

@@ -31,7 +31,10 @@ _LADDER = [
      host.numba_incremental_warp, host.cuda_incremental_warp, INCREMENTAL, False, True),
 ]
 
-REGISTRY = Registry("subset")
+# Each backend's default (what a call naming a backend but no variant runs).
+DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_parallel"}
+
+REGISTRY = Registry("subset", defaults=DEFAULTS)
 for name, memory, lesson, numba_prepare, cuda_prepare, params, teaching, warp in _LADDER:
     REGISTRY.add(Variant(name, "numba", memory, lesson, numba_prepare, params=params, teaching_only=teaching,
                          needs_warp_intrinsics=warp))
