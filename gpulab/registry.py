@@ -63,9 +63,11 @@ class Variant:
 class Registry:
     """The ordered variants of one chapter."""
 
-    def __init__(self, chapter: str, variants: list[Variant] | None = None):
+    def __init__(self, chapter: str, variants: list[Variant] | None = None, best: dict[str, str] | None = None):
         self.chapter = chapter
         self._variants: dict[tuple[str, str], Variant] = {}
+        #: backend -> the variant that runs when a caller names the backend and no variant
+        self.best: dict[str, str] = dict(best or {})
         for v in variants or []:
             self.add(v)
 
@@ -100,9 +102,24 @@ class Registry:
             out = [v for v in out if v.unavailable_reason() is None]
         return out
 
-    def resolve(self, name: str, backend: str) -> Variant:
-        """The variant to run, or a [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
-        v = self.get(name, backend)
+    def default(self, backend: str) -> str:
+        """The name of ``backend``'s best variant: what ``variant=None`` (a backend named, no
+        variant) means everywhere, API and command line alike. It is the entry in ``best``, or
+        the backend's only variant."""
+        if backend not in BACKENDS:
+            raise GpulabError(f"{self.chapter}: unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+        if backend in self.best:
+            return self.best[backend]
+        names = list(dict.fromkeys(self.names(backend)))
+        if len(names) == 1:
+            return names[0]
+        raise GpulabError(f"{self.chapter}: backend {backend!r} has no default variant; name one of "
+                          f"{', '.join(names) or '(none)'}")
+
+    def resolve(self, name: str | None, backend: str) -> Variant:
+        """The variant to run (``name=None``: the backend's [default][gpulab.registry.Registry.default]),
+        or a [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
+        v = self.get(self.default(backend) if name is None else name, backend)
         reason = v.unavailable_reason()
         if reason:
             raise BackendUnavailable(f"{self.chapter} variant {v.key} cannot run here: {reason}")
