@@ -44,7 +44,8 @@ def settle_defaults(args, command: str) -> str | None:
     if mode != "sim" or not chosen:
         return None
     flags = "/".join("--" + c.split()[0] for c in chosen)
-    return f"simulator (no GPU): {', '.join(chosen)}, sized to finish in under a minute; pass {flags} to change"
+    return (f"simulator (no GPU): {', '.join(chosen)} (defaults sized to finish in under a minute here); "
+            f"pass {flags} to change")
 
 
 def resolve_variant(args) -> None:

@@ -136,7 +136,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         backend: ``"numba"``, ``"cuda-c"`` or ``"cpu"``.
         seed: makes the run reproducible (a whole number >= 0).
         progress: ``True``: a progress bar over the generations (on stderr, drawn on a terminal,
-            see [`gpulab.progress`][gpulab.progress]); a callable: called with one line per
+            see `gpulab.progress`); a callable: called with one line per
             generation; ``None`` / ``False``: quiet.
         kernel_params: override the variant's compile-time parameters.
 
