@@ -80,10 +80,12 @@ def evaluate(population, market: Market, variant: str | None = None, backend: st
         built from device arrays (GPU backends; the CPU backends always return numpy).
 
     Raises:
-        ProgramError: a malformed program; ProgramLimitError: a program too deep or too long for
-        the variant (the message names individual, tree and position); LimitError: a buy would
-        reach 2**29 shares; BackendUnavailable: the variant cannot run here; GpulabError: an
-        argument of the wrong kind (e.g. ``market=None``), named in the message.
+        ProgramError: a malformed program.
+        ProgramLimitError: a program too deep or too long for the variant (the message names
+            individual, tree and position).
+        LimitError: a buy would reach 2**29 shares.
+        BackendUnavailable: the variant cannot run here.
+        GpulabError: an argument of the wrong kind (e.g. ``market=None``), named in the message.
     """
     pop = _population(population)
     fit, _, _ = _evaluator(market, variant, backend, params)(pop)
