@@ -178,33 +178,67 @@ def cmd_gp(args) -> int:
     return _run_chapter_command(f"gpulab gp {args.gp_cmd}", run, args)
 
 
+# gp's defaults that fit the device: {command: {device: (backend, population, generations)}} (here, not
+# in gpulab.gp, so that building the parser imports no numba). "gpu": the paper's scale for evolve, the
+# chapter's published experiment. "sim": measured on a 2-core machine without a GPU to finish in under a
+# minute with the default data, on the CPU backend (numba's CUDA simulator is too slow to evolve with).
+GP_DEFAULTS = {"evolve": {"gpu": ("numba", 25_000, 50), "sim": ("cpu", 5000, 20)},
+               "experiment": {"gpu": ("cpu", 2000, 30), "sim": ("cpu", 1000, 10)}}
+
+
+def _gp_default(command: str, what: str) -> str:
+    """``"default: 25,000 on a GPU, 1,000 on the simulator"`` for ``--help``."""
+    k = ("backend", "population", "generations").index(what)
+    gpu, sim = (f"{x:,}" if isinstance(x, int) else x for x in (GP_DEFAULTS[command][d][k] for d in ("gpu", "sim")))
+    return f"default: {gpu}" if gpu == sim else f"default: {gpu} on a GPU, {sim} on the simulator"
+
+
 def _gp_parser(sub) -> None:
     """Chapter 3's commands: evolve trading rules; the chapter's train/test experiment."""
+    defaults_help = _gp_default
     g = sub.add_parser("gp", help="chapter 3: evolve trading rules (gp evolve, gp experiment)")
     gsub = g.add_subparsers(dest="gp_cmd", required=True)
-    e = gsub.add_parser("evolve", help="evolve buy/sell rules; JSON + PNG of train vs test fitness")
-    e.add_argument("--population", type=int, default=25_000)
-    e.add_argument("--stocks", type=int, default=32, help="synthetic data: stocks")
-    e.add_argument("--days", type=int, default=None, help="training days (synthetic: 768; real data: 3/4 of them)")
-    e.add_argument("--test-days", type=int, default=256, help="synthetic data: test days after the training days")
-    e.add_argument("--generations", type=int, default=50)
-    e.add_argument("--variant", default=None, help="evaluator (default: bitsliced, or cpu_bitsliced with --backend cpu)")
-    e.add_argument("--backend", default="numba", choices=["numba", "cuda-c", "cpu"])
-    e.add_argument("--data", default="synthetic", help="synthetic, sample (AAPL/IBM/MSFT/GOOG) or csv:PATH[,PATH...]")
-    e.add_argument("--seed", type=int, default=0)
-    e.add_argument("--out", default="gp-results")
-    e.add_argument("--stem", default="gp-evolve", help="output file names (STEM.json, STEM.png)")
-    x = gsub.add_parser("experiment", help="the chapter's experiment: more stocks/days vs out-of-sample fitness")
-    x.add_argument("--population", type=int, default=2000)
-    x.add_argument("--generations", type=int, default=30)
-    x.add_argument("--seeds", type=int, default=3)
-    x.add_argument("--stocks-total", type=int, default=64)
-    x.add_argument("--test-days", type=int, default=256)
-    x.add_argument("--variant", default=None)
-    x.add_argument("--backend", default="cpu", choices=["numba", "cuda-c", "cpu"])
-    x.add_argument("--out", default="gp-results")
-    x.add_argument("--stem", default="gp-experiment")
+    e = gsub.add_parser("evolve", help="evolve buy/sell rules; JSON + PNG of train vs test fitness",
+                        description="Evolve buy/sell rules on the training days and report them on the test days "
+                                    "that follow. Ctrl-C keeps the generations finished (exit status 130).")
+    e.add_argument("--population", type=_count(1), default=None,
+                   help=f"individuals ({defaults_help('evolve', 'population')})")
+    e.add_argument("--generations", type=_count(0), default=None,
+                   help=f"generations after the first ({defaults_help('evolve', 'generations')})")
+    e.add_argument("--data", default="synthetic",
+                   help="synthetic, sample (AAPL/IBM/MSFT/GOOG) or csv:PATH[,PATH...] (default: synthetic)")
+    e.add_argument("--stocks", type=_count(1), default=None, help="synthetic data: stocks (default: 32)")
+    e.add_argument("--days", type=_count(1), default=None,
+                   help="training days (default: 768 with synthetic data; 3/4 of the days of real data)")
+    e.add_argument("--test-days", type=_count(1), default=None,
+                   help="synthetic data: test days after the training days (default: 256)")
+    e.add_argument("--variant", default=None,
+                   help="evaluator (default: the backend's best: bitsliced, or cpu_bitsliced with --backend cpu)")
+    e.add_argument("--backend", default=None, choices=["numba", "cuda-c", "cpu"],
+                   help=f"({defaults_help('evolve', 'backend')})")
+    e.add_argument("--seed", type=_count(0), default=0, help="seeds the data and the run (default: 0)")
+    e.add_argument("--out", default="gp-results", help="directory for the JSON and PNG (default: gp-results)")
+    e.add_argument("--stem", default="gp-evolve", help="output file names, STEM.json and STEM.png (default: gp-evolve)")
+    e.add_argument("--json", action="store_true", help="print one JSON object (the summary) on stdout, nothing else")
+    x = gsub.add_parser("experiment", help="the chapter's experiment: more stocks/days vs out-of-sample fitness",
+                        description="Train on 8 or 32 stocks over 256 or 768 days, several seeds each; measure "
+                                    "the best rules on a later test period. Ctrl-C keeps the runs finished "
+                                    "(exit status 130).")
+    x.add_argument("--population", type=_count(1), default=None,
+                   help=f"individuals ({defaults_help('experiment', 'population')})")
+    x.add_argument("--generations", type=_count(0), default=None,
+                   help=f"generations per run ({defaults_help('experiment', 'generations')})")
+    x.add_argument("--seeds", type=_count(1), default=3, help="runs per configuration, seeds 0..N-1 (default: 3)")
+    x.add_argument("--stocks-total", type=_count(32), default=64,
+                   help="stocks of the test period, the 32 training stocks among them (default: 64)")
+    x.add_argument("--test-days", type=_count(1), default=256, help="test days (default: 256)")
+    x.add_argument("--variant", default=None, help="evaluator (default: the backend's best)")
+    x.add_argument("--backend", default=None, choices=["numba", "cuda-c", "cpu"],
+                   help=f"({defaults_help('experiment', 'backend')})")
+    x.add_argument("--out", default="gp-results", help="directory for the JSON and PNG (default: gp-results)")
+    x.add_argument("--stem", default="gp-experiment", help="output file names (default: gp-experiment)")
     x.add_argument("--where", default="", help="a note on where it was run (stored in the JSON)")
+    x.add_argument("--json", action="store_true", help="print one JSON object (the summary) on stdout, nothing else")
     for p in (e, x):
         p.set_defaults(fn=cmd_gp)
 
@@ -326,8 +360,6 @@ def main(argv=None) -> int:
 def _main(argv=None) -> int:
     try:
         args = build_parser().parse_args(argv)
-        if getattr(args, "gp_cmd", None) and args.variant is None:
-            args.variant = "cpu_bitsliced" if args.backend == "cpu" else "bitsliced"
         return args.fn(args)
     except UsageError as exc:
         print(str(exc), file=sys.stderr)

@@ -396,7 +396,7 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
     Args:
         population: the individuals (as for ``gpulab.gp.evaluate``).
         market: the market they trade on.
-        variant: chapter 3's variant (default: its default).
+        variant: chapter 3's variant (default: the backend's best, as in gp.evaluate).
         backend: its backend.
         params: its parameters (overrides).
         client: a ``distributed.Client``; default: the active one.
@@ -409,7 +409,7 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
     from gpulab.gp import host as gp_host
     from gpulab.gp.market import Market
 
-    variant = variant or gp.DEFAULT_VARIANT
+    variant = variant or gp.REGISTRY.default(backend)  # the backend's best, as gp.evaluate
     pop = gp._population(population)
     if not isinstance(market, Market):
         raise DtypeError(f"market must be a gpulab.gp.Market, got {type(market).__name__}")

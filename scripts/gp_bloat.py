@@ -16,7 +16,7 @@ from pathlib import Path
 
 import gpulab.gp as gp
 from gpulab import benchmark
-from gpulab.gp.evolve import GPParams, evolve
+from gpulab.gp.loop import GPParams, evolve
 
 
 def main() -> int:

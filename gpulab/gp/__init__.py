@@ -18,15 +18,19 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
+from gpulab.errors import GpulabError
+from gpulab.gp import host
 from gpulab.gp.market import DataError, Market, load_csv, sample_market, synthetic_market
 from gpulab.gp.opcodes import BOOL_TERMINALS, FLOAT_TERMINALS, FUNCTIONS
 from gpulab.gp.programs import (Individual, Population, ProgramError, ProgramLimitError, Tree, parse, to_rpn,
                                 to_sexpr)
 from gpulab.gp.reference import Evaluation
 from gpulab.gp.variants import DEFAULT_VARIANT, REGISTRY
+from gpulab.gp.loop import EvolutionInterrupted, EvolutionResult, GPParams, evolve, experiment
 
 __all__ = ["parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Population", "Market", "synthetic_market",
-           "load_csv", "sample_market", "evaluate", "evaluate_detail", "evolve", "variants", "Evaluation",
+           "load_csv", "sample_market", "evaluate", "evaluate_detail", "evolve", "experiment", "GPParams",
+           "EvolutionResult", "EvolutionInterrupted", "variants", "Evaluation",
            "ProgramError", "ProgramLimitError", "DataError", "FLOAT_TERMINALS", "BOOL_TERMINALS", "FUNCTIONS",
            "REGISTRY", "DEFAULT_VARIANT"]
 
@@ -34,6 +38,9 @@ __all__ = ["parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Population", "M
 def _population(population) -> Population:
     if isinstance(population, Population):
         return population
+    if population is None or isinstance(population, (str, bytes)) or not hasattr(population, "__iter__"):
+        raise GpulabError("population must be a gpulab.gp.Population or a list of individuals / (buy, sell) "
+                          f"pairs, got {type(population).__name__}")
     return Population.from_individuals(population)
 
 
@@ -41,7 +48,10 @@ _EVALUATORS: dict = {}
 
 
 def _evaluator(market, variant, backend, params):
+    host.check_market_arg(market)
+    host.check_variant_args(variant, backend, params)
     v = REGISTRY.resolve(variant, backend)
+    variant = v.name
     p = dict(v.params, **(params or {}))
     key = (id(market), variant, backend, repr(sorted(p.items())))
     hit = _EVALUATORS.get(key)
@@ -53,14 +63,15 @@ def _evaluator(market, variant, backend, params):
 
 
 # --8<-- [start:entry]
-def evaluate(population, market: Market, variant: str = DEFAULT_VARIANT, backend: str = "numba",
+def evaluate(population, market: Market, variant: str | None = None, backend: str = "numba",
              params: dict | None = None):
     """Fitness of every individual: mean over the market's stocks of (ROI − buy-and-hold ROI).
 
     Args:
         population: a :class:`Population` (or individuals / ``(buy, sell)`` pairs of trees).
         market: a :class:`Market` (its evaluation window is what is traded).
-        variant: a name from :func:`variants` (default: the fastest, ``bitsliced``).
+        variant: a name from :func:`variants`; ``None`` (default): the backend's best
+            (``bitsliced`` on ``numba`` and ``cuda-c``, ``cpu_bitsliced`` on ``cpu``).
         backend: ``"numba"``, ``"cuda-c"`` (needs pycuda and a GPU) or ``"cpu"``.
         params: override the variant's compile-time parameters (STACK, WPB, CODE ...).
 
@@ -69,9 +80,12 @@ def evaluate(population, market: Market, variant: str = DEFAULT_VARIANT, backend
         built from device arrays (GPU backends; the CPU backends always return numpy).
 
     Raises:
-        ProgramError: a malformed program; ProgramLimitError: a program too deep or too long for
-        the variant (the message names individual, tree and position); LimitError: a buy would
-        reach 2**29 shares; BackendUnavailable: the variant cannot run here.
+        ProgramError: a malformed program.
+        ProgramLimitError: a program too deep or too long for the variant (the message names
+            individual, tree and position).
+        LimitError: a buy would reach 2**29 shares.
+        BackendUnavailable: the variant cannot run here.
+        GpulabError: an argument of the wrong kind (e.g. ``market=None``), named in the message.
     """
     pop = _population(population)
     fit, _, _ = _evaluator(market, variant, backend, params)(pop)
@@ -89,7 +103,7 @@ def evaluate(population, market: Market, variant: str = DEFAULT_VARIANT, backend
 # --8<-- [end:entry]
 
 
-def evaluate_detail(population, market: Market, variant: str = DEFAULT_VARIANT, backend: str = "numba",
+def evaluate_detail(population, market: Market, variant: str | None = None, backend: str = "numba",
                     params: dict | None = None, trace: bool = True, poison: bool = False) -> Evaluation:
     """Fitness, final money per (individual, stock) and the day-by-day trace, as numpy arrays
     (what the tests compare with the reference bit for bit). ``poison`` fills the outputs with
@@ -108,9 +122,3 @@ def variants(backend: str | None = None) -> list[str]:
     """Names of the registered variants (of one backend, or all)."""
     return list(dict.fromkeys(REGISTRY.names(backend)))
 
-
-def evolve(*args, **kwargs):
-    """Run the GP loop; see :func:`gpulab.gp.evolve.evolve`."""
-    from gpulab.gp.evolve import evolve as _evolve
-
-    return _evolve(*args, **kwargs)

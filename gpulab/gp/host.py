@@ -440,3 +440,37 @@ def population_key(pop: Population) -> str:
     h = hashlib.sha1(pop.code.tobytes())
     h.update(pop.offsets.tobytes())
     return h.hexdigest()
+
+
+# ----------------------------------------------------------------------------- the API's argument checks
+
+
+def check_market_arg(market, name: str = "market") -> None:
+    """A [`Market`][gpulab.gp.Market], or a [`GpulabError`][gpulab.errors.GpulabError] that names the argument."""
+    from gpulab.gp.market import Market
+
+    if not isinstance(market, Market):
+        raise GpulabError(f"{name} must be a gpulab.gp.Market (e.g. gp.synthetic_market(stocks, days)), "
+                          f"got {type(market).__name__}")
+
+
+def check_variant_args(variant, backend, params=None) -> None:
+    """``variant``: a name or ``None`` (the backend's best); ``backend``: one of the backends;
+    ``params``: a dict or ``None``."""
+    from gpulab.registry import BACKENDS
+
+    if not isinstance(backend, str) or backend not in BACKENDS:
+        raise GpulabError(f"backend must be one of {', '.join(map(repr, BACKENDS))}, got {backend!r}")
+    if variant is not None and not isinstance(variant, str):
+        raise GpulabError(f"variant must be a variant's name (see gp.variants()) or None, got {type(variant).__name__}")
+    if params is not None and not isinstance(params, dict):
+        raise GpulabError(f"params must be a dict of compile-time parameters or None, got {type(params).__name__}")
+
+
+def check_int(value, name: str, minimum: int) -> int:
+    """A whole number >= ``minimum`` (bools and floats rejected), else a GpulabError naming ``name``."""
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
+        raise GpulabError(f"{name} must be a whole number, got {type(value).__name__} {value!r}")
+    if value < minimum:
+        raise GpulabError(f"{name} = {value} is below the minimum of {minimum}")
+    return int(value)

@@ -8,7 +8,7 @@ byte per node (:mod:`gpulab.gp.opcodes`), children before their parent. The pape
 parses from either form and prints to either. A **population** is two trees per individual
 (buy, sell) in one flat ``uint8`` array, with ``int32`` offsets: tree ``t`` of individual ``i``
 is ``code[offsets[2*i + t] : offsets[2*i + t + 1]]``. That is exactly what the kernels read,
-and what the GP loop (:mod:`gpulab.gp.evolve`) breeds, without one Python object per node.
+and what the GP loop ([`gpulab.gp.loop`][gpulab.gp.loop]) breeds, without one Python object per node.
 
 Every program reaching a kernel has passed :func:`analyze`: known opcodes, no stack underflow,
 argument types that match, exactly one boolean left at the end. Errors name the individual,

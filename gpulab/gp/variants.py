@@ -97,6 +97,8 @@ REGISTRY.add(Variant("reference", "cpu", ("host",),
 
 GPU_VARIANTS = tuple(name for name, *_ in _LADDER)
 DEFAULT_VARIANT = "bitsliced"
+# Each backend's best variant: what a backend named without a variant runs (API and CLI alike).
+REGISTRY.defaults.update({"numba": DEFAULT_VARIANT, "cuda-c": DEFAULT_VARIANT, "cpu": "cpu_bitsliced"})
 
 
 def cuda_builds() -> list[tuple]:

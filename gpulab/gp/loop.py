@@ -1,0 +1,436 @@
+r"""The GP loop: evolve trading rules on a training period, report them on a test period.
+
+Per generation: evaluate the population on the training days (the fitness that drives
+selection) and on the test days that follow them (out-of-sample, never used for selection),
+then breed the next population on the host (:mod:`gpulab.gp.breeding`, compiled with numba:
+typed subtree crossover and mutation on the flat byte code, tournament selection, elitism,
+depth and length limits). Everything is seeded: the same seed gives the same run.
+
+Fitness is the mean over stocks of ROI − buy-and-hold ROI over the period. Periods of
+different length are compared per 100 days, as the paper's figures do: ``fitness × 100 / D``.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import numpy as np
+
+from gpulab import progress as _progress
+from gpulab.errors import GpulabError
+from gpulab.gp import breeding
+from gpulab.gp.host import check_int, check_market_arg, check_variant_args
+from gpulab.gp.market import Market
+from gpulab.gp.programs import STAT_DEPTH, Population
+from gpulab.gp.variants import REGISTRY
+
+
+@dataclass
+class GPParams:
+    """The GP run's settings (defaults: the paper's scale where it says, Koza's otherwise)."""
+
+    population: int = 25_000
+    generations: int = 50
+    tournament: int = 7
+    elite: int = 2
+    p_crossover: float = 0.8
+    p_mutation: float = 0.1  # the rest is reproduction
+    max_depth: int = 12  # a tree's height, root = 1
+    max_nodes: int = 255  # per tree
+    init_depth: tuple = (2, 5)  # ramped half-and-half: mean ~15.5 nodes per individual (both trees)
+    mutation_depth: int = 4
+    p_leaf: float = 0.3  # grow: chance of a terminal above the depth limit
+    p_function: float = 0.9  # crossover points: internal nodes preferred (Koza's 90%)
+    parsimony: bool = False  # lexicographic parsimony (on equal fitness the smaller wins): see the chapter
+
+    def check(self) -> "GPParams":
+        """Raise a [`GpulabError`][gpulab.errors.GpulabError] naming the first setting out of range."""
+        for name, minimum in (("population", 1), ("generations", 0), ("tournament", 1), ("elite", 0),
+                              ("max_depth", 2), ("max_nodes", 3), ("mutation_depth", 1)):
+            check_int(getattr(self, name), f"params.{name}", minimum)
+        if self.elite > self.population:
+            raise GpulabError(f"params.elite = {self.elite} is over params.population = {self.population}")
+        for name in ("p_crossover", "p_mutation", "p_leaf", "p_function"):
+            x = getattr(self, name)
+            if isinstance(x, bool) or not isinstance(x, (int, float, np.floating)) or not 0 <= x <= 1:
+                raise GpulabError(f"params.{name} must be a probability in [0, 1], got {x!r}")
+        if self.p_crossover + self.p_mutation > 1:
+            raise GpulabError(f"params.p_crossover + params.p_mutation = {self.p_crossover + self.p_mutation} is over 1")
+        lo, hi = (tuple(self.init_depth) + (None, None))[:2] if isinstance(self.init_depth, (tuple, list)) else (None, None)
+        if not (isinstance(lo, (int, np.integer)) and isinstance(hi, (int, np.integer)) and 1 <= lo <= hi <= self.max_depth):
+            raise GpulabError(f"params.init_depth must be (lo, hi) with 1 <= lo <= hi <= max_depth = {self.max_depth}, "
+                              f"got {self.init_depth!r}")
+        return self
+
+
+@dataclass
+class EvolutionResult:
+    """A run's record: one entry per generation, the best rule, and where the time went.
+    ``interrupted``: the run was stopped (Ctrl-C) and holds the generations it finished."""
+
+    settings: dict
+    history: list = field(default_factory=list)
+    best: dict = field(default_factory=dict)
+    timing: dict = field(default_factory=dict)
+    interrupted: bool = False
+
+    def to_json(self) -> dict:
+        return {"schema": "gpulab-gp-evolve/1", "settings": self.settings, "history": self.history,
+                "best": self.best, "timing": self.timing, "interrupted": self.interrupted,
+                "generations_done": self.history[-1]["generation"] if self.history else None}
+
+
+class EvolutionInterrupted(KeyboardInterrupt):
+    """Ctrl-C during [`evolve`][gpulab.gp.loop.evolve] or [`experiment`][gpulab.gp.loop.experiment]:
+    still a `KeyboardInterrupt`, carrying what finished in ``result`` (an
+    [`EvolutionResult`][gpulab.gp.loop.EvolutionResult] marked ``interrupted``, or the experiment's
+    dict with ``"interrupted": True`` and the runs done)."""
+
+    def __init__(self, result):
+        done = len(result.history) if isinstance(result, EvolutionResult) else len(result.get("runs", ()))
+        what = "generation(s)" if isinstance(result, EvolutionResult) else "run(s)"
+        super().__init__(f"interrupted after {done} {what}")
+        self.result = result
+
+
+def initial_population(params: GPParams, seed: int) -> Population:
+    """Ramped half-and-half, typed, seeded."""
+    lo, hi = params.init_depth
+    code, offsets = breeding.ramped_half_and_half(params.population, lo, hi, params.max_nodes, params.p_leaf, seed)
+    return Population(code, offsets)
+
+
+def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int) -> Population:
+    """Selection, crossover, mutation, elitism: one call into compiled code."""
+    depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
+    code, offsets, src = breeding.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
+                                   params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
+                                   params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
+                                   bool(params.parsimony), seed)
+    return Population.bred(code, offsets, pop, src)
+
+
+def _host(x) -> np.ndarray:
+    return x if isinstance(x, np.ndarray) else x.copy_to_host()
+
+
+# --8<-- [start:evolve]
+def evolve(market: Market, *, train_days: int | None = None, test_market: Market | None = None,
+           params: GPParams | None = None, variant: str | None = None, backend: str = "numba",
+           seed: int = 0, progress: bool | Callable[[str], None] | None = True, kernel_params: dict | None = None
+           ) -> EvolutionResult:
+    """Evolve buy/sell rules on ``market``'s first ``train_days`` evaluation days and report them
+    on the rest (or on ``test_market`` when given; then all of ``market`` is training data).
+
+    Args:
+        market: the data.
+        train_days: training days, in [1, market.days - 1] (default: 3/4 of the market's days).
+        test_market: a separate test market (then all of ``market`` is training data).
+        params: population size, generations, operators (:class:`GPParams`).
+        variant: the evaluator: any registry entry; ``None`` (default): the backend's best
+            (``bitsliced`` on ``numba`` / ``cuda-c``, ``cpu_bitsliced`` on ``cpu``).
+        backend: ``"numba"``, ``"cuda-c"`` or ``"cpu"``.
+        seed: makes the run reproducible (a whole number >= 0).
+        progress: ``True``: a progress bar over the generations (on stderr, drawn on a terminal,
+            see `gpulab.progress`); a callable: called with one line per
+            generation; ``None`` / ``False``: quiet.
+        kernel_params: override the variant's compile-time parameters.
+
+    Returns:
+        :class:`EvolutionResult`: per generation the best and mean training fitness, the test
+        fitness of the best-on-training rule, the population's mean on the test period, mean
+        size, and times (evaluation, breeding); the final best rule.
+
+    Raises:
+        GpulabError: an argument of the wrong kind or out of range, named in the message (checked
+            before any work). EvolutionInterrupted: Ctrl-C during the generations; a
+            ``KeyboardInterrupt`` whose ``result`` holds the generations finished.
+    """
+    params = _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params)
+    if test_market is None:
+        train, test = market.split(market.days * 3 // 4 if train_days is None else train_days)
+    else:
+        train, test = market, test_market
+    v = REGISTRY.resolve(variant, backend)
+    variant = v.name
+    kp = dict(v.params, **(kernel_params or {}))
+    ev_train, ev_test = v.run(variant, train, kp), v.run(variant, test, kp)
+    rng = np.random.default_rng(seed)
+    t_warm = time.perf_counter()
+    tiny = Population.from_individuals([("NVIG", "NVIL")])
+    ev_train(tiny), ev_test(tiny)  # compile the kernels (JIT) and upload the markets before the clock starts
+    warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})  # ... and the breeding
+    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0)  # (numba JIT, or its disk cache)
+    t_start = time.perf_counter()
+    pop = initial_population(params, int(rng.integers(2**31)))
+    settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
+                "variant": variant, "backend": backend, "seed": seed, "stocks": train.stocks,
+                "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
+                "initial_mean_nodes": float(pop.nodes.sum(axis=1).mean())}
+    result = EvolutionResult(settings)
+    per100_train, per100_test = 100.0 / train.days, 100.0 / test.days
+    t_eval = t_breed = 0.0
+    last = None  # (population, index of its best, row) of the last generation evaluated
+    pbar = _progress.bar(total=params.generations + 1, desc="generations", unit="gen",
+                         disable=None if progress is True else True)
+    try:
+        with pbar:
+            for g in range(params.generations + 1):
+                t0 = time.perf_counter()
+                fit = _host(ev_train(pop)[0])[:len(pop)].copy()
+                fit_test = _host(ev_test(pop)[0])[:len(pop)].copy()
+                t1 = time.perf_counter()
+                best = int(np.argmax(fit))
+                row = {"generation": g, "train_best": float(fit[best]), "train_mean": float(fit.mean()),
+                       "test_of_best": float(fit_test[best]), "test_mean": float(fit_test.mean()),
+                       "train_best_per100": float(fit[best] * per100_train),
+                       "test_of_best_per100": float(fit_test[best] * per100_test),
+                       "mean_nodes": float(pop.nodes.sum(axis=1).mean()), "eval_ms": (t1 - t0) * 1e3}
+                last = (pop, best, row)
+                if g < params.generations:
+                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)))
+                t2 = time.perf_counter()
+                row["breed_ms"] = (t2 - t1) * 1e3
+                t_eval += t1 - t0
+                t_breed += t2 - t1
+                result.history.append(row)
+                pbar.set_postfix_str(f"train {row['train_best_per100']:+.3f}, test {row['test_of_best_per100']:+.3f} "
+                                     f"per 100 days", refresh=False)
+                pbar.update()
+                if callable(progress) and progress is not True:
+                    progress(f"gen {g:3d}  train best {row['train_best_per100']:+.4f}  test of best "
+                             f"{row['test_of_best_per100']:+.4f}  (per 100 days)  mean size {row['mean_nodes']:.1f}  "
+                             f"eval {row['eval_ms']:.1f} ms  breed {row['breed_ms']:.1f} ms")
+    except KeyboardInterrupt:
+        result.interrupted = True
+        raise EvolutionInterrupted(result) from None
+    finally:  # an interrupted run keeps its best so far and its times
+        if last is not None:
+            p, best, row = last
+            result.best = {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": row["train_best"],
+                           "test": row["test_of_best"], "generation": row["generation"]}
+        result.timing = {"total_s": time.perf_counter() - t_start, "evaluation_s": t_eval, "breeding_s": t_breed,
+                         "evaluations": 2 * len(result.history), "warmup_s": t_start - t_warm,
+                         "what": "total_s: initialization + every generation's evaluations (train and test) and "
+                                 "breeding; warmup_s (before it): kernel compilation and market upload"}
+    return result
+# --8<-- [end:evolve]
+
+
+def _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params) -> GPParams:
+    """Every argument of [`evolve`][gpulab.gp.loop.evolve], before any work: GpulabErrors that name it."""
+    check_market_arg(market)
+    if test_market is None:
+        if train_days is not None:
+            check_int(train_days, "train_days", 1)
+            if train_days >= market.days:
+                raise GpulabError(f"train_days = {train_days} must be below the market's {market.days} evaluation "
+                                  "days (the rest is the test period)")
+        elif market.days < 2:
+            raise GpulabError(f"market has {market.days} evaluation day: it needs 2 or more (train and test)")
+    else:
+        check_market_arg(test_market, "test_market")
+        if train_days is not None:
+            raise GpulabError("train_days and test_market exclude each other: with a test_market all of market "
+                              "is training data")
+    if params is None:
+        params = GPParams()
+    elif not isinstance(params, GPParams):
+        raise GpulabError(f"params must be a gpulab.gp.GPParams or None, got {type(params).__name__}")
+    params.check()
+    check_variant_args(variant, backend, kernel_params)
+    check_int(seed, "seed", 0)
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise GpulabError(f"progress must be True, False, None or a callable, got {type(progress).__name__}")
+    return params
+
+
+def write(result: EvolutionResult, out: str | Path, stem: str = "gp-evolve", extra: dict | None = None) -> list[Path]:
+    """``<stem>.json`` and ``<stem>.png`` (train vs test fitness per generation) in ``out``."""
+    from gpulab import benchmark, device
+
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    data = result.to_json()
+    data.update({"device": device.info().as_dict(), "versions": benchmark.versions(),
+                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, **(extra or {}))
+    path = out / f"{stem}.json"
+    path.write_text(json.dumps(data, indent=1) + "\n")
+    return [path, plot([result], out / f"{stem}.png", [""])]
+
+
+def plot(results: list[EvolutionResult], path: Path, labels: list[str], title: str = "") -> Path:
+    """Train and test fitness (per 100 days) against the generation, one colour per run."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5), dpi=120)
+    colors = plt.get_cmap("tab10")
+    for k, (r, lab) in enumerate(zip(results, labels)):
+        g = [h["generation"] for h in r.history]
+        ax.plot(g, [h["train_best_per100"] for h in r.history], color=colors(k), linestyle="--",
+                label=f"{lab} train (best)".strip())
+        ax.plot(g, [h["test_of_best_per100"] for h in r.history], color=colors(k), label=f"{lab} test (same rule)".strip())
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xlabel("generation")
+    ax.set_ylabel("ROI − buy-and-hold ROI, per 100 days")
+    ax.set_title(title or "GP trading rules: training vs out-of-sample")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
+
+
+# ----------------------------------------------------------------------------- the chapter's experiment
+
+
+# --8<-- [start:experiment]
+EXPERIMENT_CONFIGS = [(8, 256), (8, 768), (32, 256), (32, 768)]  # (training stocks, training days)
+
+
+def experiment(*, stocks_total: int = 64, test_days: int = 256, configs=EXPERIMENT_CONFIGS, seeds=(0, 1, 2),
+               params: GPParams | None = None, variant: str | None = None, backend: str = "cpu",
+               market_seed: int = 2010, progress: bool | Callable[[str], None] | None = True) -> dict:
+    """The paper's section 6 at a small scale: train on S stocks over the D days just before a
+    fixed test period, then measure the best rule on the test period over all ``stocks_total``
+    stocks (new days, mostly new stocks). Several seeds per configuration.
+
+    ``variant=None``: the backend's best. ``progress``: as in [`evolve`][gpulab.gp.loop.evolve],
+    over the (configuration, seed) runs. Ctrl-C raises
+    [`EvolutionInterrupted`][gpulab.gp.loop.EvolutionInterrupted] whose ``result`` is this
+    function's dict over the runs finished, with ``"interrupted": True``."""
+    from gpulab.gp.market import synthetic_market
+
+    params, configs, seeds = _check_experiment(stocks_total, test_days, configs, seeds, params, variant, backend,
+                                               market_seed, progress)
+    variant = REGISTRY.resolve(variant, backend).name
+    longest = max(d for _, d in configs)
+    market = synthetic_market(stocks_total, longest + test_days, seed=market_seed)
+    start = market.start
+    test = market.window(start + longest, test_days)
+    runs = []
+    say = progress if callable(progress) and progress is not True else None
+    pbar = _progress.bar(total=len(configs) * len(seeds), desc="runs", unit="run",
+                         disable=None if progress is True else True)
+    try:
+        with pbar:
+            for S, D in configs:
+                sub = _stocks(market, S)
+                train = sub.window(start + longest - D, D)
+                for seed in seeds:
+                    if say:
+                        say(f"== {S} stocks × {D} training days, seed {seed}")
+                    pbar.set_description_str(f"{S} stocks × {D} days, seed {seed}", refresh=False)
+                    r = evolve(train, test_market=test, params=params, variant=variant, backend=backend, seed=seed,
+                               progress=None)
+                    last = r.history[-1]
+                    runs.append({"stocks": S, "train_days": D, "seed": seed, "history": r.history, "best": r.best,
+                                 "final_train_per100": last["train_best_per100"],
+                                 "final_test_per100": last["test_of_best_per100"], "seconds": r.timing["total_s"]})
+                    pbar.update()
+                    if say:
+                        say(f"   train {last['train_best_per100']:+.4f}  test {last['test_of_best_per100']:+.4f} "
+                            f"per 100 days ({r.timing['total_s']:.1f} s)")
+    except KeyboardInterrupt:
+        data = _experiment_data(runs, configs, seeds, params, variant, backend, market_seed, stocks_total, test_days)
+        data["interrupted"] = True
+        raise EvolutionInterrupted(data) from None
+    return _experiment_data(runs, configs, seeds, params, variant, backend, market_seed, stocks_total, test_days)
+# --8<-- [end:experiment]
+
+
+def _experiment_data(runs, configs, seeds, params, variant, backend, market_seed, stocks_total, test_days) -> dict:
+    summary = []
+    for S, D in configs:
+        rs = [r for r in runs if r["stocks"] == S and r["train_days"] == D]
+        if not rs:  # an interrupted experiment: only the configurations with runs
+            continue
+        tr = np.array([r["final_train_per100"] for r in rs])
+        te = np.array([r["final_test_per100"] for r in rs])
+        summary.append({"stocks": S, "train_days": D, "train_mean": float(tr.mean()), "train_std": float(tr.std()),
+                        "test_mean": float(te.mean()), "test_std": float(te.std()), "runs": len(rs)})
+    return {"schema": "gpulab-gp-experiment/1", "market": {"kind": "synthetic", "seed": market_seed,
+            "stocks": stocks_total, "test_days": test_days, "test_stocks": stocks_total},
+            "settings": {**asdict(params), "variant": variant, "backend": backend, "seeds": list(seeds),
+                         "configs": [list(c) for c in configs]},
+            "summary": summary, "runs": runs, "interrupted": False, "runs_planned": len(configs) * len(seeds)}
+
+
+def _check_experiment(stocks_total, test_days, configs, seeds, params, variant, backend, market_seed, progress):
+    """Every argument of [`experiment`][gpulab.gp.loop.experiment], before any work."""
+    if params is None:
+        params = GPParams(population=2000, generations=30)
+    elif not isinstance(params, GPParams):
+        raise GpulabError(f"params must be a gpulab.gp.GPParams or None, got {type(params).__name__}")
+    params.check()
+    check_variant_args(variant, backend)
+    check_int(test_days, "test_days", 1)
+    check_int(market_seed, "market_seed", 0)
+    try:
+        configs = [(int(S), int(D)) for S, D in configs]
+    except (TypeError, ValueError):
+        raise GpulabError(f"configs must be (training stocks, training days) pairs, got {configs!r}") from None
+    if not configs:
+        raise GpulabError("configs is empty: give at least one (training stocks, training days) pair")
+    for S, D in configs:
+        check_int(S, "configs: training stocks", 1)
+        check_int(D, "configs: training days", 1)
+    check_int(stocks_total, "stocks_total", 1)
+    most = max(S for S, _ in configs)
+    if stocks_total < most:
+        raise GpulabError(f"stocks_total = {stocks_total} is below the {most} training stocks of the largest "
+                          "configuration (the test period covers all stocks_total stocks, the training ones among them)")
+    if isinstance(seeds, (str, bytes)) or not hasattr(seeds, "__iter__"):
+        raise GpulabError(f"seeds must be a sequence of whole numbers, got {type(seeds).__name__}")
+    seeds = tuple(seeds)
+    if not seeds:
+        raise GpulabError("seeds is empty: give at least one seed")
+    for x in seeds:
+        check_int(x, "seeds: each seed", 0)
+    if not (progress is None or isinstance(progress, bool) or callable(progress)):
+        raise GpulabError(f"progress must be True, False, None or a callable, got {type(progress).__name__}")
+    return params, configs, seeds
+
+
+def _stocks(market: Market, S: int) -> Market:
+    """The first S stocks of a market (same history and window)."""
+    o = market.ohlcv(window=False)
+    m = Market(*(o[k][:S] for k in ("open", "high", "low", "close", "volume")), names=market.names[:S])
+    return m.window(market.start, market.days)
+
+
+def plot_experiment(data: dict, path: Path) -> Path:
+    """Mean (± std over seeds) train and test fitness per generation for each configuration."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharey=False)
+    colors = plt.get_cmap("tab10")
+    for k, s in enumerate(data["summary"]):
+        rs = [r for r in data["runs"] if r["stocks"] == s["stocks"] and r["train_days"] == s["train_days"]]
+        g = [h["generation"] for h in rs[0]["history"]]
+        for ax, key in zip(axes, ("train_best_per100", "test_of_best_per100")):
+            y = np.array([[h[key] for h in r["history"]] for r in rs])
+            ax.plot(g, y.mean(0), color=colors(k), label=f"{s['stocks']} stocks × {s['train_days']} days")
+            ax.fill_between(g, y.mean(0) - y.std(0), y.mean(0) + y.std(0), color=colors(k), alpha=0.12)
+    for ax, t in zip(axes, ("training period (best rule)", "test period (the same rule)")):
+        ax.axhline(0, color="black", linewidth=0.8)
+        ax.set_title(t)
+        ax.set_xlabel("generation")
+        ax.grid(True, alpha=0.3)
+    axes[0].set_ylabel("ROI − buy-and-hold ROI, per 100 days")
+    axes[1].legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
+    return path
