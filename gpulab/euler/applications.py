@@ -62,9 +62,11 @@ def de_bruijn(k: int, n: int, *, linear: bool = False, variant: str | None = Non
 # --8<-- [end:de_bruijn]
 
 
-def pin_sequence(**kwargs) -> str:
-    """The 10,003 digits that contain every 4-digit PIN exactly once: B(10, 4), linearised."""
-    return "".join(map(str, de_bruijn(10, 4, linear=True, **kwargs)))
+def pin_sequence(*, digits: int = 4, **kwargs) -> str:
+    """The 10,003 digits that contain every 4-digit PIN exactly once: B(10, 4), linearised
+    (``digits``: PINs of another length, 10^digits + digits - 1 digits). Other arguments go
+    to `de_bruijn`."""
+    return "".join(map(str, de_bruijn(10, digits, linear=True, **kwargs)))
 
 
 # ----------------------------------------------------------------------------- genome assembly
@@ -136,12 +138,13 @@ def assemble(kmers: list[str], *, variant: str | None = None, backend: str = "nu
     try:
         edges = euler_path(src, dst, variant=variant, backend=backend)
     except NotEulerian as exc:  # its vertices are (k-1)-mers here: name them
-        def word(m):
-            code = int(uniq[int(m.group(1))])
-            return "(k-1)-mer " + "".join(ALPHABET[(code >> (2 * j)) & 3] for j in range(k - 2, -1, -1))
+        def word(v):
+            code = int(uniq[int(v)])
+            return "".join(ALPHABET[(code >> (2 * j)) & 3] for j in range(k - 2, -1, -1))
 
-        raise NotEulerian("no single sequence has exactly these k-mers: "
-                          + re.sub(r"\bvertex (\d+)", word, str(exc))) from None
+        msg = re.sub(r"\bvertices (\d+) and (\d+)", lambda m: f"(k-1)-mers {word(m[1])} and {word(m[2])}", str(exc))
+        msg = re.sub(r"\bvertex (\d+)", lambda m: f"(k-1)-mer {word(m[1])}", msg)
+        raise NotEulerian(f"no single sequence has exactly these k-mers: {msg}") from None
     first = kmers[int(edges[0])]
     last_letters = codes[edges[1:], -1]
     return first.upper() + "".join(np.array(list(ALPHABET))[last_letters])
