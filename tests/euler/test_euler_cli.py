@@ -158,3 +158,32 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path, args, stdin, fragments):
 def test_help_shows_exit_statuses_and_defaults(tmp_path):
     p = run("circuit", "--help", cwd=tmp_path)
     assert p.returncode == 0 and "exit status: 0" in p.stdout and "(default: edges" in p.stdout, p.stdout
+
+
+@pytest.mark.parametrize("bad", ["CGÉ", "CG\N{DNA DOUBLE HELIX}", "CG\udc80", "CGN"])
+def test_assemble_names_a_kmer_outside_acgt(bad):
+    """Non-ASCII k-mers (once a UnicodeEncodeError), lone surrogates and other letters alike: a
+    GpulabError naming the k-mer and the character, before anything runs."""
+    import gpulab.euler as eu
+    from gpulab.errors import GpulabError
+
+    with pytest.raises(GpulabError) as err:
+        eu.assemble(["ACG", bad, "GTA"])
+    assert f"k-mer 1 ({bad!r}) has the character {bad[-1]!r}" in str(err.value)
+
+
+def test_progress_counts_the_stages_and_restores_the_switch_interval():
+    from types import SimpleNamespace
+
+    from gpulab.euler import host
+
+    plan = SimpleNamespace(sim=True, on_stage=None)
+    before = sys.getswitchinterval()
+    seen = []
+    with host.progress(plan, "test", 4, disable=False) as bar:
+        assert sys.getswitchinterval() <= 0.001
+        for stage in ("pairing", "labelling", "pairing", "labelling", "ranking"):  # more marks than stages
+            plan.on_stage(stage)
+            seen.append(bar.n)
+    assert seen == [0, 1, 2, 3, 3] and bar.n == 4 and plan.on_stage is None
+    assert sys.getswitchinterval() == before
