@@ -102,7 +102,8 @@ def _encode(kmers: list[str]) -> tuple[np.ndarray, int]:
     for i, c in enumerate(ALPHABET):
         table[ord(c)] = i
         table[ord(c.lower())] = i
-    points = np.frombuffer("".join(kmers).encode("utf-32-le", "surrogatepass"), np.uint32)  # one code point per character
+    # one code point per character (lone surrogates too, so that they are named, not a UnicodeEncodeError)
+    points = np.frombuffer("".join(kmers).encode("utf-32-le", "surrogatepass"), np.uint32)
     codes = table[np.minimum(points, 255)]
     codes[points > 255] = 255
     if (codes == 255).any():

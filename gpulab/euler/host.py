@@ -197,7 +197,7 @@ class EulerPlan:
         self.stats: dict = {}
         self.syncs = 0
         self.instrument = False
-        self.on_stage = None  # called with each stage's name as it begins (a progress bar)
+        self.on_stage = None  # called with each stage's name as it begins, None after a launch (a progress bar)
         self.stage_ms: dict = {}
         self._marks: list = []
 
@@ -249,6 +249,8 @@ class EulerPlan:
     def launch(self, name, n, *args):
         g, b = self.ew(n)
         self.K(name, g, b, *args)
+        if self.on_stage is not None:
+            self.on_stage(None)  # a tick: the bar's clock moves within a long stage
 
     # --------------------------------------------------------------- counters
 
@@ -878,17 +880,25 @@ def progress(plan, desc: str, stages: int, disable: bool | None = None):
     minute and the bar names the stage it is in. On the simulator the interpreter's thread
     switch interval is also 1 ms while the block runs (restored after): every simulated warp
     intrinsic is a rendezvous of Python threads, which the default 5 ms interval makes wait for
-    the GIL far longer than it works (about 1.5-2x faster; see tests/euler/conftest.py).
+    the GIL far longer than it works (B(10, 4): about 22 s instead of 22-54 s; see tests/euler/conftest.py).
     """
     import sys
 
     from gpulab.progress import bar
 
     interval = sys.getswitchinterval()
-    with bar(total=stages, desc=desc, unit="stage", disable=disable, delay=2.0) as b:
+    delay = 2.0
+    with bar(total=stages, desc=desc, unit="stage", disable=disable, delay=delay) as b:
         started = []
+        shown = [time.monotonic() + delay]
 
         def on_stage(stage):
+            if stage is None:  # a kernel launched: redraw (elapsed time) at most twice a second
+                now = time.monotonic()
+                if now >= shown[0]:
+                    shown[0] = now + 0.5
+                    b.refresh()
+                return
             b.set_postfix_str(stage, refresh=False)
             if started and b.n < b.total - 1:
                 b.update()  # the stage before it is done

@@ -114,7 +114,8 @@ def test_assemble_from_text_and_fasta(tmp_path, rng, fmt):
         (tmp_path / "reads.txt").write_text("# k-mers\n" + "\n".join(kmers) + "\n\n")
         name = "reads.txt"
     else:  # a record's sequence may span lines
-        (tmp_path / "reads.fa").write_text("".join(f">read{i}\n{x[:2]}\n{x[2:].lower()}\n" for i, x in enumerate(kmers)))
+        records = [f">read{i}\n{x[:2]}\n{x[2:].lower()}\n" for i, x in enumerate(kmers)]
+        (tmp_path / "reads.fa").write_text("".join(records))
         name = "reads.fa"
     p = run("assemble", name, cwd=tmp_path)
     assert p.returncode == 0, p.stderr
@@ -187,3 +188,12 @@ def test_progress_counts_the_stages_and_restores_the_switch_interval():
             seen.append(bar.n)
     assert seen == [0, 1, 2, 3, 3] and bar.n == 4 and plan.on_stage is None
     assert sys.getswitchinterval() == before
+
+
+def test_pin_has_every_pin_once(tmp_path):
+    p = run("pin", "--digits", "2", "--json", cwd=tmp_path)
+    assert p.returncode == 0, p.stderr
+    out = json.loads(p.stdout)
+    seq = out["sequence"]
+    assert out["length"] == len(seq) == 101 and out["pins"] == 100
+    assert Counter(seq[i:i + 2] for i in range(100)) == Counter(f"{i:02d}" for i in range(100))
