@@ -336,6 +336,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     _gp_parser(sub)
     _subset_parser(sub)
+    from gpulab.euler.cli import add_parser as _euler_parser
+    _euler_parser(sub)
     return p
 
 

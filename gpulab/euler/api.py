@@ -93,19 +93,21 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
     d_dst = device_input(dst, "dst")
     cap = (n + 1) * (1 if directed else 2)
     plan = plan_for(v, cap, params)
-    s, d = plan.load(d_src.array, d_dst.array, n, extra=1 if path else 0)
-    if directed:
-        out, m = plan.directed(s, d, n, source=source, path=path)
-        fw, tail, head = None, s, d
-    else:
-        out, fw, m, tail, head = plan.undirected(s, d, n, source=source, path=path)
+    stages = 7 + path if directed else 9  # the stages plan.mark names (undirected: pairing, labelling twice)
+    with host.progress(plan, f"Euler {'path' if path else 'circuit'}, {n} edges", stages):
+        s, d = plan.load(d_src.array, d_dst.array, n, extra=1 if path else 0)
+        if directed:
+            out, m = plan.directed(s, d, n, source=source, path=path)
+            fw, tail, head = None, s, d
+        else:
+            out, fw, m, tail, head = plan.undirected(s, d, n, source=source, path=path)
+        results = [out[:m]] + ([] if directed else [fw[:m]])
+        if vertices:
+            vs = plan.buf("vertices", size=m + 1)
+            if m:
+                plan.launch("walk_vertices", m + 1, out, tail, head, np.int32(m), vs)
+            results.append(vs[: m + 1] if m else vs[:0])
     like = d_src
-    results = [out[:m]] + ([] if directed else [fw[:m]])
-    if vertices:
-        vs = plan.buf("vertices", size=m + 1)
-        if m:
-            plan.launch("walk_vertices", m + 1, out, tail, head, np.int32(m), vs)
-        results.append(vs[: m + 1] if m else vs[:0])
     final = []
     for i, r in enumerate(results):
         if like.on_device:  # a fresh array: the plan's buffers are reused by the next call

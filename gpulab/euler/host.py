@@ -28,6 +28,7 @@ except in the ``partition`` variant, whose point is exactly that.
 
 from __future__ import annotations
 
+import contextlib
 import time
 
 import numpy as np
@@ -196,6 +197,7 @@ class EulerPlan:
         self.stats: dict = {}
         self.syncs = 0
         self.instrument = False
+        self.on_stage = None  # called with each stage's name as it begins, None after a launch (a progress bar)
         self.stage_ms: dict = {}
         self._marks: list = []
 
@@ -247,6 +249,8 @@ class EulerPlan:
     def launch(self, name, n, *args):
         g, b = self.ew(n)
         self.K(name, g, b, *args)
+        if self.on_stage is not None:
+            self.on_stage(None)  # a tick: the bar's clock moves within a long stage
 
     # --------------------------------------------------------------- counters
 
@@ -280,7 +284,9 @@ class EulerPlan:
     # --------------------------------------------------------------- stage timing
 
     def mark(self, stage: str):
-        """Close the previous stage and open ``stage`` (only when instrumented)."""
+        """Close the previous stage and open ``stage`` (timed only when instrumented)."""
+        if self.on_stage is not None:
+            self.on_stage(stage)
         if not self.instrument:
             return
         from numba import cuda
@@ -863,6 +869,50 @@ class EulerPlan:
         self.rank(succ, N, 0, out)
         self._close_marks()
         return out
+
+
+@contextlib.contextmanager
+def progress(plan, desc: str, stages: int, disable: bool | None = None):
+    """A progress bar over the pipeline's stages while the block runs (``plan.on_stage``).
+
+    Drawn on stderr only when the work takes more than 2 s and stderr is a terminal (see
+    `gpulab.progress`), so a GPU run shows nothing; on the simulator B(10, 4) takes about a
+    minute and the bar names the stage it is in. On the simulator the interpreter's thread
+    switch interval is also 1 ms while the block runs (restored after): every simulated warp
+    intrinsic is a rendezvous of Python threads, which the default 5 ms interval makes wait for
+    the GIL far longer than it works (B(10, 4): about 22 s instead of 22-54 s; see tests/euler/conftest.py).
+    """
+    import sys
+
+    from gpulab.progress import bar
+
+    interval = sys.getswitchinterval()
+    delay = 2.0
+    with bar(total=stages, desc=desc, unit="stage", disable=disable, delay=delay) as b:
+        started = []
+        shown = [time.monotonic() + delay]
+
+        def on_stage(stage):
+            if stage is None:  # a kernel launched: redraw (elapsed time) at most twice a second
+                now = time.monotonic()
+                if now >= shown[0]:
+                    shown[0] = now + 0.5
+                    b.refresh()
+                return
+            b.set_postfix_str(stage, refresh=False)
+            if started and b.n < b.total - 1:
+                b.update()  # the stage before it is done
+            started.append(stage)
+
+        plan.on_stage = on_stage
+        if plan.sim:
+            sys.setswitchinterval(min(interval, 0.001))
+        try:
+            yield b
+            b.update(b.total - b.n)
+        finally:
+            plan.on_stage = None
+            sys.setswitchinterval(interval)
 
 
 def ceil_log2(m: int) -> int:
