@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -297,6 +298,16 @@ def _one_line(text: str, width: int = 100) -> str:
     return s if len(s) <= width else s[:width - 3] + "..."
 
 
+def _summary(message: str) -> str:
+    """One line for the table: the message, or for a SyntaxError (`File "...", line N` first) its
+    last line and the file's name and line."""
+    lines = [l.strip() for l in message.strip().splitlines() if l.strip()]
+    m = re.match(r'File "(.*)", line (\d+)', lines[0]) if lines else None
+    if m and len(lines) > 1:
+        return f"{lines[-1]} ({os.path.basename(m.group(1))}, line {m.group(2)})"
+    return message
+
+
 def _seed_lines(output: str) -> list[str]:
     return [l.strip() for l in output.splitlines() if "GPULAB_TEST_SEED=" in l]
 
@@ -334,7 +345,7 @@ def print_text(result: dict, verbose: bool = False, out=sys.stdout) -> None:
     for r in rows:
         ok = r["status"] == "passed"
         counted = f"{r['passed']:>2}/{r['passed'] + r['failed']:<3}"
-        print(f"{r['name'].ljust(width)}  {counted}  {'PASS' if ok else 'FAIL':6s}  {'' if ok else _one_line(_why(r))}",
+        print(f"{r['name'].ljust(width)}  {counted}  {'PASS' if ok else 'FAIL':6s}  {'' if ok else _one_line(_summary(_why(r)))}",
               file=out)
     failing = [r for r in rows if r["status"] != "passed"]
     if failing:
