@@ -107,15 +107,35 @@ def cmd_bench(args) -> int:
     return 1 if failed else 0
 
 
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0")
+    return value
+
+
+def _grading():
+    try:
+        from gpulab import grading
+    except ModuleNotFoundError as exc:
+        if exc.name != "pytest":
+            raise
+        raise UsageError("gpulab: grading runs pytest, which is not installed (pip install 'gpulab[test]')") from None
+    return grading
+
+
 def cmd_grade(args) -> int:
-    from gpulab.grading import grade
+    grade = _grading().grade
 
     return grade(args.exercise_set, path=args.exercises, solutions=args.solutions, exercises=args.exercise,
-                 as_json=args.json, gradescope=args.gradescope, verbose=args.verbose)
+                 as_json=args.json, gradescope=args.gradescope, verbose=args.verbose, timeout=args.timeout)
 
 
 def cmd_exercises(args) -> int:
-    from gpulab.grading import handout
+    handout = _grading().handout
 
     copied = handout(args.dir, source=args.exercises, sets=args.sets)
     print(f"wrote the exercises ({', '.join(copied)}) without solutions to {args.dir}; "
@@ -252,6 +272,8 @@ def build_parser() -> argparse.ArgumentParser:
                         "repeat for several (default: all)")
     s.add_argument("-v", "--verbose", action="store_true",
                    help="show every failing test with its traceback (default: each exercise's first failure)")
+    s.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=None,
+                   help="fail a test that runs longer than this (needs pytest-timeout; default: no limit)")
     s.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     s.add_argument("--gradescope", metavar="FILE", default=None,
                    help="also write Gradescope's autograder results.json to FILE (one test per exercise, max_score 1, "

@@ -205,11 +205,12 @@ class GradingFailed(GpulabError):
 
 
 def run(exercise_set: str, path: str | os.PathLike | None = None, solutions: bool = False,
-        exercises: list[str] | None = None) -> dict:
+        exercises: list[str] | None = None, timeout: float | None = None) -> dict:
     """Run one exercise set's tests in a subprocess and return the results (what `--json` prints).
 
     `exercises` keeps only these exercises: full names (`matmul.1-matvec-constant`) or their
-    numbers (`matmul.1`, or `1` within the set).
+    numbers (`matmul.1`, or `1` within the set). `timeout` (seconds) fails a test that runs
+    longer (pytest-timeout), so a student's endless loop costs one test, not the grade.
 
     Returns:
         A dict: `set`, `exercises_dir`, `implementation` (`student` / `solutions`), `passed` and
@@ -229,6 +230,15 @@ def run(exercise_set: str, path: str | os.PathLike | None = None, solutions: boo
     if solutions and not (root / "solutions" / exercise_set).is_dir():
         raise ExercisesNotFound(f"no reference solutions in {root / 'solutions' / exercise_set} "
                                 "(a student handout has none); grade the student files without --solutions")
+    timeout_args = []
+    if timeout is not None:
+        import importlib.util
+
+        if importlib.util.find_spec("pytest_timeout") is None:
+            raise GpulabError("--timeout needs the pytest-timeout package (pip install 'gpulab[test]')")
+        # pytest loads the plugin by its entry point, unless plugin autoloading is off
+        load = ["-p", "pytest_timeout"] if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else []
+        timeout_args = [*load, f"--timeout={timeout:g}"]
     only = [s if s.startswith(exercise_set + ".") else f"{exercise_set}.{s}" for s in exercises] if exercises else None
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -238,7 +248,7 @@ def run(exercise_set: str, path: str | os.PathLike | None = None, solutions: boo
         if only:
             env[ONLY_ENV] = json.dumps(only)
         proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "--tb=short", "-p", "gpulab.grading",
-                               "-p", "no:cacheprovider", "--rootdir", str(root), str(target)],
+                               "-p", "no:cacheprovider", *timeout_args, "--rootdir", str(root), str(target)],
                               env=env, capture_output=True, text=True)
         lines = Path(results).read_text(encoding="utf-8").splitlines() if os.path.exists(results) else []
     elapsed = time.monotonic() - start
@@ -354,11 +364,11 @@ def print_text(result: dict, verbose: bool = False, out=sys.stdout) -> None:
     for r in failing:
         shown = r["failures"] if verbose else r["failures"][:1]
         if not shown:
-            print(f"\n{r['name']}: {_why(r)}", file=out)
+            print(f"\n- {r['name']}: {_why(r)}", file=out)
         for i, f in enumerate(shown):
             more = len(r["failures"]) - 1
             tail = f" (and {more} more of its {r['passed'] + r['failed']} tests)" if not verbose and i == 0 and more else ""
-            print(f"\n{r['name']}: {_short(f['test'])} failed{tail}", file=out)
+            print(f"\n- {r['name']}: {_short(f['test'])} failed{tail}", file=out)
             if f["where"]:
                 print(f"  at {_place(f['where'])}", file=out)
             text = f["traceback"] if verbose and f["traceback"] else f["message"]
@@ -409,7 +419,7 @@ def _write_json(path: str | os.PathLike, data: dict) -> None:
 
 def grade(exercise_set: str, path: str | os.PathLike | None = None, solutions: bool = False, out=sys.stdout, *,
           exercises: list[str] | None = None, as_json: bool = False, gradescope: str | os.PathLike | None = None,
-          verbose: bool = False) -> int:
+          verbose: bool = False, timeout: float | None = None) -> int:
     """Grade one exercise set: print the table and why each failed exercise failed (or with
     `as_json` one JSON object, [`run`][gpulab.grading.run]'s) to `out`; with `gradescope`, also
     write Gradescope's `results.json` there. Returns the exit status: 0 all passed, 1 some failed.
@@ -423,7 +433,7 @@ def grade(exercise_set: str, path: str | os.PathLike | None = None, solutions: b
     """
     start = time.monotonic()
     try:
-        result = run(exercise_set, path, solutions=solutions, exercises=exercises)
+        result = run(exercise_set, path, solutions=solutions, exercises=exercises, timeout=timeout)
     except GpulabError as exc:
         detail = getattr(exc, "output", "")
         if gradescope is not None:

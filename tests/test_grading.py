@@ -209,3 +209,15 @@ def test_results_json_even_when_the_tests_cannot_start(exercises, tmp_path):
     assert "the course broke its conftest" in p.stderr  # pytest's own output, above gpulab's line
     r = json.loads(results.read_text())
     assert r["score"] == 0 and r["tests"] == [] and "the course broke its conftest" in r["output"]
+
+
+def test_timeout_fails_an_endless_test_and_grading_goes_on(exercises):
+    (exercises / "toy" / "test_zz_loops.py").write_text(
+        'import time\nimport pytest\n\n@pytest.mark.exercise("toy.7-loops")\n'
+        'def test_loops():\n    while True:\n        time.sleep(0.01)\n')
+    p = gpulab("grade", "toy", "--exercises", str(exercises), "--exercise", "toy.7", "--exercise", "3",
+               "--timeout", "1", "--json")
+    result = json.loads(p.stdout)
+    assert p.returncode == 1 and [e["status"] for e in result["exercises"]] == ["passed", "failed"], p.stdout + p.stderr
+    assert "Timeout" in result["exercises"][1]["failures"][0]["message"] and result["complete"]
+    assert_one_line_error(gpulab("grade", "toy", "--exercises", str(exercises), "--timeout", "0"), "--timeout: 0 is not above 0")
