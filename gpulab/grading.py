@@ -55,6 +55,9 @@ def _clip(text: str, limit: int = _MESSAGE_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + f"\n... ({len(text) - limit} more characters cut)"
 
 
+_DIFF_HINT = re.compile(r"\n[ \tE]*Use -v+ to get (more|the full) diff")  # pytest's, about its own options
+
+
 def _exercise_of(item) -> str:
     marker = item.get_closest_marker("exercise")
     return marker.args[0] if marker is not None and marker.args else "(unmarked)"
@@ -113,12 +116,12 @@ class _Recorder:
             record["message"] = str(report.longrepr[2])
         elif report.outcome == "failed":
             crash = getattr(report.longrepr, "reprcrash", None)
-            record["message"] = _clip(crash.message if crash is not None else str(report.longrepr))
+            record["message"] = _clip(_DIFF_HINT.sub("", crash.message if crash is not None else str(report.longrepr)))
             # where the exception was raised; not inside Python's import machinery (a SyntaxError's
             # message names its file and line itself)
             if crash is not None and not str(crash.path).startswith("<"):
                 record["where"] = f"{crash.path}:{crash.lineno}"
-            record["traceback"] = _clip(report.longreprtext)
+            record["traceback"] = _clip(_DIFF_HINT.sub("", report.longreprtext))
         self._write(record)
 
     def pytest_sessionfinish(self, session):
