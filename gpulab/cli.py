@@ -1,4 +1,4 @@
-"""The `gpulab` command: `info`, `tour`, `bench`, `grade`, `compile-check`.
+"""The `gpulab` command: `info`, `tour`, `bench`, `grade`, `exercises`, `compile-check`.
 
 A mistake on the command line (an unknown chapter, variant or size, a bad argument, exercises
 that cannot be found ...) is reported in one line on stderr with exit status 2 — never a
@@ -149,10 +149,40 @@ def cmd_bench(args) -> int:
     return 1 if failed else 0
 
 
-def cmd_grade(args) -> int:
-    from gpulab.grading import grade
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"{text} is not above 0")
+    return value
 
-    return grade(args.exercise_set, path=args.exercises, solutions=args.solutions)
+
+def _grading():
+    try:
+        from gpulab import grading
+    except ModuleNotFoundError as exc:
+        if exc.name != "pytest":
+            raise
+        raise UsageError("gpulab: grading runs pytest, which is not installed (pip install 'gpulab[test]')") from None
+    return grading
+
+
+def cmd_grade(args) -> int:
+    grade = _grading().grade
+
+    return grade(args.exercise_set, path=args.exercises, solutions=args.solutions, exercises=args.exercise,
+                 as_json=args.json, gradescope=args.gradescope, verbose=args.verbose, timeout=args.timeout)
+
+
+def cmd_exercises(args) -> int:
+    handout = _grading().handout
+
+    copied = handout(args.dir, source=args.exercises, sets=args.sets)
+    print(f"wrote the exercises ({', '.join(copied)}) without solutions to {args.dir}; "
+          f"grade a set with: gpulab grade SET --exercises {args.dir}")
+    return 0
 
 
 def cmd_compile_check(args) -> int:
@@ -319,13 +349,39 @@ def build_parser() -> argparse.ArgumentParser:
                    help="keep the records of other sizes/variants already in the JSON (a benchmark run in parts)")
     s.set_defaults(fn=cmd_bench)
 
-    s = sub.add_parser("grade", help="grade an exercise set (e.g. matmul); exit status 1 if any exercise fails")
-    s.add_argument("exercise_set")
-    s.add_argument("--exercises", "--path", dest="exercises", metavar="DIR", default=None,
-                   help="the exercises directory (default: ./exercises, the current directory if it is one, "
-                        "then the source checkout gpulab was installed from)")
+    _exercises_help = ("the exercises directory (default: ./exercises, the current directory if it is one, "
+                       "then the source checkout gpulab was installed from)")
+    s = sub.add_parser("grade", help="grade an exercise set (e.g. matmul); exit status 1 if any exercise fails",
+                       description="Run an exercise set's tests; print one row per exercise and why each failed one "
+                                   "failed. Exit status: 0 every exercise passed, 1 some failed, 2 a usage error "
+                                   "(no such set or exercise, no exercises directory) or pytest could not start.")
+    s.add_argument("exercise_set", help="the set: a chapter name (matmul, subset, gp, radix, euler)")
+    s.add_argument("--exercises", "--path", dest="exercises", metavar="DIR", default=None, help=_exercises_help)
     s.add_argument("--solutions", action="store_true", help="grade the reference solutions instead of the student files")
+    s.add_argument("--exercise", action="append", metavar="NAME", default=None,
+                   help="only this exercise: its full name (matmul.1-matvec-constant) or number (matmul.1 or 1); "
+                        "repeat for several (default: all)")
+    s.add_argument("-v", "--verbose", action="store_true",
+                   help="show every failing test with its traceback (default: each exercise's first failure)")
+    s.add_argument("--timeout", type=_seconds, metavar="SECONDS", default=None,
+                   help="fail a test that runs longer than this (needs pytest-timeout; default: no limit)")
+    s.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    s.add_argument("--gradescope", metavar="FILE", default=None,
+                   help="also write Gradescope's autograder results.json to FILE (one test per exercise, max_score 1, "
+                        "score the fraction of its tests passed); written even when the tests cannot run")
     s.set_defaults(fn=cmd_grade)
+
+    s = sub.add_parser("exercises", help="the exercise sets: hand them out to students (exercises handout DIR)")
+    esub = s.add_subparsers(dest="exercises_cmd", required=True, metavar="command")
+    h = esub.add_parser("handout", help="copy the exercises without the solutions to DIR, for students",
+                        description="Write a student copy of the exercises to DIR: the READMEs, conftest.py, and each "
+                                    "set's stubs and tests; no solutions/ directory. Grade it with gpulab grade SET "
+                                    "--exercises DIR. Exit status: 0 written, 2 DIR exists and is not empty, or no "
+                                    "exercises / no such set.", epilog=exit_statuses(None))
+    h.add_argument("dir", metavar="DIR", help="where to write the copy (new, or an empty directory)")
+    h.add_argument("--exercises", dest="exercises", metavar="DIR", default=None, help=_exercises_help)
+    h.add_argument("--sets", nargs="+", metavar="SET", default=None, help="only these sets (default: all)")
+    h.set_defaults(fn=cmd_exercises)
 
     s = sub.add_parser("compile-check", help="compile every numba kernel to PTX and every .cu with NVRTC for sm_90",
                        epilog=exit_statuses("a kernel failed to compile"))
