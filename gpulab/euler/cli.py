@@ -23,7 +23,6 @@ import time
 
 from gpulab.errors import GpulabError
 
-EXIT_STATUS = "exit status: 0 done; 2 bad input or no such walk (one line on stderr)"
 _INT = re.compile(r"[+-]?\d+")
 _DIGITS36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 
@@ -276,6 +275,9 @@ def _common(p, what: str) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """The ``euler`` command and its sub-commands (each sets ``fn``)."""
+    from gpulab.cli import exit_statuses
+
+    EXIT_STATUS = exit_statuses(None)  # noqa: N806  (the same table as every other command)
     g = subparsers.add_parser("euler", help="chapter 5: Euler circuits and paths, de Bruijn sequences, PINs, "
                                             "k-mer assembly", description=__doc__.split("\n\n")[0], epilog=EXIT_STATUS)
     gsub = g.add_subparsers(dest="euler_cmd", required=True, metavar="command")
@@ -286,7 +288,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                             description=f"An Euler {walk}{more}: every edge once. The edge list has two vertex ids "
                                         "`u v` or `u,v` per line (whole numbers >= 0), an optional header line, "
                                         "# comments; edge i is the i-th edge line (from 0).",
-                            epilog=EXIT_STATUS + " — e.g. 'vertex 3 has 2 in-edges and 1 out-edges'")
+                            epilog=EXIT_STATUS.replace("(one line on stderr)", "or no such walk (one line on stderr, e.g. 'vertex 3 has "
+                                                               "2 in-edges and 1 out-edges')"))
         p.add_argument("edges", metavar="FILE", help="the edge list (CSV or whitespace-separated); - for stdin")
         p.add_argument("--undirected", action="store_true", help="edges may be walked either way (default: directed)")
         p.add_argument("--source", type=_vertex, default=None, metavar="V",
