@@ -201,46 +201,58 @@ def parse_summary(text: str) -> dict:
     return out
 
 
-def drive(chapters, backends, tools, out_dir: Path, timeout: float, seed: int) -> int:
+def _run_one(exe, tool, ch, be, out_dir: Path, timeout: float, seed: int) -> dict:
+    """One compute-sanitizer process: `tool` over chapter `ch` on backend `be`; its parsed record."""
+    log = out_dir / f"sanitize-{tool}-{ch}-{be}.log"
+    cmd = [exe, "--tool", tool, "--report-api-errors", "no", "--error-exitcode", "9",
+           sys.executable, str(Path(__file__).resolve()), ch, "--backend", be, "--seed", str(seed)]
+    # --report-api-errors no: numba's driver binding probes optional entry points
+    # (cuGetProcAddress answers "invalid argument"), which memcheck would count as errors
+    t0 = time.perf_counter()
+    # its own process group, so that a timeout ends the sanitizer and the Python under it
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
+                            start_new_session=True)
+    timed_out = False
+    try:
+        text, _ = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        os.killpg(proc.pid, signal.SIGKILL)
+        text, _ = proc.communicate()
+        text += f"\n[timed out after {timeout:.0f} s]\n"
+    rc = None if timed_out else proc.returncode
+    log.write_text(text)
+    rec = {"tool": tool, "chapter": ch, "backend": be, "exit": rc, "seconds": round(time.perf_counter() - t0, 1),
+           "timed_out": timed_out, "log": log.name, **parse_summary(text)}
+    found = rec["errors"] is not None or rec["hazards"] is not None  # the tool printed its summary
+    rec["clean"] = (rc == 0 and found and not rec["errors"] and not rec["hazards"]
+                    and rec["checks_wrong"] == 0 and rec["checks_ok"] > 0)  # a run that checked nothing is not clean
+    return rec
+
+
+def drive(chapters, backends, tools, out_dir: Path, timeout: float, seed: int, jobs: int = 1) -> int:
+    from concurrent.futures import ThreadPoolExecutor, as_completed
+
     exe = shutil.which("compute-sanitizer")
     if exe is None:
         print("compute-sanitizer not found on PATH (it ships with the CUDA toolkit)", file=sys.stderr)
         return 2
     out_dir.mkdir(parents=True, exist_ok=True)
     runs = []
-    for tool in tools:
-        for ch in chapters:
-            for be in backends:
-                log = out_dir / f"sanitize-{tool}-{ch}-{be}.log"
-                cmd = [exe, "--tool", tool, "--report-api-errors", "no", "--error-exitcode", "9",
-                       sys.executable, str(Path(__file__).resolve()), ch, "--backend", be, "--seed", str(seed)]
-                # --report-api-errors no: numba's driver binding probes optional entry points
-                # (cuGetProcAddress answers "invalid argument"), which memcheck would count as errors
-                t0 = time.perf_counter()
-                # its own process group, so that a timeout ends the sanitizer and the Python under it
-                proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, cwd=ROOT,
-                                        start_new_session=True)
-                timed_out = False
-                try:
-                    text, _ = proc.communicate(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                    os.killpg(proc.pid, signal.SIGKILL)
-                    text, _ = proc.communicate()
-                    text += f"\n[timed out after {timeout:.0f} s]\n"
-                rc = None if timed_out else proc.returncode
-                log.write_text(text)
-                rec = {"tool": tool, "chapter": ch, "backend": be, "exit": rc, "seconds": round(time.perf_counter() - t0, 1),
-                       "timed_out": timed_out, "log": log.name, **parse_summary(text)}
-                found = rec["errors"] is not None or rec["hazards"] is not None  # the tool printed its summary
-                rec["clean"] = (rc == 0 and found and not rec["errors"] and not rec["hazards"]
-                                and rec["checks_wrong"] == 0)
-                runs.append(rec)
-                print(f"{tool:9s} {ch:7s} {be:6s} exit {rc!s:4s} errors {rec['errors']!s:4s} "
-                      f"{'hazards ' + str(rec['hazards']) + ' ' if rec['hazards'] is not None else ''}"
-                      f"checks {rec['checks_ok']} ok {rec['checks_wrong']} wrong  {rec['seconds']:.0f} s"
-                      f"{'' if rec['clean'] else '  <-- NOT CLEAN'}{'  (nothing ran: see the log)' if not rec['checks_ok'] else ''}",
-                      flush=True)
+    # several sanitizer processes at once share the GPU (each is mostly host-bound under the tools)
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        futures = [pool.submit(_run_one, exe, tool, ch, be, out_dir, timeout, seed)
+                   for tool in tools for ch in chapters for be in backends]
+        for fut in as_completed(futures):
+            rec = fut.result()
+            runs.append(rec)
+            print(f"{rec['tool']:9s} {rec['chapter']:7s} {rec['backend']:6s} exit {rec['exit']!s:4s} "
+                  f"errors {rec['errors']!s:4s} "
+                  f"{'hazards ' + str(rec['hazards']) + ' ' if rec['hazards'] is not None else ''}"
+                  f"checks {rec['checks_ok']} ok {rec['checks_wrong']} wrong  {rec['seconds']:.0f} s"
+                  f"{'' if rec['clean'] else '  <-- NOT CLEAN'}"
+                  f"{'  (nothing ran: see the log)' if not rec['checks_ok'] else ''}", flush=True)
+    runs.sort(key=lambda r: (tools.index(r["tool"]), chapters.index(r["chapter"]), backends.index(r["backend"])))
     summary = {"seed": seed, "chapters": chapters, "backends": backends, "tools": tools, "timeout_s": timeout,
                "runs": runs, "clean": all(r["clean"] for r in runs)}
     (out_dir / "sanitize-summary.json").write_text(json.dumps(summary, indent=1) + "\n")
@@ -262,6 +274,7 @@ def main(argv=None) -> int:
     ap.add_argument("--backends", default=",".join(BACKENDS), help="driver mode: comma-separated backends")
     ap.add_argument("--timeout", type=float, default=300.0, help="driver mode: seconds per sanitizer run")
     ap.add_argument("--out", default="sanitize-out", help="driver mode: folder for the logs and the summary")
+    ap.add_argument("--jobs", type=int, default=1, help="driver mode: sanitizer processes at once (default: 1)")
     a = ap.parse_args(argv)
     chapters = a.chapters or list(CHAPTERS)
     for ch in chapters:
@@ -277,7 +290,7 @@ def main(argv=None) -> int:
         for b in backends:
             if b not in BACKENDS:
                 ap.error(f"unknown backend {b!r}; known: {', '.join(BACKENDS)}")
-        return drive(chapters, backends, tools, Path(a.out), a.timeout, seed)
+        return drive(chapters, backends, tools, Path(a.out), a.timeout, seed, a.jobs)
     variants = {x for x in a.variants.split(",") if x} or None
     return 1 if run_workload(chapters, a.backend, seed, variants) else 0
 
