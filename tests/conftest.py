@@ -126,32 +126,24 @@ def from_gpu(x):
 
 # ----------------------------------------------------------------------------- scheduling on a GPU machine
 #
-# scripts/gpu_tests.sh runs all of tests/ at once with pytest-xdist's `--dist loadgroup`: every test
-# of a chapter goes to the same worker, so each worker compiles one chapter's kernels (numba
+# scripts/gpu_tests.sh runs all of tests/ at once with pytest-xdist's `--dist loadfile`: every test
+# of a file goes to the same worker, so each worker compiles only its files' kernels (numba
 # compiles a kernel once per specialization per process; closures from the kernel factories are
 # not shared between workers), and the files that start subprocesses or a browser stay whole.
-# The per-test timeout (pytest-timeout, `timeout` in pyproject.toml) is raised for the tests whose
-# session fixtures compile every kernel or build the site before the first of them runs.
+# (Not `--dist loadgroup`: under pytest 9 xdist 3.8's group suffix on the node id is lost, so
+# xdist_group marks do not group.) The per-test timeout (pytest-timeout, `timeout` in
+# pyproject.toml) is raised for the files whose session fixtures compile every kernel or build
+# the site before the first of their tests runs.
 
 LONG_TIMEOUT_S = 1800
 LONG = ("test_compile.py", "test_exercises.py", "test_site.py", "test_distributed.py")
 
 
-def pytest_collection_modifyitems(config, items):
-    from pathlib import Path
-
-    here = Path(__file__).parent
-    grouping = config.pluginmanager.hasplugin("xdist")
-    timeouts = config.pluginmanager.hasplugin("timeout")
-    for item in items:
-        try:
-            rel = Path(str(item.fspath)).relative_to(here)
-        except ValueError:
-            continue
-        if grouping:  # tests/<chapter>/...: the chapter; tests/test_x.py: the file
-            item.add_marker(pytest.mark.xdist_group(rel.parts[0] if len(rel.parts) > 1 else rel.stem))
-        if timeouts and rel.name in LONG and item.get_closest_marker("timeout") is None:
-            item.add_marker(pytest.mark.timeout(LONG_TIMEOUT_S))
+def pytest_itemcollected(item):
+    """The files named in `LONG` get the long timeout."""
+    if (item.config.pluginmanager.hasplugin("timeout") and item.path.name in LONG
+            and item.get_closest_marker("timeout") is None):
+        item.add_marker(pytest.mark.timeout(LONG_TIMEOUT_S))
 
 
 def pytest_runtest_logreport(report):
