@@ -13,6 +13,7 @@ import argparse
 import json
 import os
 import sys
+import warnings
 
 import gpulab  # noqa: F401  (device selection before anything imports numba)
 from gpulab.errors import GpulabError
@@ -416,6 +417,10 @@ def main(argv=None) -> int:
 
 
 def _main(argv=None) -> int:
+    # numba's performance hints (a small grid, a host array copied for a launch) are for kernel
+    # authors; on a command's stderr they would break the one-line error and --json contracts
+    warnings.filterwarnings("ignore", message=r".*Grid size .* will likely result in GPU under-utilization")
+    warnings.filterwarnings("ignore", message=r".*Host array used in CUDA kernel will incur copy overhead")
     try:
         args = build_parser().parse_args(argv)
         return args.fn(args)

@@ -2,6 +2,7 @@
 
 import importlib
 import os
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -26,6 +27,20 @@ def skip_unless_runnable(variant):
 
 
 ON_SIMULATOR = device.on_simulator()
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def child_env(*, drop=(), **extra) -> dict:
+    """The environment of a child `python -m gpulab ...`: this checkout first on PYTHONPATH (so
+    the child runs the code under test, whatever is installed, from any working directory), then
+    the parent's PYTHONPATH (on the GPU machine the kit's numpy and pycuda live there); `drop`
+    removes variables, `extra` sets them."""
+    env = {k: v for k, v in os.environ.items() if k not in drop}
+    rest = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and Path(p).resolve() != ROOT]
+    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), *rest])
+    env.update(extra)
+    return env
 
 
 

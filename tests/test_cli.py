@@ -1,7 +1,6 @@
 """The command line: every user error is one clear line on stderr with exit status 2, and
 `gpulab grade` finds the exercises from anywhere (or says where it looked)."""
 
-import os
 import shutil
 import subprocess
 import sys
@@ -10,13 +9,14 @@ from pathlib import Path
 import pytest
 
 from gpulab import grading
+from tests.conftest import child_env
 
 ROOT = Path(__file__).resolve().parent.parent
 
 
 def gpulab(*args, cwd):
     return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True, text=True, cwd=cwd,
-                          env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                          env=child_env())
 
 
 def assert_one_line_error(p, *fragments):

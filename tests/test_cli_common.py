@@ -15,6 +15,7 @@ from gpulab import cli
 from gpulab.chapters import CHAPTERS, registry
 from gpulab.errors import GpulabError
 from tests.test_cli import ROOT, assert_one_line_error, gpulab
+from tests.conftest import child_env
 
 MINE = ("info", "tour", "bench", "compile-check", "subset search")
 
@@ -39,7 +40,7 @@ def test_a_closed_stdout_exits_quietly(tmp_path):
     os.close(r)
     try:
         p = subprocess.run([sys.executable, "-m", "gpulab", "info"], stdout=w, stderr=subprocess.PIPE, text=True,
-                           cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, timeout=120)
+                           cwd=ROOT, env=child_env(), timeout=120)
     finally:
         os.close(w)
     assert p.returncode == 141 and p.stderr == "", (p.returncode, p.stderr)
@@ -241,7 +242,7 @@ def test_a_gpu_sized_search_says_so_before_it_starts(tmp_path):
         pytest.skip("the estimate is for the simulator")
     p = subprocess.Popen([sys.executable, "-m", "gpulab", "subset", "search", "--synthetic", "30", "--n", "200",
                           "--k", "6", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         cwd=ROOT, env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"})
+                         cwd=ROOT, env=child_env())
     try:
         line = p.stderr.readline()
     finally:

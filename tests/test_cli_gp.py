@@ -19,12 +19,13 @@ import gpulab.gp as gp
 from gpulab.errors import GpulabError
 from gpulab.gp import reference
 from gpulab.gp.loop import EvolutionInterrupted, GPParams
-from tests.test_cli import ROOT, assert_one_line_error
+from tests.test_cli import assert_one_line_error
+from tests.conftest import child_env
 
 
 def _env(**extra):
     """This checkout's gpulab (whatever is installed), from any working directory."""
-    return {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(ROOT), **extra}
+    return child_env(**extra)
 
 
 def gpulab(*args, cwd):
@@ -72,6 +73,7 @@ def test_bad_arguments_are_one_line_exit_2_and_make_no_files(args, fragments, tm
     monkeypatch.chdir(tmp_path)
     out = tmp_path / "results"
     if "sample" in args and "--days" in args:  # more training days than the sample's data have
+        pytest.importorskip("bokeh_sampledata", reason="bokeh-sampledata (the 'sample' extra) is not installed")
         args = ["evolve", "--data", "sample", "--days", "100000", "--backend", "cpu"]
         fragments = ["gpulab gp evolve: --days 100000: the data have", "leave some for the test"]
     rc = main(["gp", *args, "--out", str(out)])
@@ -116,6 +118,7 @@ def test_header_states_the_real_split_and_json_is_one_object(tmp_path):
     assert (data["settings"]["train_days"], data["settings"]["test_days"]) == (40, 20)
     assert data["best"]["buy"] == summary["best"]["buy"] and data["interrupted"] is False
     # real data without --days: the header says 3/4 of the days, and that is what the run trained on
+    pytest.importorskip("bokeh_sampledata", reason="bokeh-sampledata (the 'sample' extra) is not installed")
     p = gpulab("gp", "evolve", "--data", "sample", "--population", "20", "--generations", "0", "--backend", "cpu",
                "--out", str(tmp_path), "--stem", "s", cwd=tmp_path)
     assert p.returncode == 0, p.stderr

@@ -79,11 +79,22 @@ def test_gp_register_variants_keep_their_stacks_in_registers(ptx_records, nvrtc_
 # onesweep 7.02 ms (CUDA C) and 9.58 (numba) against 7.65 and 10.07 at 2 blocks per SM without
 # spills, local 7.50 against 8.09 (docs/benchmarks/radix-tuning-h200.json, round 5); numba's
 # key-value onesweep at 384 x 16 x 2 spills 16 bytes. Any other spill, or a larger one, fails.
+# The CUDA C numbers depend on the NVRTC that compiles them: measured with NVRTC 13.5 (the cu13
+# wheel CI installs); NVRTC 13.0 (the GPU machine's CUDA 13.0, what pycuda's kernels ran with in
+# the benchmarks) is listed in NVRTC_SPILLS. Another NVRTC fails, naming what it spilled.
 RADIX_SPILLS = {
     ("cuda-c", "onesweep", 384, 16, 3, 0): 352, ("cuda-c", "downsweep", 384, 16, 3, 0): 152,
     ("numba", "onesweep", 384, 16, 3, 0): 500, ("numba", "downsweep", 384, 16, 3, 0): 276,
     ("numba", "onesweep", 384, 16, 2, 1): 16,
 }
+NVRTC_SPILLS = {(13, 5): {}, (13, 0): {("cuda-c", "onesweep", 384, 16, 3, 0): 400}}  # overrides of RADIX_SPILLS
+
+
+def _nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return major, minor
 
 
 def _radix_spill_key(backend: str, name: str, d: dict) -> tuple:
@@ -104,10 +115,16 @@ def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
         res = r["resources"]
         if "spill_bytes" in res:
             assert res["spill_bytes"] <= RADIX_SPILLS.get(key, 0), f"{r['kernel']}: {res}"
+    version = _nvrtc_version()
+    assert version in NVRTC_SPILLS, f"NVRTC {version}: no spill allowances measured for this compiler"
+    allowed = RADIX_SPILLS | NVRTC_SPILLS[version]
+    over = []  # every kernel over its allowance, so one run shows them all
     for r in nvrtc_records:
         if r["chapter"] == "radix":
             d = ast.literal_eval(r["kernel"].split(" ", 1)[1])  # "kernels.cu {defines}"
             for name, res in r["resources"].items():
                 if name in ("downsweep", "onesweep", "onesweep_hist"):
                     key = _radix_spill_key("cuda-c", name, d)
-                    assert res["spill_bytes"] <= RADIX_SPILLS.get(key, 0), f"{name} {r['kernel']}: spills {res}"
+                    if res["spill_bytes"] > allowed.get(key, 0):
+                        over.append(f"{name} {r['kernel']}: spills {res}, allowed {allowed.get(key, 0)}")
+    assert not over, f"NVRTC {version}:\n" + "\n".join(over)

@@ -24,7 +24,7 @@ import gpulab.subset as ss  # noqa: E402
 from gpulab.errors import DtypeError, GpulabError, LimitError, ShapeError  # noqa: E402
 from gpulab.gp.breeding import ramped_half_and_half  # noqa: E402
 from gpulab.subset.combinatorics import choose  # noqa: E402
-from tests.conftest import ON_SIMULATOR  # noqa: E402
+from tests.conftest import ON_SIMULATOR, child_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 SMALL = dict(partition=13, chunk=5, max_blocks=2)  # several partitions / chunks inside each task
@@ -242,7 +242,7 @@ def test_an_error_on_a_worker_reaches_the_client(client, rng):
 
 
 def gpulab_cli(*args):
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env = child_env()
     return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True, text=True, cwd=ROOT,
                           env=env, timeout=300)
 

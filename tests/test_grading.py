@@ -6,7 +6,6 @@ the exercises without the solutions.
 Everything runs on a tiny synthetic exercise set in tmp_path (no kernels), so the file is fast."""
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -14,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import child_env
 from tests.test_cli import assert_one_line_error
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,7 +104,7 @@ def exercises(tmp_path):
 
 def gpulab(*args):
     """This checkout's `gpulab` (run from its root, so `-m gpulab` and the graders' pytest import it)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GPULAB_TEST_SEED")}
+    env = child_env(drop=("GPULAB_TEST_SEED",))
     return subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True, text=True, cwd=ROOT, env=env)
 
 

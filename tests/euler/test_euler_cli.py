@@ -4,19 +4,19 @@ Bruijn sequences, assembly from k-mer files, and every kind of bad input as one 
 
 import itertools
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
 
 import pytest
 
-from tests.test_cli import ROOT, assert_one_line_error
+from tests.test_cli import assert_one_line_error
+from tests.conftest import child_env
 
 
 def run(*args, cwd, stdin=None):
     """`gpulab euler ARGS` of this checkout, in ``cwd``."""
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    env = child_env()
     return subprocess.run([sys.executable, "-m", "gpulab", "euler", *args], capture_output=True, text=True, cwd=cwd,
                           input=stdin, env=env)
 
