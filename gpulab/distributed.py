@@ -248,11 +248,13 @@ def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -
 
 
 def _worker_name() -> str:
+    """The Dask worker running this task, or "client" (no worker, or no Dask installed: the
+    single-device search runs these tasks itself)."""
     try:
         from distributed import get_worker
 
         return get_worker().address
-    except ValueError:
+    except (ImportError, ValueError):
         return "client"
 
 

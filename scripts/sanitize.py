@@ -179,7 +179,7 @@ def run_workload(chapters, backend, seed, variants=None, out=sys.stdout) -> int:
 
 # ----------------------------------------------------------------------------- the driver
 
-_ERRORS = re.compile(r"ERROR SUMMARY:\s*(\d+) error")
+_ERRORS = re.compile(r"ERROR SUMMARY:\s*(\d+) errors?\s*$", re.MULTILINE)  # not "N errors were not printed"
 _RACE = re.compile(r"RACECHECK SUMMARY:\s*(\d+) hazards? displayed \((\d+) errors?, (\d+) warnings?\)")
 
 

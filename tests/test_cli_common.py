@@ -115,7 +115,10 @@ def test_tour_unknown_variant_is_a_usage_error(tmp_path):
 
 
 def test_bench_json(tmp_path):
-    p = gpulab("bench", "matmul", "--quick", "--sizes", "N=32", "--variants", "naive", "--repeat", "1",
+    from gpulab.matmul import bench
+
+    smallest = bench.SPEC.cases(True)[0].label  # the quick sizes depend on the device
+    p = gpulab("bench", "matmul", "--quick", "--sizes", smallest, "--variants", "naive", "--repeat", "1",
                "--warmup", "0", "--out", str(tmp_path / "out"), "--json", cwd=ROOT)
     out = _one_object(p)
     assert out["chapter"] == "matmul" and out["failed"] == 0
