@@ -188,10 +188,12 @@ class EulerPlan:
         self._bufs: dict = {}
         self._raw: dict = {}
         self._sorts: dict = {}
-        self.ctr = cuda.device_array(CTR_SIZE, np.int32)
+        # zeroed once: `read` copies every counter, and a counter no kernel wrote reads as 0, not
+        # as whatever the allocation held (compute-sanitizer's initcheck flagged that copy)
+        self.ctr = cuda.to_device(np.zeros(CTR_SIZE, np.int32))
         self.flags = self.ctr[FLAGS:FLAGS + MAX_FLAGS]
         self.rounds_ctr = self.ctr[ROUND:FLAGS]
-        self.stats64 = cuda.device_array(4, np.int64)
+        self.stats64 = cuda.to_device(np.zeros(4, np.int64))
         self.counters = np.zeros(CTR_SIZE, np.int32)
         self.vmax = None  # the largest vertex id of the loaded edges (the sorts' key bound)
         self.stats: dict = {}
