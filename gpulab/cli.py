@@ -107,11 +107,25 @@ def cmd_tour(args) -> int:
     return 1 if tour(chapters or None, as_json=args.json, variants=args.variants) else 0
 
 
+def _writable_dir(path: str, flag: str, prog: str) -> None:
+    """Create `path` and check that a file can be written in it (a UsageError if not)."""
+    import tempfile
+    from pathlib import Path
+
+    try:
+        Path(path).mkdir(parents=True, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=path, prefix=".gpulab-", suffix=".probe"):
+            pass
+    except OSError as exc:
+        raise UsageError(f"{prog}: {flag} {path}: cannot write there ({exc.strerror or exc})") from None
+
+
 def cmd_bench(args) -> int:
     from gpulab import benchmark
     from gpulab.chapters import module, registry
 
     _chapters([args.chapter], "bench")
+    _writable_dir(args.out, "--out", "gpulab bench")  # before the benchmark: its results must have somewhere to go
     spec = module(args.chapter, "bench").SPEC
     reg = registry(args.chapter)
     unknown = [n for n in args.variants or () if n not in reg.names()]
@@ -295,7 +309,7 @@ def _subset_parser(sub) -> None:
     data.add_argument("--synthetic", metavar="DAYS", type=_count(2), help="synthetic returns of --n strategies")
     s.add_argument("--n", type=_count(1), default=None, help="strategies (with --csv: its first n columns)")
     s.add_argument("--k", type=_count(1), required=True, help="subset size")
-    s.add_argument("--seed", type=int, default=0, help="synthetic data's seed")
+    s.add_argument("--seed", type=_count(0), default=0, help="synthetic data's seed")
     s.add_argument("--variant", default=None,
                    help="default: the backend's default, incremental (numba, cuda-c) or cpu_parallel (cpu)")
     s.add_argument("--backend", default="numba", choices=["numba", "cuda-c", "cpu"],

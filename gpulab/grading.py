@@ -233,15 +233,20 @@ def run(exercise_set: str, path: str | os.PathLike | None = None, solutions: boo
     if solutions and not (root / "solutions" / exercise_set).is_dir():
         raise ExercisesNotFound(f"no reference solutions in {root / 'solutions' / exercise_set} "
                                 "(a student handout has none); grade the student files without --solutions")
-    timeout_args = []
-    if timeout is not None:
-        import importlib.util
+    import importlib.util
 
-        if importlib.util.find_spec("pytest_timeout") is None:
-            raise GpulabError("--timeout needs the pytest-timeout package (pip install 'gpulab[test]')")
+    timeout_args = []
+    has_timeout = importlib.util.find_spec("pytest_timeout") is not None
+    if timeout is not None and not has_timeout:
+        raise GpulabError("--timeout needs the pytest-timeout package (pip install 'gpulab[test]')")
+    if has_timeout:
         # pytest loads the plugin by its entry point, unless plugin autoloading is off
         load = ["-p", "pytest_timeout"] if os.environ.get("PYTEST_DISABLE_PLUGIN_AUTOLOAD") else []
-        timeout_args = [*load, f"--timeout={timeout:g}"]
+        # the grade's own limit, not a pyproject.toml's above the exercises (the repository's sets
+        # a 900 s limit by the "thread" method, which ends the whole run at the first timeout):
+        # no limit unless --timeout, and the signal method, which fails only the test that ran over
+        method = ["-o", "timeout_method=signal"] if hasattr(os, "fork") else []
+        timeout_args = [*load, *method, f"--timeout={0 if timeout is None else timeout:g}"]
     only = [s if s.startswith(exercise_set + ".") else f"{exercise_set}.{s}" for s in exercises] if exercises else None
     start = time.monotonic()
     with tempfile.TemporaryDirectory() as tmp:
@@ -416,8 +421,11 @@ def gradescope_results(result: dict) -> dict:
 
 def _write_json(path: str | os.PathLike, data: dict) -> None:
     path = Path(path).expanduser()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    except OSError as exc:
+        raise GpulabError(f"--gradescope {path}: cannot write there ({exc.strerror or exc})") from None
 
 
 def grade(exercise_set: str, path: str | os.PathLike | None = None, solutions: bool = False, out=sys.stdout, *,
@@ -435,6 +443,9 @@ def grade(exercise_set: str, path: str | os.PathLike | None = None, solutions: b
         GradingFailed: pytest stopped before collecting any test (its output goes to stderr).
     """
     start = time.monotonic()
+    if gradescope is not None:  # before the tests run: a place that cannot be written loses nothing
+        _write_json(gradescope, {"score": 0, "execution_time": 0, "output": "grading did not finish",
+                                 "output_format": "text", "tests": []})
     try:
         result = run(exercise_set, path, solutions=solutions, exercises=exercises, timeout=timeout)
     except GpulabError as exc:
@@ -465,6 +476,8 @@ def handout(dest: str | os.PathLike, source: str | os.PathLike | None = None, se
     """
     root = find_exercises(source)
     dest = Path(dest).expanduser()
+    if dest.resolve().is_relative_to(root.resolve()):
+        raise GpulabError(f"{dest} is inside the exercises directory {root}; give a directory outside it")
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
         raise GpulabError(f"{dest} exists and is not empty; give a new or empty directory for the handout")
     known = exercise_sets(root)

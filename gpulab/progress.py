@@ -16,8 +16,11 @@ with bar(total=50, desc="generations", unit="gen") as pbar:
 
 from __future__ import annotations
 
+import contextlib
 import os
+import signal
 import sys
+import threading
 
 from tqdm import tqdm
 
@@ -44,3 +47,45 @@ def bar(total: int | None = None, desc: str = "", unit: str = "it", disable: boo
 def write(line: str) -> None:
     """Print one line on stderr without breaking a bar that is being drawn."""
     tqdm.write(line, file=sys.stderr)
+
+
+class StopRequest:
+    """What [`interruptible`][gpulab.progress.interruptible] yields: `requested` turns True at
+    the first Ctrl-C; the work checks it at its safe points and stops there."""
+
+    requested = False
+
+
+@contextlib.contextmanager
+def interruptible(step: str = "this step"):
+    """Ctrl-C inside the block asks the work to stop at its next safe point instead of at once.
+
+    A KeyboardInterrupt raised in the middle of compiled numba code (a parallel `njit` loop)
+    surfaces as a `SystemError`, and it would cut a generation in half: so the first Ctrl-C only
+    sets `requested` (and says so on stderr), the loop stops after `step`, and a second Ctrl-C
+    interrupts at once. Outside the main thread (where Python delivers signals) it changes nothing.
+    """
+    stop = StopRequest()
+    if threading.current_thread() is not threading.main_thread():
+        yield stop
+        return
+    previous = signal.getsignal(signal.SIGINT)
+
+    def handler(signum, frame):
+        if stop.requested:  # the second Ctrl-C: now
+            signal.signal(signal.SIGINT, previous)
+            raise KeyboardInterrupt
+        stop.requested = True
+        write(f"gpulab: Ctrl-C: stopping after {step} (Ctrl-C again to stop now)")
+
+    signal.signal(signal.SIGINT, handler)
+    try:
+        yield stop
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+def is_interrupt(exc: BaseException) -> bool:
+    """A KeyboardInterrupt, or the `SystemError` numba raises when one arrives inside compiled code."""
+    return isinstance(exc, KeyboardInterrupt) or (
+        isinstance(exc, SystemError) and isinstance(exc.__context__, KeyboardInterrupt))

@@ -141,12 +141,12 @@ def from_gpu(x):
 
 # ----------------------------------------------------------------------------- scheduling on a GPU machine
 #
-# scripts/gpu_tests.sh runs all of tests/ at once with pytest-xdist's `--dist loadfile`: every test
-# of a file goes to the same worker, so each worker compiles only its files' kernels (numba
-# compiles a kernel once per specialization per process; closures from the kernel factories are
-# not shared between workers), and the files that start subprocesses or a browser stay whole.
-# (Not `--dist loadgroup`: under pytest 9 xdist 3.8's group suffix on the node id is lost, so
-# xdist_group marks do not group.) The per-test timeout (pytest-timeout, `timeout` in
+# scripts/gpu_tests.sh runs all of tests/ at once with pytest-xdist: 8 workers, tests handed out
+# one by one (`--dist load`; each worker compiles the kernels its tests launch, once), numba's
+# CPU thread pool split between the workers. On a fresh H200 that took 351 s (2026-11-26); with
+# 4 workers and unsplit thread pools the same suite had not finished in 560 s.
+# (`--dist loadfile` keeps each file in one worker; `--dist loadgroup` does not group under
+# pytest 9, whose node ids drop xdist 3.8's group suffix.) The per-test timeout (pytest-timeout, `timeout` in
 # pyproject.toml) is raised for the files whose session fixtures compile every kernel or build
 # the site before the first of their tests runs.
 

@@ -128,16 +128,16 @@ def test_bench_json(tmp_path):
     assert "[1/" in p.stderr  # the progress lines went to stderr
 
 
-def test_compile_check_json_is_one_object(monkeypatch, capsys):
+def test_compile_check_json_is_one_object(monkeypatch, capsys, rng):
     from gpulab import compilecheck
 
-    rng = np.random.default_rng()
     oks = [bool(x) for x in rng.integers(0, 2, 3)] + [True]
     records = [{"chapter": "matmul", "kernel": f"k{i}", "kind": "numba", "ok": ok, "error": None, "resources": {}}
                for i, ok in enumerate(oks)]
     monkeypatch.setattr(compilecheck, "numba_ptx", lambda chapters: records[:2])
     monkeypatch.setattr(compilecheck, "run_in_subprocess", lambda chapters: records[:2])
     monkeypatch.setattr(compilecheck, "nvrtc", lambda chapters: records[2:])
+    capsys.readouterr()  # (the rng fixture printed its seed)
     status = compilecheck.main(["matmul"], as_json=True)
     out = json.loads(capsys.readouterr().out)
     assert out == {"ok": all(oks), "records": records} and status == (0 if all(oks) else 1)
@@ -161,10 +161,9 @@ def test_every_registry_names_a_registered_default_per_backend():
         registry("matmul").default("cpu")
 
 
-def test_subset_cpu_backend_without_a_variant():
+def test_subset_cpu_backend_without_a_variant(rng):
     import gpulab.subset as ss
 
-    rng = np.random.default_rng()
     n = int(rng.integers(7, 12))
     C = ss.correlation(ss.synthetic_returns(60, n, seed=int(rng.integers(1 << 30))))
     k = int(rng.integers(2, 5))
@@ -174,10 +173,9 @@ def test_subset_cpu_backend_without_a_variant():
     assert got.distance == pytest.approx(want.distance, rel=1e-12)
 
 
-def test_radix_cpu_backend_without_a_variant():
+def test_radix_cpu_backend_without_a_variant(rng):
     import gpulab.radix as rx
 
-    rng = np.random.default_rng()
     keys = rng.integers(0, 50, int(rng.integers(100, 400))).astype(np.uint32)  # repeated keys: stability shows
     vals = rng.integers(0, 2**32, keys.size, dtype=np.uint32)
     order = np.argsort(keys, kind="stable")
@@ -188,10 +186,9 @@ def test_radix_cpu_backend_without_a_variant():
     assert np.array_equal(rx.distinct(keys, backend="cpu"), np.unique(keys))
 
 
-def test_euler_cpu_backend_without_a_variant():
+def test_euler_cpu_backend_without_a_variant(rng):
     import gpulab.euler as eu
 
-    rng = np.random.default_rng()
     # a random closed walk: every vertex's in-degree equals its out-degree, one component
     walk = rng.integers(0, 12, int(rng.integers(20, 60)))
     walk = np.append(walk, walk[0])
@@ -212,10 +209,10 @@ def test_matmul_cpu_backend_says_there_is_none():
         mm.matmul(A, A.T, backend="cpu")
 
 
-def test_subset_search_cli_cpu_backend(tmp_path):
+def test_subset_search_cli_cpu_backend(tmp_path, rng):
     import gpulab.subset as ss
 
-    seed = int(np.random.default_rng().integers(1 << 30))
+    seed = int(rng.integers(1 << 30))
     out = _one_object(gpulab("subset", "search", "--synthetic", "50", "--n", "9", "--k", "3", "--seed", str(seed),
                              "--backend", "cpu", "--json", cwd=ROOT))
     want = ss.least_correlated_reference(ss.correlation(ss.synthetic_returns(50, 9, seed=seed)), 3)
@@ -226,12 +223,11 @@ def test_subset_search_cli_cpu_backend(tmp_path):
 # ----------------------------------------------------------------------------- long searches
 
 
-def test_subset_search_in_chunks_with_a_bar_is_the_search(capsys):
+def test_subset_search_in_chunks_with_a_bar_is_the_search(capsys, rng):
     """With a bar the ranks go in chunks (here of 40 subsets): the answer is the one search's."""
     import gpulab.subset as ss
     from gpulab.subset.cli import search_here
 
-    rng = np.random.default_rng()
     C = ss.correlation(ss.synthetic_returns(40, 11, seed=int(rng.integers(1 << 30))))
     got = search_here(C, 3, "cpu_parallel", "cpu", chunk=40, progress=True)
     assert got == ss.least_correlated(C, 3, backend="cpu")

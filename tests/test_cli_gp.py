@@ -152,6 +152,27 @@ def test_interrupted_run_keeps_its_generations(tmp_path):
     assert data["best"]["generation"] == data["generations_done"] and "best rule" in out.decode()
 
 
+def test_ctrl_c_stops_after_the_generation_it_arrives_in():
+    """A real SIGINT (as Ctrl-C sends) during a generation: the run finishes that generation
+    (no half-bred population, no SystemError out of numba's parallel code) and stops, keeping
+    it; the handler is gone afterwards."""
+    import signal
+
+    market = gp.synthetic_market(3, 60, seed=6)
+    before = signal.getsignal(signal.SIGINT)
+
+    def ctrl_c_in_gen_1(line):
+        if line.startswith("gen   1"):
+            signal.raise_signal(signal.SIGINT)
+
+    with pytest.raises(EvolutionInterrupted) as err:
+        gp.evolve(market, train_days=40, params=GPParams(population=30, generations=50), backend="cpu",
+                  progress=ctrl_c_in_gen_1)
+    r = err.value.result
+    assert [h["generation"] for h in r.history] == [0, 1] and r.best["generation"] == 1
+    assert all("breed_ms" in h for h in r.history) and signal.getsignal(signal.SIGINT) is before
+
+
 def test_interrupt_from_the_progress_callback_keeps_the_history():
     market = gp.synthetic_market(3, 60, seed=5)
 

@@ -212,12 +212,19 @@ def test_results_json_even_when_the_tests_cannot_start(exercises, tmp_path):
 
 
 def test_timeout_fails_an_endless_test_and_grading_goes_on(exercises):
-    (exercises / "toy" / "test_zz_loops.py").write_text(
+    """Only the test that runs over fails, even under a pyproject.toml that asks for pytest-timeout's
+    "thread" method (which ends the whole run), as the repository's own does; the endless test
+    runs first, so a killed run would fail the passing one after it."""
+    (exercises.parent / "pyproject.toml").write_text('[tool.pytest.ini_options]\ntimeout = 900\n'
+                                                     'timeout_method = "thread"\n')
+    (exercises / "toy" / "test_aa_loops.py").write_text(
         'import time\nimport pytest\n\n@pytest.mark.exercise("toy.7-loops")\n'
         'def test_loops():\n    while True:\n        time.sleep(0.01)\n')
     p = gpulab("grade", "toy", "--exercises", str(exercises), "--exercise", "toy.7", "--exercise", "3",
                "--timeout", "1", "--json")
     result = json.loads(p.stdout)
-    assert p.returncode == 1 and [e["status"] for e in result["exercises"]] == ["passed", "failed"], p.stdout + p.stderr
-    assert "Timeout" in result["exercises"][1]["failures"][0]["message"] and result["complete"]
+    status = {e["name"].split("-")[0]: e["status"] for e in result["exercises"]}
+    assert p.returncode == 1 and status == {"toy.3": "passed", "toy.7": "failed"}, p.stdout + p.stderr
+    loops = next(e for e in result["exercises"] if e["name"].startswith("toy.7"))
+    assert "Timeout" in loops["failures"][0]["message"] and result["complete"]
     assert_one_line_error(gpulab("grade", "toy", "--exercises", str(exercises), "--timeout", "0"), "--timeout: 0 is not above 0")

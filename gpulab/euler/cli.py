@@ -128,18 +128,12 @@ def _emit(args, text: str, summary: dict) -> int:
         for k in keys:
             data.pop(k, None)
         data["out"] = args.out
-    try:
-        if args.json:
-            print(json.dumps(data))
-        elif args.out:
-            print(f"wrote {args.out}")
-        else:
-            print(text)
-        sys.stdout.flush()
-    except BrokenPipeError:  # e.g. `| head`: the reader has what it wanted
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    if args.json:  # (a reader that goes away, `| head`: gpulab.cli.main's BrokenPipeError handling)
+        print(json.dumps(data))
+    elif args.out:
+        print(f"wrote {args.out}")
+    else:
+        print(text)
     return 0
 
 
@@ -240,10 +234,28 @@ def run_assemble(args) -> int:
 RUN = {"circuit": run_walk, "path": run_walk, "debruijn": run_debruijn, "pin": run_pin, "assemble": run_assemble}
 
 
+def _check_out(args) -> None:
+    """--out must be writable before the work starts (it is created, empty, here)."""
+    if getattr(args, "out", None):
+        try:
+            with open(args.out, "a", encoding="utf-8"):
+                pass
+        except OSError as exc:
+            raise GpulabError(f"--out {args.out}: cannot write there ({exc.strerror or exc})") from None
+
+
 def cmd_euler(args) -> int:
     from gpulab.cli import _run_chapter_command
 
-    return _run_chapter_command(f"gpulab euler {args.euler_cmd}", RUN[args.euler_cmd], args)
+    def run(a):
+        _check_out(a)
+        if getattr(a, "variant", "") is None:  # the backend's default, named in the output
+            from gpulab.euler.variants import REGISTRY
+
+            a.variant = REGISTRY.default(a.backend)
+        return RUN[a.euler_cmd](a)
+
+    return _run_chapter_command(f"gpulab euler {args.euler_cmd}", run, args)
 
 
 # ----------------------------------------------------------------------------- parsers

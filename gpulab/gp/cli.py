@@ -31,6 +31,11 @@ def settle_defaults(args, command: str) -> str | None:
     backend, population, generations = GP_DEFAULTS[command][mode]
     chosen = []
     if args.backend is None:
+        if getattr(args, "variant", None) is not None:  # a variant named without a backend: one that has it
+            from gpulab.gp.variants import REGISTRY
+
+            has = [b for b in ("numba", "cuda-c", "cpu") if args.variant in REGISTRY.names(b)]
+            backend = backend if backend in has or not has else has[0]
         args.backend = backend
         chosen.append(f"backend {backend}")
     if mode == "sim" and args.backend != "cpu":
@@ -148,7 +153,8 @@ def run_evolve(args) -> int:
         print(f"best rule: buy {best['buy']}\n           sell {best['sell']}\n"
               f"           train {h['train_best_per100']:+.4f}, test {h['test_of_best_per100']:+.4f} per 100 days")
     if result.interrupted:
-        _say(f"gpulab gp evolve: interrupted after generation {done} of {args.generations}; wrote what finished "
+        when = "before generation 0 finished" if done is None else f"after generation {done} of {args.generations}"
+        _say(f"gpulab gp evolve: interrupted {when}; wrote what finished "
              f"(\"interrupted\": true) to {', '.join(map(str, paths))}")
         return 130
     if not args.json:

@@ -178,7 +178,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     pbar = _progress.bar(total=params.generations + 1, desc="generations", unit="gen",
                          disable=None if progress is True else True)
     try:
-        with pbar:
+        with pbar, _progress.interruptible("this generation") as stop:
             for g in range(params.generations + 1):
                 t0 = time.perf_counter()
                 fit = _host(ev_train(pop)[0])[:len(pop)].copy()
@@ -189,15 +189,16 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                        "test_of_best": float(fit_test[best]), "test_mean": float(fit_test.mean()),
                        "train_best_per100": float(fit[best] * per100_train),
                        "test_of_best_per100": float(fit_test[best] * per100_test),
-                       "mean_nodes": float(pop.nodes.sum(axis=1).mean()), "eval_ms": (t1 - t0) * 1e3}
+                       "mean_nodes": float(pop.nodes.sum(axis=1).mean()), "eval_ms": (t1 - t0) * 1e3,
+                       "breed_ms": 0.0}
                 last = (pop, best, row)
-                if g < params.generations:
+                result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
+                t_eval += t1 - t0
+                if g < params.generations and not stop.requested:
                     pop = next_generation(pop, fit, params, int(rng.integers(2**31)))
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t1) * 1e3
-                t_eval += t1 - t0
                 t_breed += t2 - t1
-                result.history.append(row)
                 pbar.set_postfix_str(f"train {row['train_best_per100']:+.3f}, test {row['test_of_best_per100']:+.3f} "
                                      f"per 100 days", refresh=False)
                 pbar.update()
@@ -205,7 +206,11 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                     progress(f"gen {g:3d}  train best {row['train_best_per100']:+.4f}  test of best "
                              f"{row['test_of_best_per100']:+.4f}  (per 100 days)  mean size {row['mean_nodes']:.1f}  "
                              f"eval {row['eval_ms']:.1f} ms  breed {row['breed_ms']:.1f} ms")
-    except KeyboardInterrupt:
+                if stop.requested and g < params.generations:
+                    raise KeyboardInterrupt
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not _progress.is_interrupt(exc):
+            raise
         result.interrupted = True
         raise EvolutionInterrupted(result) from None
     finally:  # an interrupted run keeps its best so far and its times
@@ -339,7 +344,9 @@ def experiment(*, stocks_total: int = 64, test_days: int = 256, configs=EXPERIME
                     if say:
                         say(f"   train {last['train_best_per100']:+.4f}  test {last['test_of_best_per100']:+.4f} "
                             f"per 100 days ({r.timing['total_s']:.1f} s)")
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, SystemError) as exc:
+        if not _progress.is_interrupt(exc):
+            raise
         data = _experiment_data(runs, configs, seeds, params, variant, backend, market_seed, stocks_total, test_days)
         data["interrupted"] = True
         raise EvolutionInterrupted(data) from None

@@ -125,7 +125,8 @@ def run_search(args) -> int:
     REGISTRY.get(args.variant, args.backend)  # an unknown variant, before any estimate
     n, _ = host.check_form(C, args.k)
     subsets = ss.choose(n, args.k)
-    warn_if_long(subsets, n, args.k, args.backend)
+    if args.scheduler is None:  # on a cluster the work runs on its workers, not on this machine
+        warn_if_long(subsets, n, args.k, args.backend)
     t0 = time.perf_counter()
     where = "this device"
     if args.gpus is None and args.scheduler is None:
