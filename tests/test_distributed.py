@@ -202,7 +202,7 @@ class NoTasks:
     (lambda: np.eye(20), 17, {}, LimitError, "MAX_K = 16"),
     (lambda: np.full((4, 4), np.nan), 2, {}, ShapeError, "NaN"),
     (lambda: np.eye(4), 2, dict(variant="fastest"), GpulabError, "no variant 'fastest'"),
-    (lambda: np.eye(4), 2, dict(backend="gpu"), GpulabError, "no variant 'incremental' for backend 'gpu'"),
+    (lambda: np.eye(4), 2, dict(backend="gpu"), GpulabError, "unknown backend 'gpu'; expected one of numba, cuda-c, cpu"),
     (lambda: np.eye(4), 2, dict(chunks=0), LimitError, "chunks = 0"),
     (lambda: np.eye(4), 2, dict(chunks=2.5), DtypeError, "chunks must be a whole number"),
     (lambda: np.eye(4), 2, dict(chunks=True), DtypeError, "chunks must be a whole number"),
