@@ -82,6 +82,23 @@ def test_linked_code_tabs_switch_together(site, chromium):
     assert not report.problems(), report.problems()
 
 
+def test_every_tab_of_every_page_opens_its_own_code(site, chromium):
+    """Click every tab of every tab set, page by page: the tab clicked is the one selected, its
+    own panel is the one shown, and a numba / CUDA C panel holds code. Back-to-back tab groups
+    with no text between them fuse into one set with repeated labels, and with linked tabs a
+    click on the second "numba" then selects the first one: its code can never be opened."""
+    server, b = chromium(site)
+    problems, clicked = [], 0
+    for page in pages(site):
+        if 'class="tabbed-set' not in (site / page).read_text(encoding="utf-8"):
+            continue
+        b.open(server.url + page)
+        clicked += sum(map(len, br.tab_sets(b)))
+        problems += [f"{page}: {m}" for m in br.tab_problems(b)]
+    assert not problems, "\n".join(problems)
+    assert clicked >= 60, f"only {clicked} tabs found across the book"
+
+
 # ---------------------------------------------------------------------- the checks can fail
 
 BROKEN = {
@@ -105,3 +122,78 @@ def test_the_checks_catch_broken_pages(tmp_path, chromium):
     assert any("no-such-image.png (404)" in p for p in found["missing.html"]), found["missing.html"]
     assert found["math.html"] == ["math: 0 of 1 formulas typeset by MathJax"], found["math.html"]
     assert found["clean.html"] == []
+
+
+FUSED_PAGE = """# Fused
+
+=== "numba"
+
+    ```python
+    first_numba = 1
+    ```
+
+=== "CUDA C"
+
+    ```c
+    int first_cuda = 1;
+    ```
+
+=== "numba"
+
+    ```python
+    second_numba = 2
+    ```
+
+=== "CUDA C"
+
+    ```c
+    int second_cuda = 2;
+    ```
+
+Split:
+
+=== "numba"
+
+    ```python
+    ok = 1
+    ```
+
+=== "CUDA C"
+
+    ```c
+    int ok = 1;
+    ```
+
+===! "numba"
+
+    ```python
+    also_ok = 2
+    ```
+
+=== "CUDA C"
+
+    Prose where code belongs.
+"""
+
+
+def test_the_tab_check_catches_fused_tab_groups(tmp_path, chromium):
+    """A small site built with the book's theme and tab settings: two back-to-back numba / CUDA C
+    groups fuse, and the check reports the repeated labels and the tabs that open another panel;
+    `===!` starts a new group, which passes, except for its panel with no code."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text(FUSED_PAGE)
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: fused\ntheme: {name: material, font: false, features: [content.tabs.link]}\n"
+        "markdown_extensions: [pymdownx.superfences, {pymdownx.tabbed: {alternate_style: true}}]\n")
+    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(tmp_path / "site")], cwd=tmp_path,
+                       capture_output=True, text=True, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    server, b = chromium(tmp_path / "site")
+    b.open(server.url + "index.html")
+    assert br.tab_sets(b) == [["numba", "CUDA C"] * 2, ["numba", "CUDA C"], ["numba", "CUDA C"]]
+    found = br.tab_problems(b, settle=0.2)
+    fused = [m for m in found if m.startswith("tab set 1 ")]
+    assert any("repeated labels" in m for m in fused), found
+    assert any("clicked tab 3 ('numba'), but tab(s) [1] selected" in m for m in fused), found
+    assert [m for m in found if not m.startswith("tab set 1 ")] == [
+        "tab set 3 ['numba', 'CUDA C']: tab 2 ('CUDA C') shows a panel with no code"], found
