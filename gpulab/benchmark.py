@@ -306,7 +306,7 @@ def merge(old: dict, new: dict) -> dict:
 
 def write(result: dict, out_dir: str | os.PathLike, append: bool = False) -> list[Path]:
     """Write ``<chapter>-<device>.json`` and a PNG chart; return the paths written. With
-    ``append``, records already in that file for other sizes/variants are kept (:func:`merge`)."""
+    ``append``, records already in that file for other sizes/variants are kept (`merge`)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     stem = f"{result['chapter']}-{device_slug(result)}"

@@ -267,3 +267,59 @@ def tab_states(browser: Browser, label: str) -> list[bool]:
 def click_tab(browser: Browser, label: str) -> None:
     browser.click("[...document.querySelectorAll('.tabbed-labels > label')].find(l => l.textContent.trim() === "
                   f"{json.dumps(label)})")
+
+
+TAB_SETS_JS = """[...document.querySelectorAll('.tabbed-set')].map(
+    s => [...s.querySelectorAll(':scope > .tabbed-labels > label')].map(l => l.textContent.trim()))"""
+
+TAB_SHOWN_JS = """(() => {
+  const s = document.querySelectorAll('.tabbed-set')[%(set)d];
+  const inputs = [...s.querySelectorAll(':scope > input')];
+  const blocks = [...s.querySelectorAll(':scope > .tabbed-content > .tabbed-block')];
+  const shown = blocks.map((b, i) => [i, b]).filter(([i, b]) => getComputedStyle(b).display !== 'none'
+                                                        && b.getBoundingClientRect().height > 0);
+  return {checked: inputs.map((x, i) => [i, x.checked]).filter(([i, c]) => c).map(([i]) => i),
+          shown: shown.map(([i]) => i),
+          code: shown.map(([i, b]) => [...b.querySelectorAll('pre code')].map(c => c.textContent.trim().length)
+                                                                        .reduce((a, n) => a + n, 0)),
+          text: shown.map(([i, b]) => b.textContent.trim().length)};
+})()"""
+
+TAB_LABEL_JS = ("document.querySelectorAll('.tabbed-set')[%(set)d]"
+                ".querySelectorAll(':scope > .tabbed-labels > label')[%(tab)d]")
+
+
+def tab_sets(browser: Browser) -> list[list[str]]:
+    """The labels of every tab set on the page, in page order."""
+    return browser.evaluate(TAB_SETS_JS)
+
+
+def tab_problems(browser: Browser, settle: float = 0.5) -> list[str]:
+    """Click every tab of every tab set on the open page, one after the other (a real mouse
+    click on its label), and check that the tab clicked is the one selected, that its own panel
+    (and only it) is shown, and that the panel is not empty. A panel of a code tab set (one with a
+    "numba" or a "CUDA C" tab) must hold code. No tab set repeats a label."""
+    out = []
+    for s, labels in enumerate(tab_sets(browser)):
+        where = f"tab set {s + 1} {labels}"
+        code_set = bool({"numba", "CUDA C"} & set(labels))
+        if len(set(labels)) < len(labels):
+            out.append(f"{where}: repeated labels")
+        for j, label in enumerate(labels):
+            browser.click(TAB_LABEL_JS % {"set": s, "tab": j})
+            deadline = time.monotonic() + settle
+            while True:  # the switch is synchronous, but give the page's scripts a moment if it is not
+                state = browser.evaluate(TAB_SHOWN_JS % {"set": s})
+                ok = state["checked"] == [j] and state["shown"] == [j]
+                if ok or time.monotonic() > deadline:
+                    break
+                time.sleep(0.05)
+            if not ok:
+                out.append(f"{where}: clicked tab {j + 1} ({label!r}), but tab(s) "
+                           f"{[i + 1 for i in state['checked']]} selected and panel(s) "
+                           f"{[i + 1 for i in state['shown']]} shown")
+            elif code_set and not state["code"][0]:
+                out.append(f"{where}: tab {j + 1} ({label!r}) shows a panel with no code")
+            elif not state["text"][0]:
+                out.append(f"{where}: tab {j + 1} ({label!r}) shows an empty panel")
+    return out

@@ -2,12 +2,15 @@
 with no console error and no request leaving the site, math is typeset, code tabs switch —
 and the checks catch a page that breaks each rule.
 
-Skipped, with the reason, where Chromium or websocket-client is not installed (`.ci/run`
-installs Chromium). The site is built here with `mkdocs build --strict`, or taken from
+The browser tests are skipped, with the reason, where Chromium or websocket-client is not
+installed (`.ci/run` installs Chromium); the checks on the built HTML alone (no reST markup)
+always run. The site is built here with `mkdocs build --strict`, or taken from
 `GPULAB_SITE_DIR` when that points at a build.
 """
 
+import collections
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -18,8 +21,6 @@ from tests import browser as br
 
 ROOT = Path(__file__).resolve().parent.parent
 
-pytestmark = pytest.mark.skipif(br.chromium_path() is None,
-                                reason="Chromium is not installed (apt-get install chromium; .ci/run does)")
 
 
 @pytest.fixture(scope="module")
@@ -35,6 +36,8 @@ def site(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def chromium():
+    if br.chromium_path() is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
     pytest.importorskip("websocket", reason="websocket-client is not installed (pip install -e '.[dev]')")
     servers = []
 
@@ -82,6 +85,67 @@ def test_linked_code_tabs_switch_together(site, chromium):
     assert not report.problems(), report.problems()
 
 
+def test_every_tab_of_every_page_opens_its_own_code(site, chromium):
+    """Click every tab of every tab set, page by page: the tab clicked is the one selected, its
+    own panel is the one shown, and a numba / CUDA C panel holds code. Back-to-back tab groups
+    with no text between them fuse into one set with repeated labels, and with linked tabs a
+    click on the second "numba" then selects the first one: its code can never be opened."""
+    server, b = chromium(site)
+    problems, clicked = [], 0
+    for page in pages(site):
+        if 'class="tabbed-set' not in (site / page).read_text(encoding="utf-8"):
+            continue
+        b.open(server.url + page)
+        clicked += sum(map(len, br.tab_sets(b)))
+        problems += [f"{page}: {m}" for m in br.tab_problems(b)]
+    assert not problems, "\n".join(problems)
+    assert clicked >= 60, f"only {clicked} tabs found across the book"
+
+
+# reST roles (":func:`x`" in a docstring renders as ":func:<code>x</code>", and as ":func:`x`"
+# in a source listing) and ">>>" examples outside a code block, which Markdown reads as three
+# nested quotes.
+REST_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const|math|ref|doc|term)"
+                       r":(?:<code|`|&lt;code)")
+NESTED_QUOTES = re.compile(r"<blockquote>\s*<blockquote>")
+
+
+def markup_problems(html: str) -> list[str]:
+    found = [f"reST role: {m.group(0)}" for m in REST_ROLE.finditer(html)]
+    found += ["nested blockquotes (a '>>>' example outside a code block?)" for _ in NESTED_QUOTES.finditer(html)]
+    return found
+
+
+def test_no_rest_markup_in_the_built_site(site):
+    """Docstrings are Markdown: no reST role and no '>>>' example read as a quote, on any page
+    (text, API tables and the source listings alike)."""
+    problems = []
+    for page in pages(site):
+        found = markup_problems((site / page).read_text(encoding="utf-8"))
+        problems += [f"{page}: {n} × {m}" for m, n in collections.Counter(found).items()]
+    assert not problems, "\n".join(problems)
+
+
+def test_evaluate_raises_table_names_its_exceptions(site):
+    """`gp.evaluate`'s Raises section parses: one row per exception type, none of them prose."""
+    html = (site / "api/gp/index.html").read_text(encoding="utf-8")
+    start = html.index('id="gpulab.gp.evaluate"')
+    raises = html.index('<span class="doc-section-title">Raises:</span>', start)
+    section = html[raises:html.index("</table>", raises)]
+    types = re.findall(r'<tr class="doc-section-item">\s*<td>\s*<code>(?:<a[^>]*>)?([^<]*)', section)
+    assert types == ["ProgramError", "ProgramLimitError", "LimitError", "BackendUnavailable", "GpulabError"], types
+
+
+def test_the_markup_check_catches_rest_and_quoted_examples():
+    assert markup_problems('<p>a :func:<code>evaluate</code> and :class:<code>Market</code></p>') == [
+        "reST role: :func:<code", "reST role: :class:<code"]
+    assert markup_problems('<span class="sd">see :math:`k = 2/(n+1)`</span>') == ["reST role: :math:`"]
+    assert markup_problems("<blockquote>\n<blockquote>\n<blockquote>\n<p>import gpulab</p>") == [
+        "nested blockquotes (a '>>>' example outside a code block?)"]
+    assert markup_problems('<p>a <a href="#gpulab.gp.evaluate"><code>evaluate</code></a>, ratio 1:2, '
+                           "<code>a:b</code></p><blockquote><p>a quote</p></blockquote>") == []
+
+
 # ---------------------------------------------------------------------- the checks can fail
 
 BROKEN = {
@@ -105,3 +169,78 @@ def test_the_checks_catch_broken_pages(tmp_path, chromium):
     assert any("no-such-image.png (404)" in p for p in found["missing.html"]), found["missing.html"]
     assert found["math.html"] == ["math: 0 of 1 formulas typeset by MathJax"], found["math.html"]
     assert found["clean.html"] == []
+
+
+FUSED_PAGE = """# Fused
+
+=== "numba"
+
+    ```python
+    first_numba = 1
+    ```
+
+=== "CUDA C"
+
+    ```c
+    int first_cuda = 1;
+    ```
+
+=== "numba"
+
+    ```python
+    second_numba = 2
+    ```
+
+=== "CUDA C"
+
+    ```c
+    int second_cuda = 2;
+    ```
+
+Split:
+
+=== "numba"
+
+    ```python
+    ok = 1
+    ```
+
+=== "CUDA C"
+
+    ```c
+    int ok = 1;
+    ```
+
+===! "numba"
+
+    ```python
+    also_ok = 2
+    ```
+
+=== "CUDA C"
+
+    Prose where code belongs.
+"""
+
+
+def test_the_tab_check_catches_fused_tab_groups(tmp_path, chromium):
+    """A small site built with the book's theme and tab settings: two back-to-back numba / CUDA C
+    groups fuse, and the check reports the repeated labels and the tabs that open another panel;
+    `===!` starts a new group, which passes, except for its panel with no code."""
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "index.md").write_text(FUSED_PAGE)
+    (tmp_path / "mkdocs.yml").write_text(
+        "site_name: fused\ntheme: {name: material, font: false, features: [content.tabs.link]}\n"
+        "markdown_extensions: [pymdownx.superfences, {pymdownx.tabbed: {alternate_style: true}}]\n")
+    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--site-dir", str(tmp_path / "site")], cwd=tmp_path,
+                       capture_output=True, text=True, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    assert p.returncode == 0, p.stdout[-3000:] + p.stderr[-3000:]
+    server, b = chromium(tmp_path / "site")
+    b.open(server.url + "index.html")
+    assert br.tab_sets(b) == [["numba", "CUDA C"] * 2, ["numba", "CUDA C"], ["numba", "CUDA C"]]
+    found = br.tab_problems(b, settle=0.2)
+    fused = [m for m in found if m.startswith("tab set 1 ")]
+    assert any("repeated labels" in m for m in fused), found
+    assert any("clicked tab 3 ('numba'), but tab(s) [1] selected" in m for m in fused), found
+    assert [m for m in found if not m.startswith("tab set 1 ")] == [
+        "tab set 3 ['numba', 'CUDA C']: tab 2 ('CUDA C') shows a panel with no code"], found

@@ -9,7 +9,7 @@
 * ``gp-bitslice.svg`` — 32 days of a 64-day word: two comparison masks, a boolean terminal,
   the tree's word, and the days the trading loop visits.
 
-The stack contents are computed by the library's own parser (:mod:`gpulab.gp.programs`), not typed.
+The stack contents are computed by the library's own parser (`gpulab.gp.programs`), not typed.
 """
 
 from __future__ import annotations

@@ -1,14 +1,17 @@
 """Chapter 5: Euler circuits and de Bruijn sequences — from Hierholzer on the CPU to cycle
 splicing on the GPU (the Awerbuch–Israeli–Shiloach pipeline).
 
->>> import numpy as np, gpulab.euler as eu
->>> src, dst = np.array([0, 1, 2, 0, 3]), np.array([1, 2, 0, 3, 0])
->>> eu.euler_circuit(src, dst)                       # doctest: +SKIP
-array([0, 1, 2, 3, 4], dtype=int32)
+Examples:
+    A triangle and a 2-cycle through vertex 0; the circuit comes back as edge ids:
+
+    >>> import numpy as np, gpulab.euler as eu
+    >>> src, dst = np.array([0, 1, 2, 0, 3]), np.array([1, 2, 0, 3, 0])
+    >>> eu.euler_circuit(src, dst)
+    array([0, 1, 2, 3, 4], dtype=int32)
 
 Edges are two integer arrays (numpy or any device array); the result is edge ids (exact for
 parallel edges and self-loops). Every GPU variant returns the same circuit as
-:func:`gpulab.euler.reference.ais_reference`.
+[`gpulab.euler.reference.ais_reference`][gpulab.euler.reference.ais_reference].
 """
 
 from __future__ import annotations

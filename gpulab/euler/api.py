@@ -1,5 +1,5 @@
-"""The public entry points of chapter 5: :func:`euler_circuit`, :func:`euler_path` and the
-graph helpers :func:`from_csr`, :func:`from_networkx`."""
+"""The public entry points of chapter 5: `euler_circuit`, `euler_path` and the
+graph helpers `from_csr`, `from_networkx`."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ def _resolve(variant, backend):
 
 def plan_for(variant, capacity: int, params: dict | None = None):
     """A plan of ``variant`` for ``capacity`` edges; the last one is kept and reused (its
-    buffers stay allocated until :func:`clear_cache`), so repeated calls on graphs of one size
+    buffers stay allocated until `clear_cache`), so repeated calls on graphs of one size
     allocate nothing."""
     p = effective_params(variant, params)
     key = (variant.key, int(capacity), tuple(sorted((k, str(v)) for k, v in p.items())))
@@ -162,7 +162,7 @@ def euler_path(src, dst, *, directed: bool = True, source: int | None = None, va
     """An Euler path: every edge once, from the vertex with out = in + 1 to the one with
     in = out + 1 (undirected: between the two odd-degree vertices; ``source`` picks which end).
     A graph with an Euler circuit gets a circuit. Same arguments and results as
-    :func:`euler_circuit`.
+    `euler_circuit`.
     """
     return _solve(src, dst, directed=directed, source=source, path=True, variant=variant, backend=backend,
                   vertices=vertices, params=params)
@@ -198,7 +198,7 @@ def from_csr(indptr, indices):
 def from_networkx(G):
     """``(src, dst, nodes, edges)`` of a networkx graph: vertex i is ``nodes[i]`` (G's node
     order), edge id j is ``edges[j]`` (G's edge order, with keys for multigraphs). Pass
-    ``directed=G.is_directed()`` to :func:`euler_circuit` and map results back with these."""
+    ``directed=G.is_directed()`` to `euler_circuit` and map results back with these."""
     nodes = list(G.nodes())
     index = {u: i for i, u in enumerate(nodes)}
     edges = list(G.edges(keys=True)) if G.is_multigraph() else list(G.edges())

@@ -3,8 +3,8 @@ numba Hierholzer (one CPU thread) and networkx, measured in the same run.
 
 Cases (labels are what ``--sizes`` selects):
 
-* ``deep-<E>`` / ``shallow-<E>``: :func:`~gpulab.euler.generators.deep_graph` and
-  :func:`~gpulab.euler.generators.shallow_graph` (walks of 64 edges) with E edges over E / 4
+* ``deep-<E>`` / ``shallow-<E>``: `deep_graph` and
+  `shallow_graph` (walks of 64 edges) with E edges over E / 4
   vertices, generated on the GPU, from 2^18 (where networkx still finishes in seconds) to 42M
   edges (the blog's V = 10.5M, E = 42M) and 2^30; ``blog-3M``: a shallow graph of the blog's second size (V = 1M, E = 3M, walks of 400
   edges: ~45,000 cycles after pairing, as the blog's 45,514).

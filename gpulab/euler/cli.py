@@ -10,7 +10,7 @@
 
 A mistake (a file that is not there, a vertex id that is not a whole number >= 0, a graph
 without an Euler circuit ...) is one line on stderr and exit status 2, named by the command.
-:func:`add_parser` builds the parsers; :mod:`gpulab.cli` calls it.
+`add_parser` builds the parsers; `gpulab.cli` calls it.
 """
 
 from __future__ import annotations

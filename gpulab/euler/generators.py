@@ -2,7 +2,7 @@
 graphs for tests.
 
 Both families are defined by closed formulas on the position of an edge, so they are
-generated vectorised in numpy (:func:`deep_graph`, :func:`shallow_graph`) or by one kernel on the
+generated vectorised in numpy ([`deep_graph`][gpulab.euler.generators.deep_graph], [`shallow_graph`][gpulab.euler.generators.shallow_graph]) or by one kernel on the
 GPU (``device=True``: the 2^30-edge graphs never touch host memory), and the two give the same
 arrays bit for bit.
 
@@ -163,7 +163,7 @@ def shallow_graph(n_edges: int, walk: int = 64, degree: int = 4, seed: int = 0, 
                   device: bool = False):
     """ceil(n_edges / walk) closed walks of ``walk`` steps, each over its own ~walk/degree
     vertices, joined in a tree (``tree="random"``: walk j starts at a vertex of a random earlier
-    walk; ``"path"``: of walk j - 1). Returns ``(src, dst)`` as :func:`deep_graph` does."""
+    walk; ``"path"``: of walk j - 1). Returns ``(src, dst)`` as [`deep_graph`][gpulab.euler.generators.deep_graph] does."""
     p = shallow_params(n_edges, walk, degree, seed, tree)
     if device:
         from gpulab.euler import host

@@ -2,7 +2,7 @@
 
 The sequence is written once, here, and runs on either backend through a *kernel provider*
 ``K(name, grid, block, *args)`` (as in chapter 4): the numba and CUDA C variants of a step
-differ only inside the kernels. An :class:`EulerPlan` owns every buffer a graph of up to
+differ only inside the kernels. An `EulerPlan` owns every buffer a graph of up to
 ``capacity`` edges needs (allocated once, outside any timed region) and runs:
 
 1. **pairing** — sort the edge ids by source and by destination (chapter 4's radix sort, or a
@@ -151,7 +151,7 @@ def _u(x) -> np.uint32:
 # --8<-- [start:validate]
 def check_edges(src, dst) -> int:
     """Shapes and dtypes of the edge arrays (read from the array interfaces, host or device);
-    returns the number of edges. Values are checked on the device (:meth:`EulerPlan.load`)."""
+    returns the number of edges. Values are checked on the device (`EulerPlan.load`)."""
     from gpulab.arrays import check_array
 
     s_shape, s_dt = check_array(src, "src", ndim=1)
@@ -207,7 +207,7 @@ class EulerPlan:
 
     def buf(self, name: str, dtype=np.int32, size: int | None = None):
         """A named device buffer of ``capacity`` (or ``size``) elements, allocated on first use;
-        names of different stages share a scratch slot (:data:`SLOTS`)."""
+        names of different stages share a scratch slot (`SLOTS`)."""
         from numba import cuda
 
         want = max(int(size if size is not None else self.capacity), 1)
@@ -404,7 +404,7 @@ class EulerPlan:
     # --8<-- [end:pairing]
 
     def imbalance(self, n: int) -> dict:
-        """Which vertices are unbalanced (after :meth:`pairing`)."""
+        """Which vertices are unbalanced (after `pairing`)."""
         self.set_ctr(0, 0, INT32_MAX, 0, INT32_MAX, INT32_MAX)
         ssrc, sdst = self.buf("ssrc"), self.buf("sdst")
         self.launch("imbalance", 2 * n, ssrc, sdst, _i(n), self.ctr)
@@ -683,7 +683,7 @@ class EulerPlan:
     # --8<-- [start:directed]
     def directed(self, src, dst, n: int, *, source=None, path: bool = False):
         """Euler circuit (or path) of the n edges (src, dst) already in plan buffers. Returns
-        ``(out, m)``: the edge ids in ``out[:m]``; raises :class:`NotEulerian` with the reason."""
+        ``(out, m)``: the edge ids in ``out[:m]``; raises `NotEulerian` with the reason."""
         out = self.buf("out")
         if n == 0:
             if source is not None:

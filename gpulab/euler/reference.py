@@ -1,17 +1,17 @@
 """CPU references for chapter 5: a circuit checker, Hierholzer, the AIS pipeline step by step,
 and the de Bruijn (FKM) and k-mer references.
 
-* :func:`check_circuit` decides whether a sequence of edge ids is an Euler circuit (or path) of
+* [`check_circuit`][gpulab.euler.reference.check_circuit] decides whether a sequence of edge ids is an Euler circuit (or path) of
   a graph: every edge exactly once, consecutive edges chained, closed. Tests, the tour and the
   benchmark use it on every result.
-* :func:`hierholzer` (numba, one CPU thread, O(E), no recursion) is the oracle and the CPU peer;
-  :func:`hierholzer_python` is the same walk in plain Python, for reading and for tiny graphs.
-* :func:`ais_reference` runs the GPU pipeline's six steps sequentially in numpy and returns the
+* [`hierholzer`][gpulab.euler.reference.hierholzer] (numba, one CPU thread, O(E), no recursion) is the oracle and the CPU peer;
+  [`hierholzer_python`][gpulab.euler.reference.hierholzer_python] is the same walk in plain Python, for reading and for tiny graphs.
+* [`ais_reference`][gpulab.euler.reference.ais_reference] runs the GPU pipeline's six steps sequentially in numpy and returns the
   intermediate results too. Every GPU variant computes *exactly* its output (the pairing is
   ordered by edge id, cycles are labelled by their smallest edge id, and the spanning forest is
   the unique minimum one), so tests compare edge for edge, and the book's figures draw its steps.
-* :func:`de_bruijn_fkm` is the Fredricksen–Kessler–Maiorana construction (Lyndon words in
-  lexicographic order), the reference for :func:`gpulab.euler.de_bruijn`.
+* [`de_bruijn_fkm`][gpulab.euler.reference.de_bruijn_fkm] is the Fredricksen–Kessler–Maiorana construction (Lyndon words in
+  lexicographic order), the reference for [`gpulab.euler.de_bruijn`][gpulab.euler.de_bruijn].
 """
 
 from __future__ import annotations
@@ -260,7 +260,7 @@ def hierholzer(src, dst, *, directed: bool = True, source=None, path: bool = Fal
     """Euler circuit (or path) by Hierholzer's algorithm, compiled with numba, one CPU thread.
 
     O(V + E): a counting sort builds the out-edge lists (edge ids ascending), then the walk of
-    :func:`hierholzer_python` runs with two arrays as stacks. Raises :class:`NotEulerian` with
+    [`hierholzer_python`][gpulab.euler.reference.hierholzer_python] runs with two arrays as stacks. Raises [`NotEulerian`][gpulab.euler.reference.NotEulerian] with
     the reason when there is no circuit. Directed: returns edge ids; undirected: returns
     ``(edge ids, forward)``.
     """

@@ -3,7 +3,7 @@ labelling the cycles (step 2), in the order the book climbs them.
 
 Every GPU variant runs the whole pipeline; only step 2 differs (and ``ruling_set`` also ranks
 the final cycle with splitters, step 6, where the others use Wyllie's pointer jumping). All of
-them compute the same circuit, edge for edge, as :func:`gpulab.euler.reference.ais_reference`.
+them compute the same circuit, edge for edge, as `gpulab.euler.reference.ais_reference`.
 """
 
 from __future__ import annotations

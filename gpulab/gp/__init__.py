@@ -1,16 +1,20 @@
 r"""Chapter 3: genetic programming of stock-trading rules, evaluated by an RPN interpreter on the GPU.
 
->>> import gpulab.gp as gp
->>> market = gp.synthetic_market(stocks=32, days=768, seed=1)
->>> pop = gp.Population.from_individuals([("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))", "MACDL")])
->>> gp.evaluate(pop, market)                                  # doctest: +SKIP
-array([-0.12...])
->>> gp.to_rpn("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))")
-'MA10 MA50 > EMA9 MA25 < NVIG OR AND'
+Examples:
+    One individual (a buy tree and a sell tree) on a seeded synthetic market: its fitness, the
+    mean over the stocks of its return minus buy-and-hold's (the same on every backend):
+
+    >>> import gpulab.gp as gp
+    >>> market = gp.synthetic_market(stocks=32, days=768, seed=1)
+    >>> pop = gp.Population.from_individuals([("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))", "MACDL")])
+    >>> gp.evaluate(pop, market)
+    array([-0.668...])
+    >>> gp.to_rpn("(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))")
+    'MA10 MA50 > EMA9 MA25 < NVIG OR AND'
 
 Arrays: numpy in, numpy out. A market built from device arrays (CuPy, PyTorch, numba; its
 OHLCV goes to the host once, for the indicators) gets its fitness back on the device, in the
-caller's library (:mod:`gpulab.arrays`).
+caller's library ([`gpulab.arrays`][gpulab.arrays]).
 """
 
 from __future__ import annotations
@@ -68,9 +72,9 @@ def evaluate(population, market: Market, variant: str | None = None, backend: st
     """Fitness of every individual: mean over the market's stocks of (ROI − buy-and-hold ROI).
 
     Args:
-        population: a :class:`Population` (or individuals / ``(buy, sell)`` pairs of trees).
-        market: a :class:`Market` (its evaluation window is what is traded).
-        variant: a name from :func:`variants`; ``None`` (default): the backend's best
+        population: a [`Population`][gpulab.gp.Population] (or individuals / ``(buy, sell)`` pairs of trees).
+        market: a [`Market`][gpulab.gp.Market] (its evaluation window is what is traded).
+        variant: a name from `variants`; ``None`` (default): the backend's best
             (``bitsliced`` on ``numba`` and ``cuda-c``, ``cpu_bitsliced`` on ``cpu``).
         backend: ``"numba"``, ``"cuda-c"`` (needs pycuda and a GPU) or ``"cpu"``.
         params: override the variant's compile-time parameters (STACK, WPB, CODE ...).

@@ -16,7 +16,7 @@ trees, all individuals) × stocks × days / time. ``bitsliced`` evaluates 64 day
 operation; its records also carry ``word_ops_per_s`` (nodes × stocks × ⌈days/64⌉ / time), the
 other counting convention.
 
-The peer is the numba ``parallel=True`` CPU interpreter (:func:`gpulab.gp.cpu.interpret`, the
+The peer is the numba ``parallel=True`` CPU interpreter (`gpulab.gp.cpu.interpret`, the
 same algorithm as the interpreter kernels) on all the machine's cores, measured in the same run
 on the same population and market, and doing the same work (no byte-code upload; its inputs are
 host arrays). Each record also gets ``speedup_same_algorithm``: against the CPU interpreter for

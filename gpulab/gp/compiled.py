@@ -6,15 +6,15 @@ the lane's stock), and the kernel picks its warp's individual with one ``switch`
 (CUDA C, compiled by NVRTC) or a binary tree of ``if``\ s (numba, compiled by ``cuda.jit``).
 Evaluation then costs what the expressions cost — loads and comparisons, no opcode fetch, no
 dispatch, no stack — but every new population must be compiled first.
-:attr:`CompiledKernel.compile_ms` records how long; the benchmark reports it beside the run time.
+`CompiledKernel.compile_ms` records how long; the benchmark reports it beside the run time.
 
 Compile time grows faster than linearly with the size of one function (measured with NVRTC on
 a 2-core machine: 250 individuals 2.0 s, 1,000 individuals 13.7 s, 4,000 individuals 275 s), so
-CUDA C compiles the population in chunks of :data:`CHUNK` individuals, one kernel each, on a
+CUDA C compiles the population in chunks of `CHUNK` individuals, one kernel each, on a
 thread pool (NVRTC releases the interpreter lock for part of its work), and launches one grid
 per chunk. numba is slower still (its type inference and LLVM see one huge Python function:
 32 individuals 3.8 s, 128 individuals 17 s, 256 individuals 44 s to PTX), so the numba version is
-limited to :data:`MAX_NUMBA` individuals — a population of 25,000 would take about an hour.
+limited to `MAX_NUMBA` individuals — a population of 25,000 would take about an hour.
 """
 
 from __future__ import annotations

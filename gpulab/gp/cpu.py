@@ -1,15 +1,15 @@
 r"""The CPU peers, compiled with numba: the benchmarks' baseline and the bit-sliced CPU version.
 
-* :func:`interpret` — Algorithm 2 per (individual, stock), a small float32 stack, the days in
+* `interpret` — Algorithm 2 per (individual, stock), a small float32 stack, the days in
   order: exactly the interpreter the GPU variants run, on every core (``prange`` over the
   individual × stock pairs). This is the benchmarks' peer.
-* :func:`interpret_bitsliced` — the bit-sliced evaluation (64 days per word operation,
+* `interpret_bitsliced` — the bit-sliced evaluation (64 days per word operation,
   every comparison one precomputed mask, each program decoded once) and the trading loop that jumps from one signal
   change to the next: the CPU version of the ``bitsliced`` GPU variant, so the book can ask
   whether the GPU still wins once the CPU uses the same trick.
-* :func:`fitness` — the per-individual mean over stocks, summed in stock order.
+* `fitness` — the per-individual mean over stocks, summed in stock order.
 
-All share :func:`gpulab.gp.trading.trade_day`, compiled here with ``numba.njit``.
+All share `gpulab.gp.trading.trade_day`, compiled here with ``numba.njit``.
 """
 
 from __future__ import annotations

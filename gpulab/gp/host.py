@@ -1,6 +1,6 @@
 r"""Host side of chapter 3: limits (errors that name them), buffers, and the launch sequences.
 
-An :class:`Evaluator` binds a variant to a market: the market's arrays go to the device once,
+An `Evaluator` binds a variant to a market: the market's arrays go to the device once,
 in the layout the variant reads; each call evaluates one population — upload its byte code,
 launch the interpreter kernel(s), then the fitness reduction — and returns device arrays.
 That is one generation's evaluation: what the benchmark times and what the GP loop calls.
@@ -214,7 +214,7 @@ class Evaluator:
 
     ``evaluator(population)`` enqueues one generation's evaluation and returns device arrays
     ``(fitness [P], money [P*S], trace [P*S*D] or None)``; it raises
-    :class:`~gpulab.errors.LimitError` when a buy would reach 2**29 shares.
+    `LimitError` when a buy would reach 2**29 shares.
     """
 
     def __init__(self, name: str, backend: str, market, params: dict):
@@ -393,7 +393,7 @@ def overflow_message(variant: str) -> str:
 
 
 class CpuEvaluator:
-    """The CPU backends, with the :class:`Evaluator` interface (host arrays)."""
+    """The CPU backends, with the `Evaluator` interface (host arrays)."""
 
     def __init__(self, name: str, backend: str, market, params: dict):
         self.name, self.market, self.p = name, market, dict(params)

@@ -5,12 +5,12 @@ Every function takes arrays of shape ``[S, T]`` (stocks × days, oldest day firs
 follows TA-Lib's defaults where TA-Lib has the indicator, so the tests compare against it:
 
 * **SMA(n)**: mean of the last ``n`` values; first defined at index ``n - 1``.
-* **EMA(n)**: :math:`k = 2/(n+1)`, seeded with the SMA of the first ``n`` values at index
-  ``n - 1``, then :math:`e_t = (x_t - e_{t-1})\,k + e_{t-1}` (TA-Lib's form, to the last bit).
+* **EMA(n)**: \(k = 2/(n+1)\), seeded with the SMA of the first ``n`` values at index
+  ``n - 1``, then \(e_t = (x_t - e_{t-1})\,k + e_{t-1}\) (TA-Lib's form, to the last bit).
 * **MACD(12, 26, 9)**: EMA12 − EMA26 of the close (each seeded as above), signal = EMA9 of
   the MACD line from its first value. TA-Lib seeds its MACD's EMAs differently (both start at
   the slow EMA's first day), so the two agree only once the seed has decayed: the tests compare
-  from day 300 on, where the seed's weight :math:`(1-k)^{t}` is below 1e-10.
+  from day 300 on, where the seed's weight \((1-k)^{t}\) is below 1e-10.
 * **MFI(14)**: typical price × volume is positive flow on a day the typical price rises,
   negative when it falls; MFI = 100 · pos / (pos + neg) over the last 14 days (50 when both are 0).
 * **CCI(20)**: (TP − SMA20(TP)) / (0.015 · mean absolute deviation); 0 when the deviation is 0.
@@ -22,7 +22,7 @@ follows TA-Lib's defaults where TA-Lib has the indicator, so the tests compare a
   the index above or below its own 255-day EMA.
 
 The longest lookback is that 255-day EMA (first defined at index 254), so a market carries
-:data:`WARMUP` = 255 days of history before its first evaluation day.
+`WARMUP` = 255 days of history before its first evaluation day.
 """
 
 from __future__ import annotations
@@ -162,7 +162,7 @@ def pvi(close, volume) -> np.ndarray:
 # --8<-- [start:terminals]
 def terminals(open_, high, low, close, volume) -> tuple[np.ndarray, np.ndarray]:
     """All 31 terminals over the whole history: float64 ``[S, 17, T]`` and bool ``[S, 14, T]``
-    (the order of :data:`gpulab.gp.opcodes.FLOAT_TERMINALS` / ``BOOL_TERMINALS``)."""
+    (the order of `gpulab.gp.opcodes.FLOAT_TERMINALS` / ``BOOL_TERMINALS``)."""
     S, T = close.shape
     f = np.empty((S, oc.NF, T))
     for k, n in enumerate(MA_PERIODS):

@@ -2,7 +2,7 @@ r"""Chapter 3 kernels in numba.cuda: the RPN interpreter, from global-memory sta
 
 Every kernel evaluates individuals × stocks: per (individual, stock) it walks the evaluation
 days in order, evaluates the buy and the sell tree on that day's indicators, and applies the
-decision matrix (:func:`gpulab.gp.trading.trade_day`, compiled here as a device function). It
+decision matrix (`gpulab.gp.trading.trade_day`, compiled here as a device function). It
 writes the money left after the last day, ``money[i*S + s]`` (float64), and, when
 ``trace_on``, a trace byte per day (signals and actions) that the tests compare with the
 reference bit for bit. A buy that would reach 2**29 shares sets ``flags[0]``.
@@ -213,7 +213,7 @@ def const_u16(k):
 
 @cuda.jit(device=True, inline=True)
 def const_eval(a, b, F, fbase, fstride, B, bbase, bstride, stack, sbase, sstride):
-    """:func:`stack_eval` reading the program from constant memory (``gp_programs``)."""
+    """`stack_eval` reading the program from constant memory (``gp_programs``)."""
     sp = U0
     pc = a
     while pc < b:
@@ -375,7 +375,7 @@ def register_eval(code, a, b, F, fbase, fstride, B, bbase, bstride):
 # --8<-- [start:register_days]
 @lru_cache(maxsize=None)
 def register_days_eval(DAYS: int):
-    """:func:`register_eval` on ``DAYS`` consecutive days at once: one opcode fetch and one
+    """`register_eval` on ``DAYS`` consecutive days at once: one opcode fetch and one
     dispatch per node for all of them. Day ``j`` has its own bit-stack and float pair
     (``bits[j]``, ``f0[j]``, ``f1[j]``): the loops over ``j`` have a compile-time trip count, so
     the compiler unrolls them and the arrays become ``3·DAYS`` registers. The ``DAYS`` loads of
@@ -433,7 +433,7 @@ def register_days_eval(DAYS: int):
 @cuda.jit(device=True, inline=True)
 def trade_signal(buy, sell, close_at, F, m, sh):
     """The decision matrix for one day, loading the close only when it can act (a buy signal
-    while flat, a sell signal while holding): :func:`trade_day` on those days, nothing else."""
+    while flat, a sell signal while holding): `trade_day` on those days, nothing else."""
     if (buy and not sell and sh == 0) or (sell and not buy and sh > 0):
         return trade_day(buy, sell, float64(F[close_at]), m, sh)
     return m, sh, 0
@@ -443,7 +443,7 @@ def trade_signal(buy, sell, close_at, F, m, sh):
 @lru_cache(maxsize=None)
 def register_kernel(WPB: int, CODE: int, DAYS: int):
     """``shared``'s program buffer, with the stack in registers, ``DAYS`` days per pass over
-    the program (:func:`register_days_eval`). ``F`` and ``B`` are padded with 32 days past the
+    the program (`register_days_eval`). ``F`` and ``B`` are padded with 32 days past the
     last one on the device, so the last pass reads real memory; its extra days are ignored."""
     eval_days = register_days_eval(DAYS)
     UDAYS = np.uint64(DAYS)
@@ -568,7 +568,7 @@ def lowest_bit(x):
 @lru_cache(maxsize=None)
 def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
     """A warp = one individual × 32 stocks, as ``register``. The warp decodes its program once
-    into mask-program entries in shared memory (:func:`decode_tree`); each lane then evaluates
+    into mask-program entries in shared memory (`decode_tree`); each lane then evaluates
     its stock's buy and sell tree on 64 days per word operation, ``TW`` words at a time,
     keeping the days on which a buy or a sell would execute in shared memory, and trades across
     those ``TW`` words, jumping from one executable signal to the next with find-first-set.

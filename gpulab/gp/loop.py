@@ -2,7 +2,7 @@ r"""The GP loop: evolve trading rules on a training period, report them on a tes
 
 Per generation: evaluate the population on the training days (the fitness that drives
 selection) and on the test days that follow them (out-of-sample, never used for selection),
-then breed the next population on the host (:mod:`gpulab.gp.breeding`, compiled with numba:
+then breed the next population on the host ([`gpulab.gp.breeding`][gpulab.gp.breeding], compiled with numba:
 typed subtree crossover and mutation on the flat byte code, tournament selection, elitism,
 depth and length limits). Everything is seeded: the same seed gives the same run.
 
@@ -130,7 +130,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         market: the data.
         train_days: training days, in [1, market.days - 1] (default: 3/4 of the market's days).
         test_market: a separate test market (then all of ``market`` is training data).
-        params: population size, generations, operators (:class:`GPParams`).
+        params: population size, generations, operators ([`GPParams`][gpulab.gp.loop.GPParams]).
         variant: the evaluator: any registry entry; ``None`` (default): the backend's best
             (``bitsliced`` on ``numba`` / ``cuda-c``, ``cpu_bitsliced`` on ``cpu``).
         backend: ``"numba"``, ``"cuda-c"`` or ``"cpu"``.
@@ -141,7 +141,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         kernel_params: override the variant's compile-time parameters.
 
     Returns:
-        :class:`EvolutionResult`: per generation the best and mean training fitness, the test
+        [`EvolutionResult`][gpulab.gp.loop.EvolutionResult]: per generation the best and mean training fitness, the test
         fitness of the best-on-training rule, the population's mean on the test period, mean
         size, and times (evaluation, breeding); the final best rule.
 

@@ -1,18 +1,18 @@
 r"""Markets: daily OHLCV for S stocks, their indicators, and the arrays the kernels read.
 
-A :class:`Market` holds the whole history (``T`` days per stock) and an **evaluation window**
-of ``D`` days starting at ``start`` ≥ :data:`~gpulab.gp.indicators.WARMUP`: every indicator
+A [`Market`][gpulab.gp.market.Market] holds the whole history (``T`` days per stock) and an **evaluation window**
+of ``D`` days starting at ``start`` ≥ `WARMUP`: every indicator
 is defined on every evaluation day because the window has that much history before it.
-:meth:`Market.split` cuts the window in two (train, test) that share the history, so the test
+[`Market.split`][gpulab.gp.market.Market.split] cuts the window in two (train, test) that share the history, so the test
 period's indicators are computed from the days before it, exactly as a trader would have.
 
 Prices are stored at float32 precision (about 7 significant digits; values are rounded to the
 nearest float32 when a market is built) so that the close the trading loop uses is the same
 number the indicators were computed from, and ``shares * close`` is exact in float64 (see
-:mod:`gpulab.gp.trading`). Volumes stay float64.
+[`gpulab.gp.trading`][gpulab.gp.trading]). Volumes stay float64.
 
-Three sources: :func:`synthetic_market` (seeded, any size), :func:`load_csv` (your data) and
-:func:`sample_market` (AAPL, IBM, MSFT, GOOG daily 2004–2013 from the ``bokeh-sampledata``
+Three sources: [`synthetic_market`][gpulab.gp.market.synthetic_market] (seeded, any size), [`load_csv`][gpulab.gp.market.load_csv] (your data) and
+[`sample_market`][gpulab.gp.market.sample_market] (AAPL, IBM, MSFT, GOOG daily 2004–2013 from the ``bokeh-sampledata``
 package, no network).
 
 The layouts the kernels read (built on first use and cached per market):
@@ -23,7 +23,7 @@ The layouts the kernels read (built on first use and cached per market):
   every later variant: a warp's 32 stocks read 32 consecutive values);
 * bit masks for ``bitsliced``: for every ordered pair (a, b) of float terminals the days on
   which a < b, and every boolean terminal, 64 days per ``uint64`` word
-  (:data:`NMASK` = 17·17 + 14 masks), as ``[W, NMASK, S]`` (GPU) or ``[S, W, NMASK]`` (CPU).
+  (`NMASK` = 17·17 + 14 masks), as ``[W, NMASK, S]`` (GPU) or ``[S, W, NMASK]`` (CPU).
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ class Market:
     ``open``, ``high``, ``low``, ``close``, ``volume`` are ``[S, T]`` arrays (or ``[T]`` for one
     stock), numpy or device arrays. Device arrays are copied to the host once, here: the
     indicators are computed on the host in float64. A market built from device arrays returns
-    device results from :func:`gpulab.gp.evaluate`, in the caller's library.
+    device results from [`gpulab.gp.evaluate`][gpulab.gp.evaluate], in the caller's library.
 
     Args:
         warmup: days of history before the first evaluation day (default and minimum 255).
@@ -301,7 +301,7 @@ class Market:
 
     def device(self, what: str):
         """Device copies of the kernel inputs, flattened (the kernels index them as 1-D arrays)
-        and cached: ``"sid"``/``"dis"`` → (floats, bools) (``"dis"`` with :data:`DAY_PAD`
+        and cached: ``"sid"``/``"dis"`` → (floats, bools) (``"dis"`` with `DAY_PAD`
         days of zeros after the last day, which the ``register`` variant may read but never
         uses), ``"wms"`` → masks, ``"close"`` → the close as ``float32 [D, S]``, ``"bh"`` →
         buy-and-hold ROI."""

@@ -1,7 +1,7 @@
 r"""Programs: trees as RPN byte code, parsing and printing, the typed validator, and populations.
 
 A tree is stored the way the interpreter reads it: **reverse Polish notation**, one opcode
-byte per node (:mod:`gpulab.gp.opcodes`), children before their parent. The paper's example
+byte per node (`gpulab.gp.opcodes`), children before their parent. The paper's example
 
     (AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))   ⇄   MA10 MA50 > EMA9 MA25 < NVIG OR AND
 
@@ -10,7 +10,7 @@ parses from either form and prints to either. A **population** is two trees per 
 is ``code[offsets[2*i + t] : offsets[2*i + t + 1]]``. That is exactly what the kernels read,
 and what the GP loop ([`gpulab.gp.loop`][gpulab.gp.loop]) breeds, without one Python object per node.
 
-Every program reaching a kernel has passed :func:`analyze`: known opcodes, no stack underflow,
+Every program reaching a kernel has passed [`analyze`][gpulab.gp.programs.analyze]: known opcodes, no stack underflow,
 argument types that match, exactly one boolean left at the end. Errors name the individual,
 the tree and the position (0-based, in RPN order).
 """
@@ -81,7 +81,7 @@ def analyze_one(ops):
 
 @njit(parallel=True, cache=True)
 def analyze_bred(code, offsets, parent_stats, src):
-    """:func:`analyze` for a bred population: tree ``t`` with ``src[t] >= 0`` is a byte-for-byte
+    """`analyze` for a bred population: tree ``t`` with ``src[t] >= 0`` is a byte-for-byte
     copy of the parent tree ``src[t]`` and takes its row of ``parent_stats`` (checked: same
     length); every other tree is scanned. Returns the stats and how many copies had the wrong
     length (0, unless breeding is broken)."""
@@ -208,7 +208,7 @@ def error_message(stats_row, ops, individual=None, tree=None) -> str:
 
 
 def check_stats(stats, offsets, code, ntrees_per=2) -> None:
-    """Raise :class:`ProgramError` for the first malformed tree, naming individual/tree/position."""
+    """Raise `ProgramError` for the first malformed tree, naming individual/tree/position."""
     nodes = stats[:, STAT_NODES]
     long = np.flatnonzero(nodes > MAX_TREE_NODES)
     bad = np.flatnonzero(stats[:, STAT_ERR] != OK)
@@ -298,7 +298,7 @@ def _parse_sexpr(toks: list[str]) -> list[int]:
 # --8<-- [start:tree]
 @dataclass(frozen=True, eq=False)
 class Tree:
-    """One boolean tree, as RPN opcodes (``uint8``). Build it with :func:`parse`."""
+    """One boolean tree, as RPN opcodes (``uint8``). Build it with [`parse`][gpulab.gp.programs.parse]."""
 
     ops: np.ndarray
 
@@ -363,7 +363,7 @@ class Tree:
 
 def parse(text) -> Tree:
     """Parse a tree written as an S-expression (``(AND (> MA10 MA50) NVIG)``) or in RPN
-    (``MA10 MA50 > NVIG AND``). A :class:`Tree` is returned as it is.
+    (``MA10 MA50 > NVIG AND``). A [`Tree`][gpulab.gp.programs.Tree] is returned as it is.
 
     Raises:
         ProgramError: unknown token, unbalanced parentheses, wrong number of arguments, stack
@@ -387,12 +387,12 @@ def parse(text) -> Tree:
 
 
 def to_rpn(tree) -> str:
-    """RPN text of a tree (given as a :class:`Tree` or as text in either notation)."""
+    """RPN text of a tree (given as a [`Tree`][gpulab.gp.programs.Tree] or as text in either notation)."""
     return parse(tree).rpn()
 
 
 def to_sexpr(tree) -> str:
-    """S-expression text of a tree (given as a :class:`Tree` or as text in either notation)."""
+    """S-expression text of a tree (given as a [`Tree`][gpulab.gp.programs.Tree] or as text in either notation)."""
     return parse(tree).sexpr()
 
 
@@ -426,7 +426,7 @@ class Population:
         code: ``uint8`` opcodes of every tree, back to back.
         offsets: ``int32 [2P + 1]``: tree ``t`` (0 = buy, 1 = sell) of individual ``i`` is
             ``code[offsets[2i + t] : offsets[2i + t + 1]]``.
-        nodes, depth, stack_depth, bool_depth: ``int32 [P, 2]`` per tree (from :func:`analyze`).
+        nodes, depth, stack_depth, bool_depth: ``int32 [P, 2]`` per tree (from [`analyze`][gpulab.gp.programs.analyze]).
     """
 
     def __init__(self, code, offsets, *, stats=None):
@@ -454,7 +454,7 @@ class Population:
 
     @classmethod
     def bred(cls, code, offsets, parents: "Population", src) -> "Population":
-        """Children from :func:`gpulab.gp.breeding.breed`: a tree that is a byte-for-byte copy of
+        """Children from [`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed]: a tree that is a byte-for-byte copy of
         a parent's (``src[t] >= 0``) takes that parent's stats, already validated; every
         changed tree goes through the typed scan. So every tree has been validated once."""
         code = np.ascontiguousarray(code, dtype=np.uint8)
@@ -509,7 +509,7 @@ class Population:
 
     def check_limits(self, *, stack: int | None = None, bools: int | None = None,
                      tree_nodes: int | None = None, variant: str = "") -> None:
-        """Raise :class:`ProgramLimitError` naming the first tree deeper or longer than a limit."""
+        """Raise [`ProgramLimitError`][gpulab.gp.programs.ProgramLimitError] naming the first tree deeper or longer than a limit."""
         what = f"the {variant} variant's" if variant else "the"
         checks = [(self.stack_depth, self.max_stack_depth, stack, False, "stack depth", "stack of STACK = {} values"),
                   (self.bool_depth, self.max_bool_depth, bools, True, "boolean stack depth", "limit of {} booleans")]

@@ -1,14 +1,14 @@
 r"""The CPU reference: the paper's Algorithms 1 and 2 in plain Python and numpy — the oracle of
 every test.
 
-:func:`tree_values` is the stack interpreter of Algorithm 2, read literally: opcodes left to
+[`tree_values`][gpulab.gp.reference.tree_values] is the stack interpreter of Algorithm 2, read literally: opcodes left to
 right, a terminal pushes its value, a function pops its arguments and pushes its result, the
 one value left is the tree's value. Here a "value" is a whole ``[S, D]`` array (one entry per
 stock and day), so one pass over the program evaluates it on every stock-day at once — the
 same operations in the same order as every kernel does for one stock-day, on float32 inputs.
 
-:func:`trade` is Algorithm 1's day loop for one stock, in Python floats (IEEE float64) and
-Python ints, with the decision matrix spelled out; :func:`fitness` is the mean over stocks of
+[`trade`][gpulab.gp.reference.trade] is Algorithm 1's day loop for one stock, in Python floats (IEEE float64) and
+Python ints, with the decision matrix spelled out; [`fitness`][gpulab.gp.reference.fitness] is the mean over stocks of
 ROI minus buy-and-hold ROI, summed in stock order (the order every backend uses).
 """
 
@@ -32,7 +32,7 @@ class Evaluation:
         fitness: float64 ``[P]``: mean over stocks of (ROI − buy-and-hold ROI).
         money: float64 ``[P, S]``: money after the last day (positions sold).
         trace: uint8 ``[P, S, D]`` or ``None``: per day, bit 0 the buy signal, bit 1 the sell
-            signal, bit 2 "bought", bit 3 "sold" (:data:`gpulab.gp.trading.TRACE_BUY` ...).
+            signal, bit 2 "bought", bit 3 "sold" (`gpulab.gp.trading.TRACE_BUY` ...).
     """
 
     fitness: np.ndarray

@@ -1,29 +1,29 @@
 r"""The trading model (the paper's section 3), in exactly the arithmetic every backend uses.
 
 Per individual and stock: $10,000 and no shares on the first evaluation day; a $1 commission
-per trade. On day :math:`d`, with the buy tree's and the sell tree's values for that stock and
-day, and the day's close :math:`c_d` (a float32, converted exactly to float64):
+per trade. On day \(d\), with the buy tree's and the sell tree's values for that stock and
+day, and the day's close \(c_d\) (a float32, converted exactly to float64):
 
 * **buy ∧ ¬sell**, no shares held: buy the most shares the money allows after the fee,
-  :math:`n = \lfloor (m - 1) / c_d \rfloor`; pay :math:`n c_d + 1`. If :math:`n = 0` (the money is
+  \(n = \lfloor (m - 1) / c_d \rfloor\); pay \(n c_d + 1\). If \(n = 0\) (the money is
   below one share's price plus the fee) the order is **not placed** and costs nothing: the
   rule tries again at its next buy signal.
-* **sell ∧ ¬buy**, shares held: sell them all, receive :math:`n c_d - 1`.
+* **sell ∧ ¬buy**, shares held: sell them all, receive \(n c_d - 1\).
 * otherwise nothing (the paper's decision matrix).
 
 After the last day a position still held is sold at that day's close (with the fee).
 
-**Exact on every backend.** Money is float64, shares an integer below :data:`SHARE_LIMIT` =
-:math:`2^{29}`, close prices have 24-bit mantissas, so :math:`n \cdot c_d` is exact in float64
+**Exact on every backend.** Money is float64, shares an integer below `SHARE_LIMIT` =
+\(2^{29}\), close prices have 24-bit mantissas, so \(n \cdot c_d\) is exact in float64
 (29 + 24 bits ≤ 53). That makes ``m - n*c`` give the same bits whether or not a compiler
 contracts it into a fused multiply-add (nvcc and NVRTC may, the CPU does not), and the
 division and the floor are correctly rounded IEEE operations everywhere. A buy that would hold
-:math:`2^{29}` shares or more sets an overflow flag, and the host raises
-:class:`~gpulab.errors.LimitError`. The quotient :math:`(m-1)/c` is rounded, so it can round up
-to an integer the money does not quite reach; one exact check (:math:`n c > m - 1` ⇒
-:math:`n - 1`) makes :math:`n` the true floor.
+\(2^{29}\) shares or more sets an overflow flag, and the host raises
+[`LimitError`][gpulab.errors.LimitError]. The quotient \((m-1)/c\) is rounded, so it can round up
+to an integer the money does not quite reach; one exact check (\(n c > m - 1\) ⇒
+\(n - 1\)) makes \(n\) the true floor.
 
-:func:`trade_day` is written once in Python and compiled twice: with ``numba.njit`` for the
+[`trade_day`][gpulab.gp.trading.trade_day] is written once in Python and compiled twice: with ``numba.njit`` for the
 CPU interpreters and with ``cuda.jit(device=True)`` for the numba kernels; ``kernels.cu`` has
 the same lines in C.
 """

@@ -53,7 +53,7 @@ def overrides() -> dict:
     """Parameters from ``$GPULAB_GP_PARAMS`` (JSON text, or the path of a JSON file): keys
     ``"name"`` or ``"name[backend]"``, values dicts over the registry's parameters. The tuning
     sweep (``scripts/tune_gp.py``) writes such a file so that one GPU run can benchmark its
-    winners before they are written into :data:`PARAMS`."""
+    winners before they are written into `PARAMS`."""
     import json
     import os
 

@@ -1,11 +1,17 @@
 """Chapter 1: matrix multiplication, from one thread per output to register tiling.
 
-```python
-import cupy, numpy as np, gpulab.matmul as mm
-A = np.random.rand(33, 17).astype(np.float32); B = np.random.rand(17, 5).astype(np.float32)
-C = mm.matmul(A, B, variant="shared")          # numpy in, numpy out
-C = mm.matmul(cupy.asarray(A), cupy.asarray(B))  # CuPy in, CuPy out (no copy)
-```
+Examples:
+    Numpy in, numpy out (sizes that are not multiples of the tile are fine):
+
+    >>> import numpy as np, gpulab.matmul as mm
+    >>> rng = np.random.default_rng(1)
+    >>> A, B = rng.random((33, 17), dtype=np.float32), rng.random((17, 5), dtype=np.float32)
+    >>> C = mm.matmul(A, B, variant="shared")
+    >>> C.shape, C.dtype, bool(np.allclose(C, A @ B, rtol=1e-5))
+    ((33, 5), dtype('float32'), True)
+
+    A device array comes back as the same library's device array, with no copy:
+    `mm.matmul(cupy.asarray(A), cupy.asarray(B))` returns a CuPy array.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Three kinds of case, all uint32 keys drawn fresh for the run:
 
 * ``2^k``: keys-only sort of 2^k uniformly random 32-bit keys (all 32 bits significant,
   so the early exit saves nothing here); peer: CUB's ``DeviceRadixSort::SortKeys`` called
-  directly (:mod:`gpulab.radix.peer`): input read in place, sorted keys written to a second
+  directly (`gpulab.radix.peer`): input read in place, sorted keys written to a second
   buffer, temporary storage allocated outside the timed region — exactly our sorts' work.
   ``cupy.sort`` (which copies its input, then runs the same CUB sort) is recorded beside it in
   ``other_peers_ms``, not in the ratio.
@@ -21,7 +21,7 @@ Three kinds of case, all uint32 keys drawn fresh for the run:
 
 The ceiling column is the memory-bandwidth bound of an ideal 4-pass (8-bit digit) LSD sort
 that reads and writes every key once per pass (32 bytes per key) at the device-to-device copy
-bandwidth measured on the H200 (4.24 TB/s, ``shared/device/README.md``). :func:`bytes_per_key`
+bandwidth measured on the H200 (4.24 TB/s, ``shared/device/README.md``). `bytes_per_key`
 is the per-variant model the book compares with the measured times.
 """
 

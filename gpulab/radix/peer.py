@@ -7,8 +7,8 @@ does exactly that (and ``SortPairs`` with 32-bit values), so the peer here is th
 its temporary storage allocated once outside the timed region.
 
 The wrapper is compiled with ``nvcc`` on first use (about 15 s; cached) into a shared library
-loaded with :mod:`ctypes`; it shares the device's primary context with numba, so numba device
-arrays pass straight in. Without ``nvcc`` or a GPU, :func:`unavailable_reason` says why and the
+loaded with `ctypes`; it shares the device's primary context with numba, so numba device
+arrays pass straight in. Without ``nvcc`` or a GPU, `unavailable_reason` says why and the
 benchmark records no peer rather than a different one.
 """
 

@@ -1,11 +1,13 @@
 """Chapter 2: the least-correlated subset, by exhaustive search over all C(n, k) subsets.
 
-```python
-import numpy as np, gpulab.subset as ss
-C = ss.correlation(ss.synthetic_returns(250, 20, seed=1))
-best = ss.least_correlated(C, 5, variant="incremental")
-best.combination, best.distance, best.rank
-```
+Examples:
+    The 5 least-correlated of 20 synthetic stocks (250 days of returns, seeded):
+
+    >>> import gpulab.subset as ss
+    >>> C = ss.correlation(ss.synthetic_returns(250, 20, seed=1))
+    >>> best = ss.least_correlated(C, 5, variant="incremental")
+    >>> best.combination, round(best.distance, 4), best.rank
+    ((1, 7, 14, 15, 17), 0.4154, 6422)
 
 `C` may also be a device array (CuPy, PyTorch, numba): it is validated and packed on the
 device, and the search reads it there.

@@ -1,6 +1,6 @@
 """``gpulab subset search``: the least-correlated subset of a CSV's strategies (or synthetic
 ones), on this device, on every local GPU (``--gpus all``), or on a running Dask cluster
-(``--scheduler tcp://host:8786``). The parser lives in :mod:`gpulab.cli`."""
+(``--scheduler tcp://host:8786``). The parser lives in `gpulab.cli`."""
 
 from __future__ import annotations
 
