@@ -12,8 +12,6 @@ memory first), so the simulator tests of the numba path run every line the CUDA 
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from gpulab import cudac, device
@@ -434,12 +432,6 @@ def evaluator_factory(backend: str):
 
     make.backend = backend
     return make
-
-
-def population_key(pop: Population) -> str:
-    h = hashlib.sha1(pop.code.tobytes())
-    h.update(pop.offsets.tobytes())
-    return h.hexdigest()
 
 
 # ----------------------------------------------------------------------------- the API's argument checks
