@@ -241,9 +241,9 @@ RUN = {"circuit": run_walk, "path": run_walk, "debruijn": run_debruijn, "pin": r
 
 
 def cmd_euler(args) -> int:
-    from gpulab.cli import _run_chapter_command
+    from gpulab.commands import run_chapter_command
 
-    return _run_chapter_command(f"gpulab euler {args.euler_cmd}", RUN[args.euler_cmd], args)
+    return run_chapter_command(f"gpulab euler {args.euler_cmd}", RUN[args.euler_cmd], args)
 
 
 # ----------------------------------------------------------------------------- parsers
@@ -275,7 +275,7 @@ def _common(p, what: str) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """The ``euler`` command and its sub-commands (each sets ``fn``)."""
-    from gpulab.cli import exit_statuses
+    from gpulab.commands import exit_statuses
 
     EXIT_STATUS = exit_statuses(None)  # noqa: N806  (the same table as every other command)
     g = subparsers.add_parser("euler", help="chapter 5: Euler circuits and paths, de Bruijn sequences, PINs, "

@@ -936,43 +936,6 @@ def radix_params(name: str, backend: str) -> dict:
     return dict(REGISTRY.get(name, backend).params)
 
 
-# ----------------------------------------------------------------------------- generators on the device
-
-
-def _gen_plan():
-    p = {"BLOCK": 32 if device.on_simulator() else 256}
-    return EulerPlan("none", "numba", 1, p)
-
-
-def generate_deep(p: dict):
-    from numba import cuda
-
-    from gpulab.euler.generators import feistel_bits
-
-    E, V = p["E"], p["V"]
-    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
-    bv, be = feistel_bits(V), feistel_bits(E)
-    plan = _gen_plan()
-    plan.launch("gen_deep", E, _i(E), _i(V), _u(bv // 2), _u((1 << (bv // 2)) - 1), _u(be // 2),
-                _u((1 << (be // 2)) - 1), *(_u(k) for k in p["kv"]), *(_u(k) for k in p["ke"]), _u(p["kr"]), src, dst)
-    return src, dst
-
-
-def generate_shallow(p: dict):
-    from numba import cuda
-
-    from gpulab.euler.generators import feistel_bits
-
-    E = p["E"]
-    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
-    be = feistel_bits(E)
-    plan = _gen_plan()
-    plan.launch("gen_shallow", E, _i(E), _i(p["L"]), _i(p["C"]), _i(p["M0"]), _i(p["M"]), _i(p["degree"]),
-                _i(p["path"]), _u(be // 2), _u((1 << (be // 2)) - 1), *(_u(k) for k in p["ke"]), _u(p["kr"]),
-                _u(p["kp"]), _u(p["kq"]), src, dst)
-    return src, dst
-
-
 # ----------------------------------------------------------------------------- the CPU peers
 
 

@@ -19,9 +19,9 @@ from gpulab import device  # noqa: F401  (selects GPU or simulator before numba 
 from gpulab.subset.combinatorics import binomial_table, choose, gather, offset, pack, rank, unrank
 from gpulab.arrays import is_device_array, to_host
 from gpulab.subset import host
-from gpulab.subset.reference import (SubsetResult, correlation, frobenius_distance, least_correlated_cpu,
-                                     least_correlated_reference, load_returns_csv, squared_packed,
-                                     synthetic_returns)
+from gpulab.subset.host import correlation, squared_packed
+from gpulab.subset.reference import (SubsetResult, frobenius_distance, least_correlated_cpu,
+                                     least_correlated_reference, load_returns_csv, synthetic_returns)
 from gpulab.subset.variants import REGISTRY
 
 __all__ = ["least_correlated", "least_correlated_reference", "SubsetResult", "choose", "unrank", "rank",
