@@ -370,12 +370,10 @@ class EulerPlan:
             return
         sp = self._sorts.get(n)
         if sp is None:
-            from gpulab.radix import host as rh
-            from gpulab.radix.variants import KIND
+            from gpulab import radix
 
-            name = self.params["SORT"]
-            rp = dict(self.params.get("SORT_PARAMS") or radix_params(name, self.backend))
-            sp = self._sorts[n] = rh.SortPlan(KIND[name], self.backend, n, True, rp)
+            sp = self._sorts[n] = radix.plan(n, pairs=True, variant=self.params["SORT"], backend=self.backend,
+                                             params=self.params.get("SORT_PARAMS"))
         if self.vmax is None:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
@@ -927,13 +925,6 @@ def _imbalance_message(info: dict, path: bool) -> str:
                 "vertices are unbalanced): no Euler circuit")
     return (f"an Euler path needs exactly one vertex with out = in + 1 and one with in = out + 1; here "
             f"{info['unbalanced']} vertices are unbalanced (e.g. vertex {v}: {a} in-edges, {b} out-edges)")
-
-
-def radix_params(name: str, backend: str) -> dict:
-    """Chapter 4's parameters for the radix-sort variant used by the pairing."""
-    from gpulab.radix.variants import REGISTRY
-
-    return dict(REGISTRY.get(name, backend).params)
 
 
 # ----------------------------------------------------------------------------- the CPU peers

@@ -191,6 +191,16 @@ def shared_bytes_incremental(n: int, block: int) -> int:
     return 8 * npairs(n) + 16 * block
 
 
+def check_shared_layout(variant: str, n: int, k: int, params: dict) -> None:
+    """The shared-memory check of the `shared` and `incremental*` variants' launches, made
+    without launching (other variants keep nothing in shared memory that grows with n)."""
+    block = geometry(params)[0]
+    if variant == "shared":
+        check_shared(shared_bytes_shared(n, k, block), f"the shared variant (n = {n}, k = {k}, block = {block})")
+    elif variant.startswith("incremental"):
+        check_shared(shared_bytes_incremental(n, block), f"the incremental variant (n = {n}, block = {block})")
+
+
 def check_shared(nbytes: int, what: str) -> None:
     limit = shared_limit()
     if nbytes > limit:
