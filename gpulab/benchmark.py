@@ -183,7 +183,7 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
 
     ``progress``: called with one line per record (default: [`gpulab.progress.write`][gpulab.progress.write],
     a line on stderr, so that stdout keeps only results); ``None``: none."""
-    from gpulab import device
+    from gpulab import cudac, device
     from gpulab.errors import GpulabError
     from gpulab.timing import measure
 
@@ -277,7 +277,7 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
             spec.teardown(state)
     result = {"schema": SCHEMA, "chapter": spec.chapter,
               "date": utc_now(),
-              "device": device.info().as_dict(), "versions": versions(),
+              "device": {**device.info().as_dict(), "pycuda": cudac.pycuda_status()}, "versions": versions(),
               "settings": {"warmup": warmup, "repeat": repeat, "quick": quick, "seed": seed},
               "records": records}
     if spec.extra:  # chapter facts for the book (values may be callables, evaluated after the run)

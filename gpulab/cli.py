@@ -16,19 +16,13 @@ import sys
 import warnings
 
 import gpulab  # noqa: F401  (device selection before anything imports numba)
+from gpulab.commands import GP_DEFAULTS, exit_statuses  # noqa: F401  (GP_DEFAULTS: gpulab.cli.GP_DEFAULTS)
+from gpulab.commands import run_chapter_command as _run_chapter_command
 from gpulab.errors import GpulabError
 
 
 class UsageError(GpulabError):
     """A command-line mistake: one line on stderr, exit status 2."""
-
-
-def exit_statuses(one: str | None = "a check failed (a variant's result, an exercise ...)") -> str:
-    """The exit statuses, for a parser's epilog (`one`: what status 1 means, None: not used)."""
-    rows = [("0", "ok")] + ([("1", one)] if one else []) + [
-        ("2", "a usage error or bad input (one line on stderr)"), ("130", "interrupted (Ctrl-C)"),
-        ("141", "stdout closed early (e.g. piped into head): quietly")]
-    return "exit status:\n" + "\n".join(f"  {code:5s}{text}" for code, text in rows)
 
 
 class _Formatter(argparse.RawDescriptionHelpFormatter):
@@ -75,11 +69,12 @@ def _count(minimum: int):
 
 
 def cmd_info(args) -> int:
-    from gpulab import device
+    from gpulab import cudac, device
 
     info = device.info()
+    pycuda = cudac.pycuda_status()
     if args.json:
-        print(json.dumps(info.as_dict(), indent=1))
+        print(json.dumps({**info.as_dict(), "pycuda": pycuda}, indent=1))
         return 0
     rows = [("mode", "GPU" if info.mode == "gpu" else "simulator (numba CUDA simulator on the CPU)"),
             ("device", info.name), ("compute capability", "%d.%d" % info.compute_capability),
@@ -87,7 +82,7 @@ def cmd_info(args) -> int:
             ("shared memory per block", f"{info.shared_memory_per_block} bytes "
                                         f"({info.shared_memory_per_block_optin} with opt-in)"),
             ("constant memory", f"{info.constant_memory} bytes"), ("warp size", info.warp_size),
-            ("CUDA C backend (pycuda)", info.pycuda)]
+            ("CUDA C backend (pycuda)", pycuda)]
     for k, v in rows:
         print(f"{k:26s} {v}")
     if info.mode == "sim":
@@ -206,29 +201,11 @@ def cmd_compile_check(args) -> int:
     return cc_main(_chapters(args.chapters, "compile-check") or None, args.json)
 
 
-def _run_chapter_command(name: str, run, args) -> int:
-    """A chapter's sub-command: its user errors become one line on stderr, named by the command
-    (`gpulab gp evolve: ...`), and exit status 2."""
-    try:
-        return run(args)
-    except GpulabError as exc:
-        print(f"{name}: {' '.join(str(exc).split())}", file=sys.stderr)
-        return 2
-
-
 def cmd_gp(args) -> int:
     from gpulab.gp import cli as gp_cli
 
     run = gp_cli.run_evolve if args.gp_cmd == "evolve" else gp_cli.run_experiment
     return _run_chapter_command(f"gpulab gp {args.gp_cmd}", run, args)
-
-
-# gp's defaults that fit the device: {command: {device: (backend, population, generations)}} (here, not
-# in gpulab.gp, so that building the parser imports no numba). "gpu": the paper's scale for evolve, the
-# chapter's published experiment. "sim": measured on a 2-core machine without a GPU to finish in under a
-# minute with the default data, on the CPU backend (numba's CUDA simulator is too slow to evolve with).
-GP_DEFAULTS = {"evolve": {"gpu": ("numba", 25_000, 50), "sim": ("cpu", 5000, 20)},
-               "experiment": {"gpu": ("cpu", 2000, 30), "sim": ("cpu", 1000, 10)}}
 
 
 def _gp_default(command: str, what: str) -> str:

@@ -67,16 +67,18 @@ _LOCAL = re.compile(r"\b(ld|st)\.local\b")
 FOUNDATION = "foundation"  # the shared kernels (gpulab.arrays' device-side checks), checked like a chapter's
 
 
-def _kernels_module(chapter: str):
+def _targets_module(chapter: str):
+    """Where a chapter's `ptx_targets()` lives: beside its registry (`variants.py`), which knows
+    the parameters its kernels are built with."""
     if chapter == FOUNDATION:
         import gpulab.arrays
 
         return gpulab.arrays
-    return module(chapter, "kernels_numba")
+    return module(chapter, "variants")
 
 
 def numba_ptx(chapters=None) -> list[dict]:
-    """Compile each chapter's `kernels_numba.ptx_targets()` (and, by default, the shared kernels:
+    """Compile each chapter's `variants.ptx_targets()` (and, by default, the shared kernels:
     chapter `"foundation"`) for sm_90 (needs a non-simulator process)."""
     if device.on_simulator():
         raise RuntimeError("numba_ptx needs the real numba compiler: run it with GPULAB_DEVICE=gpu")
@@ -84,7 +86,7 @@ def numba_ptx(chapters=None) -> list[dict]:
 
     out = []
     for ch in chapters or [*CHAPTERS, FOUNDATION]:
-        for name, kern, sig in _kernels_module(ch).ptx_targets():
+        for name, kern, sig in _targets_module(ch).ptx_targets():
             rec = {"chapter": ch, "kernel": name, "kind": "numba", "ok": False, "error": None,
                    "local_memory_ops": None, "resources": {}}
             try:

@@ -110,7 +110,6 @@ class DeviceInfo:
     shared_memory_per_block_optin: int
     constant_memory: int
     warp_size: int
-    pycuda: str
 
     def as_dict(self) -> dict:
         return asdict(self)
@@ -131,12 +130,10 @@ _SIM_LIMITS = dict(
 
 @lru_cache(maxsize=1)
 def info() -> DeviceInfo:
-    """Describe the device kernels run on (queried once)."""
-    from gpulab import cudac
-
-    pycuda = cudac.pycuda_status()
+    """Describe the device kernels run on (queried once). Whether the CUDA C backend can run
+    here is [`gpulab.cudac`][gpulab.cudac]'s to say (`cudac.pycuda_status()`)."""
     if on_simulator():
-        return DeviceInfo(mode="sim", name="numba CUDA simulator (CPU)", pycuda=pycuda, **_SIM_LIMITS)
+        return DeviceInfo(mode="sim", name="numba CUDA simulator (CPU)", **_SIM_LIMITS)
     from numba import cuda
 
     dev = cuda.get_current_device()
@@ -151,7 +148,6 @@ def info() -> DeviceInfo:
         shared_memory_per_block_optin=dev.MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
         constant_memory=dev.TOTAL_CONSTANT_MEMORY,
         warp_size=dev.WARP_SIZE,
-        pycuda=pycuda,
     )
 
 

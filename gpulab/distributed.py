@@ -266,29 +266,12 @@ def merge(parts) -> ChunkResult:
 # --8<-- [end:merge]
 
 
-def _prepare_subset(C, k, variant, backend, params):
-    """Chapter 2's checks, on the client: `(Q on the host, n, k)`."""
-    from gpulab.arrays import is_device_array, to_host
-    from gpulab.subset import host
-    from gpulab.subset.reference import squared_packed
-    from gpulab.subset.variants import REGISTRY
+def prepare_subset(C, k, variant, backend, params):
+    """Chapter 2's checks, on the client ([`gpulab.subset.check`][gpulab.subset.check]):
+    `(Q on the host, n, k)`, what every task reads."""
+    from gpulab.subset import check, squared_packed
 
-    if is_device_array(C):
-        C = to_host(C)  # n² values; its triangle is what every worker gets
-    C, n, k = host.validate(C, k)
-    variant = variant or REGISTRY.default(backend)
-    REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
-    if params is not None and not isinstance(params, dict):
-        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
-    if backend != "cpu":
-        host.check_gpu_limits(n, k)
-        if device.on_simulator() and variant in ("incremental", "incremental_warp", "shared"):
-            # the simulator's limits are the H200's; a GPU client leaves this to its workers
-            # (reading a GPU's limits here would make a CUDA context in the client)
-            block = host.geometry(dict(REGISTRY.get(variant, backend).params, **(params or {})))[0]
-            nbytes = (host.shared_bytes_shared(n, k, block) if variant == "shared"
-                      else host.shared_bytes_incremental(n, block))
-            host.check_shared(nbytes, f"the {variant} variant (n = {n}, k = {k}, block = {block})")
+    C, n, k = check(C, k, variant, backend, params)
     return squared_packed(C), n, k
 
 
@@ -305,7 +288,7 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
     from gpulab.subset.variants import REGISTRY
 
     variant = variant or REGISTRY.default(backend)
-    Q, n, k = _prepare_subset(C, k, variant, backend, params)
+    Q, n, k = prepare_subset(C, k, variant, backend, params)
     chunks = _count(chunks, "chunks")
     client = _client(client)
     total = choose(n, k)
@@ -408,20 +391,9 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
         ProgramError, ProgramLimitError, LimitError, GpulabError: bad input, before any task is submitted.
     """
     import gpulab.gp as gp
-    from gpulab.gp import host as gp_host
-    from gpulab.gp.market import Market
 
     variant = variant or gp.REGISTRY.default(backend)  # the backend's best, as gp.evaluate
-    pop = gp._population(population)
-    if not isinstance(market, Market):
-        raise DtypeError(f"market must be a gpulab.gp.Market, got {type(market).__name__}")
-    v = gp.REGISTRY.get(variant, backend)
-    if params is not None and not isinstance(params, dict):
-        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
-    p = dict(v.params, **(params or {}))
-    if backend != "cpu":
-        gp_host.check_market(market, variant)
-    gp_host.check_limits(variant, pop, gp_host.geometry(p) if backend != "cpu" else p)
+    pop = gp.check(population, market, variant, backend, params)
     shards = _count(shards, "shards")
     client = _client(client)
     P = len(pop)

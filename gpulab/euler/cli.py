@@ -245,7 +245,7 @@ def _check_out(args) -> None:
 
 
 def cmd_euler(args) -> int:
-    from gpulab.cli import _run_chapter_command
+    from gpulab.commands import run_chapter_command
 
     def run(a):
         _check_out(a)
@@ -255,7 +255,7 @@ def cmd_euler(args) -> int:
             a.variant = REGISTRY.default(a.backend)
         return RUN[a.euler_cmd](a)
 
-    return _run_chapter_command(f"gpulab euler {args.euler_cmd}", run, args)
+    return run_chapter_command(f"gpulab euler {args.euler_cmd}", run, args)
 
 
 # ----------------------------------------------------------------------------- parsers
@@ -287,7 +287,7 @@ def _common(p, what: str) -> None:
 
 def add_parser(subparsers) -> argparse.ArgumentParser:
     """The ``euler`` command and its sub-commands (each sets ``fn``)."""
-    from gpulab.cli import exit_statuses
+    from gpulab.commands import exit_statuses
 
     EXIT_STATUS = exit_statuses(None)  # noqa: N806  (the same table as every other command)
     g = subparsers.add_parser("euler", help="chapter 5: Euler circuits and paths, de Bruijn sequences, PINs, "

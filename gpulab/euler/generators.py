@@ -108,9 +108,7 @@ def deep_graph(n_edges: int, degree: int = 4, seed: int = 0, device: bool = Fals
     """
     p = deep_params(n_edges, degree, seed)
     if device:
-        from gpulab.euler import host
-
-        return host.generate_deep(p)
+        return _generate_deep(p)
     i = np.arange(n_edges, dtype=np.int64)
     ids = feistel(i, n_edges, p["ke"]).astype(np.int64)
     w = _deep_vertex(i, p)
@@ -166,9 +164,7 @@ def shallow_graph(n_edges: int, walk: int = 64, degree: int = 4, seed: int = 0, 
     walk; ``"path"``: of walk j - 1). Returns ``(src, dst)`` as [`deep_graph`][gpulab.euler.generators.deep_graph] does."""
     p = shallow_params(n_edges, walk, degree, seed, tree)
     if device:
-        from gpulab.euler import host
-
-        return host.generate_shallow(p)
+        return _generate_shallow(p)
     i = np.arange(n_edges, dtype=np.int64)
     j, t = i // p["L"], i % p["L"]
     length = np.where(j == p["C"] - 1, n_edges - (p["C"] - 1) * p["L"], p["L"])
@@ -221,3 +217,44 @@ def path_of_cycles(count: int, length: int, shuffle_rng=None):
         cycles.append(list(range(base, base + length - 1)) + [base + length - 1])
     # consecutive cycles share vertex base + length - 1 == next base
     return from_cycles(cycles, shuffle_rng)
+
+
+# ----------------------------------------------------------------------------- generators on the device
+
+
+def _u32(x) -> np.uint32:
+    return np.uint32(int(x) & MASK32)
+
+
+def _gen_plan():
+    from gpulab import device
+    from gpulab.euler.host import EulerPlan
+
+    p = {"BLOCK": 32 if device.on_simulator() else 256}
+    return EulerPlan("none", "numba", 1, p)
+
+
+def _generate_deep(p: dict):
+    from numba import cuda
+
+    E, V = p["E"], p["V"]
+    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
+    bv, be = feistel_bits(V), feistel_bits(E)
+    plan = _gen_plan()
+    plan.launch("gen_deep", E, np.int32(E), np.int32(V), _u32(bv // 2), _u32((1 << (bv // 2)) - 1),
+                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["kv"]),
+                *(_u32(k) for k in p["ke"]), _u32(p["kr"]), src, dst)
+    return src, dst
+
+
+def _generate_shallow(p: dict):
+    from numba import cuda
+
+    E = p["E"]
+    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
+    be = feistel_bits(E)
+    plan = _gen_plan()
+    plan.launch("gen_shallow", E, *(np.int32(x) for x in (E, p["L"], p["C"], p["M0"], p["M"], p["degree"], p["path"])),
+                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["ke"]), _u32(p["kr"]),
+                _u32(p["kp"]), _u32(p["kq"]), src, dst)
+    return src, dst

@@ -372,12 +372,10 @@ class EulerPlan:
             return
         sp = self._sorts.get(n)
         if sp is None:
-            from gpulab.radix import host as rh
-            from gpulab.radix.variants import KIND
+            from gpulab import radix
 
-            name = self.params["SORT"]
-            rp = dict(self.params.get("SORT_PARAMS") or radix_params(name, self.backend))
-            sp = self._sorts[n] = rh.SortPlan(KIND[name], self.backend, n, True, rp)
+            sp = self._sorts[n] = radix.plan(n, pairs=True, variant=self.params["SORT"], backend=self.backend,
+                                             params=self.params.get("SORT_PARAMS"))
         if self.vmax is None:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
@@ -929,50 +927,6 @@ def _imbalance_message(info: dict, path: bool) -> str:
                 "vertices are unbalanced): no Euler circuit")
     return (f"an Euler path needs exactly one vertex with out = in + 1 and one with in = out + 1; here "
             f"{info['unbalanced']} vertices are unbalanced (e.g. vertex {v}: {a} in-edges, {b} out-edges)")
-
-
-def radix_params(name: str, backend: str) -> dict:
-    """Chapter 4's parameters for the radix-sort variant used by the pairing."""
-    from gpulab.radix.variants import REGISTRY
-
-    return dict(REGISTRY.get(name, backend).params)
-
-
-# ----------------------------------------------------------------------------- generators on the device
-
-
-def _gen_plan():
-    p = {"BLOCK": 32 if device.on_simulator() else 256}
-    return EulerPlan("none", "numba", 1, p)
-
-
-def generate_deep(p: dict):
-    from numba import cuda
-
-    from gpulab.euler.generators import feistel_bits
-
-    E, V = p["E"], p["V"]
-    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
-    bv, be = feistel_bits(V), feistel_bits(E)
-    plan = _gen_plan()
-    plan.launch("gen_deep", E, _i(E), _i(V), _u(bv // 2), _u((1 << (bv // 2)) - 1), _u(be // 2),
-                _u((1 << (be // 2)) - 1), *(_u(k) for k in p["kv"]), *(_u(k) for k in p["ke"]), _u(p["kr"]), src, dst)
-    return src, dst
-
-
-def generate_shallow(p: dict):
-    from numba import cuda
-
-    from gpulab.euler.generators import feistel_bits
-
-    E = p["E"]
-    src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
-    be = feistel_bits(E)
-    plan = _gen_plan()
-    plan.launch("gen_shallow", E, _i(E), _i(p["L"]), _i(p["C"]), _i(p["M0"]), _i(p["M"]), _i(p["degree"]),
-                _i(p["path"]), _u(be // 2), _u((1 << (be // 2)) - 1), *(_u(k) for k in p["ke"]), _u(p["kr"]),
-                _u(p["kp"]), _u(p["kq"]), src, dst)
-    return src, dst
 
 
 # ----------------------------------------------------------------------------- the CPU peers

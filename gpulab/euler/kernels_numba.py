@@ -1117,13 +1117,12 @@ def debruijn_symbols(circuit, N, kn1, n1, seq):
 # ----------------------------------------------------------------------------- compile checks
 
 
-def ptx_targets() -> list[tuple[str, object, str]]:
-    """Every numba kernel of this chapter with the signatures the host launches it with."""
-    from gpulab.euler.variants import REGISTRY
-
+def fixed_targets() -> list[tuple[str, object, str]]:
+    """The kernels of this chapter that take no compile-time parameters, with the signatures the
+    host launches them with (the parametrized ones: `gpulab.euler.variants.ptx_targets`)."""
     s = "int32"
     u = "uint32"
-    targets = [
+    return [
         ("preset_i32", preset_i32, f"void({I32}, {s}, {s}, {s}, {s}, {s})"),
         ("preset_i64", preset_i64, f"void({I64}, int64, int64, int64, int64)"),
         ("small_sort", small_sort, f"void({I32}, {s}, {I32}, {I32})"),
@@ -1175,25 +1174,6 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("debruijn_ends", debruijn_ends, f"void({s}, {s}, {s}, {I32}, {I32})"),
         ("debruijn_symbols", debruijn_symbols, f"void({I32}, {s}, {s}, {s}, {U8})"),
     ]
-    seen = set()
-    for v in REGISTRY.select():
-        p = v.params
-        if "BLOCK" in p:
-            b = p["BLOCK"]
-            for dt in (I32, I64):
-                name = f"to_i32[{b}]({dt[:5]})"
-                if name not in seen:
-                    seen.add(name)
-                    targets.append((name, to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s}, {s})"))
-            if "SPACING" in p and f"pick_splitters[{b}]" not in seen:
-                seen.add(f"pick_splitters[{b}]")
-                targets.append((f"pick_splitters[{b}]", pick_splitters_kernel(b),
-                                f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {s})"))
-        if "TILE" in p and f"tile_contract[{p['TILE']}]" not in seen:
-            seen.add(f"tile_contract[{p['TILE']}]")
-            targets.append((f"tile_contract[{p['TILE']}]", tile_contract_kernel(p["TILE"]),
-                            f"void({I32}, {s}, {I32}, {I32}, {I32})"))
-    return targets
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["np"]

@@ -87,3 +87,31 @@ def cuda_builds() -> list[tuple[str, dict]]:
             seen.add(key)
             out.append((host.SOURCE, d))
     return out
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel of this chapter with the signatures the host launches it with (for the
+    PTX check, `gpulab.compilecheck`)."""
+    from gpulab.euler import kernels_numba as kn
+
+    I32, I64, s, u = kn.I32, kn.I64, "int32", "uint32"
+    targets = kn.fixed_targets()
+    seen = set()
+    for v in REGISTRY.select():
+        p = v.params
+        if "BLOCK" in p:
+            b = p["BLOCK"]
+            for dt in (I32, I64):
+                name = f"to_i32[{b}]({dt[:5]})"
+                if name not in seen:
+                    seen.add(name)
+                    targets.append((name, kn.to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s}, {s})"))
+            if "SPACING" in p and f"pick_splitters[{b}]" not in seen:
+                seen.add(f"pick_splitters[{b}]")
+                targets.append((f"pick_splitters[{b}]", kn.pick_splitters_kernel(b),
+                                f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {s})"))
+        if "TILE" in p and f"tile_contract[{p['TILE']}]" not in seen:
+            seen.add(f"tile_contract[{p['TILE']}]")
+            targets.append((f"tile_contract[{p['TILE']}]", kn.tile_contract_kernel(p["TILE"]),
+                            f"void({I32}, {s}, {I32}, {I32}, {I32})"))
+    return targets

@@ -33,7 +33,7 @@ from gpulab.gp.variants import DEFAULT_VARIANT, REGISTRY
 from gpulab.gp.loop import EvolutionInterrupted, EvolutionResult, GPParams, evolve, experiment
 
 __all__ = ["parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Population", "Market", "synthetic_market",
-           "load_csv", "sample_market", "evaluate", "evaluate_detail", "evolve", "experiment", "GPParams",
+           "load_csv", "sample_market", "evaluate", "evaluate_detail", "check", "evolve", "experiment", "GPParams",
            "EvolutionResult", "EvolutionInterrupted", "variants", "Evaluation",
            "ProgramError", "ProgramLimitError", "DataError", "FLOAT_TERMINALS", "BOOL_TERMINALS", "FUNCTIONS",
            "REGISTRY", "DEFAULT_VARIANT"]
@@ -46,6 +46,28 @@ def _population(population) -> Population:
         raise GpulabError("population must be a gpulab.gp.Population or a list of individuals / (buy, sell) "
                           f"pairs, got {type(population).__name__}")
     return Population.from_individuals(population)
+
+
+def check(population, market: Market, variant: str | None = None, backend: str = "numba",
+          params: dict | None = None) -> Population:
+    """The checks of [`evaluate`][gpulab.gp.evaluate], without evaluating and without the
+    device: the population as `evaluate` reads it, or the error `evaluate` would raise (its
+    arguments, then every program against the variant's limits: stack and boolean depth,
+    program length, the market's size).
+
+    Whether the variant can run on this machine is not checked (a Dask client without pycuda
+    checks a `cuda-c` evaluation its GPU workers run): [`gpulab.distributed`][gpulab.distributed]
+    calls this on its client before any task is submitted.
+    """
+    pop = _population(population)
+    host.check_market_arg(market)
+    host.check_variant_args(variant, backend, params)
+    v = REGISTRY.get(variant or REGISTRY.default(backend), backend)
+    p = dict(v.params, **(params or {}))
+    if backend != "cpu":
+        host.check_market(market, v.name)
+    host.check_limits(v.name, pop, host.geometry(p) if backend != "cpu" else p)
+    return pop
 
 
 _EVALUATORS: dict = {}

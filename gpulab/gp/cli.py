@@ -25,7 +25,7 @@ SIM_NUMBA = (32, 2)  # population, generations when --backend numba is named on 
 def settle_defaults(args, command: str) -> str | None:
     """Fill the device-dependent defaults into ``args``; on the simulator, the line that says so."""
     from gpulab import device
-    from gpulab.cli import GP_DEFAULTS
+    from gpulab.commands import GP_DEFAULTS
 
     mode = "sim" if device.on_simulator() else "gpu"
     backend, population, generations = GP_DEFAULTS[command][mode]

@@ -31,7 +31,7 @@ from numba import cuda  # the kernels built here must see the module-level cuda 
 from gpulab import cudac
 from gpulab.errors import LimitError
 from gpulab.gp import opcodes as oc
-from gpulab.gp.programs import Population
+from gpulab.gp.programs import Population, population_key
 
 MAX_NUMBA = 64  # individuals in one numba kernel: ~4 s per 32 to compile, and superlinear
 CHUNK = 128  # individuals per NVRTC-compiled CUDA C kernel
@@ -242,8 +242,6 @@ _built: dict = {}
 
 def kernel(backend: str, pop: Population, params: dict) -> CompiledKernel:
     """The compiled kernels of ``pop`` (built on first use; a few populations are cached)."""
-    from gpulab.gp.host import population_key
-
     key = (backend, population_key(pop), params.get("CHUNK", CHUNK))
     if key not in _built:
         if len(_built) >= _CACHE_SIZE:

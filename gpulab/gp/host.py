@@ -12,12 +12,10 @@ memory first), so the simulator tests of the numba path run every line the CUDA 
 
 from __future__ import annotations
 
-import hashlib
-
 import numpy as np
 
 from gpulab import cudac, device
-from gpulab.errors import GpulabError, LimitError
+from gpulab.errors import DtypeError, GpulabError, LimitError
 from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
 from gpulab.gp.programs import Population, ProgramLimitError, TREES, _where
@@ -436,12 +434,6 @@ def evaluator_factory(backend: str):
     return make
 
 
-def population_key(pop: Population) -> str:
-    h = hashlib.sha1(pop.code.tobytes())
-    h.update(pop.offsets.tobytes())
-    return h.hexdigest()
-
-
 # ----------------------------------------------------------------------------- the API's argument checks
 
 
@@ -450,7 +442,7 @@ def check_market_arg(market, name: str = "market") -> None:
     from gpulab.gp.market import Market
 
     if not isinstance(market, Market):
-        raise GpulabError(f"{name} must be a gpulab.gp.Market (e.g. gp.synthetic_market(stocks, days)), "
+        raise DtypeError(f"{name} must be a gpulab.gp.Market (e.g. gp.synthetic_market(stocks, days)), "
                           f"got {type(market).__name__}")
 
 
@@ -464,7 +456,7 @@ def check_variant_args(variant, backend, params=None) -> None:
     if variant is not None and not isinstance(variant, str):
         raise GpulabError(f"variant must be a variant's name (see gp.variants()) or None, got {type(variant).__name__}")
     if params is not None and not isinstance(params, dict):
-        raise GpulabError(f"params must be a dict of compile-time parameters or None, got {type(params).__name__}")
+        raise DtypeError(f"params must be a dict of compile-time parameters or None, got {type(params).__name__}")
 
 
 def check_int(value, name: str, minimum: int) -> int:

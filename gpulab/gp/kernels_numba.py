@@ -711,24 +711,3 @@ def kernel_for(name: str, params: dict):
     if name == "fitness":
         return gp_fitness, SIG_FITNESS
     raise KeyError(name)
-
-
-def ptx_targets() -> list[tuple[str, object, str]]:
-    """Every numba kernel of this chapter with the parameters the registry uses (plus a
-    generated ``compiled`` kernel for a small fixed population)."""
-    from gpulab.gp import compiled
-    from gpulab.gp.variants import REGISTRY
-
-    out, seen = [("gp_fitness", gp_fitness, SIG_FITNESS)], set()
-    for v in REGISTRY.select(backend="numba"):
-        if v.name == "compiled":
-            kern, sig = compiled.example_numba_kernel()
-            out.append(("gp_compiled[example population]", kern, sig))
-            continue
-        params = {k: x for k, x in v.params.items() if k != "sim"}
-        kern, sig = kernel_for(v.name, params)
-        key = (v.name, tuple(sorted(params.items())))
-        if key not in seen:
-            seen.add(key)
-            out.append((f"gp_{v.name}{params}", kern, sig))
-    return out

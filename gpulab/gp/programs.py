@@ -17,6 +17,7 @@ the tree and the position (0-based, in RPN order).
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 
 import numpy as np
@@ -536,3 +537,10 @@ class Population:
 
 PAPER_EXAMPLE = "(AND (> MA10 MA50) (OR (< EMA9 MA25) NVIG))"
 PAPER_EXAMPLE_RPN = "MA10 MA50 > EMA9 MA25 < NVIG OR AND"
+
+
+def population_key(pop: Population) -> str:
+    """A hash of a population's byte code (the key of the kernels generated for it)."""
+    h = hashlib.sha1(pop.code.tobytes())
+    h.update(pop.offsets.tobytes())
+    return h.hexdigest()

@@ -117,3 +117,25 @@ def cuda_builds() -> list[tuple]:
             out.append((host.SOURCE, d))
     out.append(("compiled_example.cu", {}, compiled.example_cuda_source()))
     return out
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel of this chapter with the parameters the registry uses (plus a
+    generated `compiled` kernel for a small fixed population), for the PTX check
+    (`gpulab.compilecheck`)."""
+    from gpulab.gp import compiled
+    from gpulab.gp import kernels_numba as kn
+
+    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS)], set()
+    for v in REGISTRY.select(backend="numba"):
+        if v.name == "compiled":
+            kern, sig = compiled.example_numba_kernel()
+            out.append(("gp_compiled[example population]", kern, sig))
+            continue
+        params = {k: x for k, x in v.params.items() if k != "sim"}
+        kern, sig = kn.kernel_for(v.name, params)
+        key = (v.name, tuple(sorted(params.items())))
+        if key not in seen:
+            seen.add(key)
+            out.append((f"gp_{v.name}{params}", kern, sig))
+    return out

@@ -413,24 +413,3 @@ def wide_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     # --8<-- [end:wide]
 
     return matmul_wide
-
-
-def ptx_targets() -> list[tuple[str, object, str]]:
-    """Every numba kernel of this chapter with the parameters the registry uses."""
-    from gpulab.matmul.variants import REGISTRY
-
-    targets = [("matmul_naive", matmul_naive, SIG), ("matmul_coalesced", matmul_coalesced, SIG)]
-    csig = "void(float32[:, ::1], float32[:, ::1], int32, int32, int32)"
-    B = np.ones((64, 64), np.float32)
-    targets.append(("matmul_constant", constant_kernel(B, True), csig))
-    targets.append(("matmul_constant_scattered", constant_kernel(B, False), csig))
-    for v in REGISTRY.select(backend="numba"):
-        if v.name == "shared":
-            targets.append((f"matmul_shared{v.params}", shared_kernel(**v.params), SIG))
-        elif v.name.startswith("register"):
-            targets.append((f"matmul_register{v.params}", register_kernel(**v.params), SIG))
-        elif v.name.startswith("prefetch"):
-            targets.append((f"matmul_prefetch{v.params}", prefetch_kernel(**v.params), SIG))
-        elif v.name.startswith("wide"):
-            targets.append((f"matmul_wide{v.params}", wide_kernel(**v.params), SIG))
-    return targets

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from gpulab.matmul import host
 from gpulab.registry import Registry, Variant
 
@@ -67,3 +69,26 @@ def cuda_builds() -> list[tuple[str, dict]]:
             seen.add(key)
             out.append((host.SOURCE, dict(v.params)))
     return out
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel of this chapter with the parameters the registry uses (for the PTX
+    check, `gpulab.compilecheck`)."""
+    from gpulab.matmul import kernels_numba as kn
+
+    sig = kn.SIG
+    targets = [("matmul_naive", kn.matmul_naive, sig), ("matmul_coalesced", kn.matmul_coalesced, sig)]
+    csig = "void(float32[:, ::1], float32[:, ::1], int32, int32, int32)"
+    B = np.ones((64, 64), np.float32)
+    targets.append(("matmul_constant", kn.constant_kernel(B, True), csig))
+    targets.append(("matmul_constant_scattered", kn.constant_kernel(B, False), csig))
+    for v in REGISTRY.select(backend="numba"):
+        if v.name == "shared":
+            targets.append((f"matmul_shared{v.params}", kn.shared_kernel(**v.params), sig))
+        elif v.name.startswith("register"):
+            targets.append((f"matmul_register{v.params}", kn.register_kernel(**v.params), sig))
+        elif v.name.startswith("prefetch"):
+            targets.append((f"matmul_prefetch{v.params}", kn.prefetch_kernel(**v.params), sig))
+        elif v.name.startswith("wide"):
+            targets.append((f"matmul_wide{v.params}", kn.wide_kernel(**v.params), sig))
+    return targets

@@ -39,7 +39,7 @@ from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_
                                     split_reference)
 from gpulab.radix.variants import REGISTRY
 
-__all__ = ["sort", "argsort", "sort_pairs", "distinct", "scan", "split", "variants", "clear_plan_cache", "REGISTRY",
+__all__ = ["sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = "local"
@@ -67,6 +67,41 @@ def _plan(v, n, has_vals, params, stream, distinct=False):
 def clear_plan_cache() -> None:
     """Free the work buffers the public functions keep between calls."""
     _PLANS.clear()
+
+
+def plan(n: int, *, pairs: bool = False, variant: str | None = None, backend: str = "numba",
+         params: dict | None = None, stream=None) -> host.SortPlan:
+    """A sort plan of your own: the buffers and launches of one variant's sort of `n` keys,
+    reused by every call of its [`sort`][gpulab.radix.host.SortPlan.sort] (the public
+    functions keep only the last plan; a pipeline that sorts arrays of a few sizes keeps one
+    plan per size). Chapter 5 pairs its edges through these.
+
+    The plan sorts uint32 keys already on the device (numba device arrays, or views of the
+    caller's arrays: `plan.sort(keys, values, iota=..., max_key=..., out=...)`); signed or float
+    keys need the order-preserving transform the public functions apply
+    ([`to_ordered`][gpulab.radix.host.to_ordered]).
+
+    Args:
+        n: the number of keys each sort takes (at most `n`: a plan sorts any prefix length).
+        pairs: whether the sorts carry values (or, with `iota=True`, the keys' positions).
+        variant: a GPU variant of `gpulab.radix.variants()`; `None`: the backend's default,
+            as [`sort`][gpulab.radix.sort] picks it.
+        backend: `"numba"` or `"cuda-c"`.
+        params: overrides of the variant's compile-time parameters.
+        stream: a numba, CuPy or PyTorch stream its launches and copies go to.
+
+    Raises:
+        GpulabError: `backend="cpu"` (a plan lives on the device), or a bad `n`.
+        LimitError, BackendUnavailable: as [`sort`][gpulab.radix.sort].
+    """
+    from gpulab.errors import DtypeError, GpulabError
+
+    if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
+        raise DtypeError(f"n must be a whole number of keys >= 0, got {n!r}")
+    v = _resolve(variant, backend)
+    if v.backend == "cpu":
+        raise GpulabError(f"a sort plan runs on the device: backend must be 'numba' or 'cuda-c', got {backend!r}")
+    return v.run(int(n), bool(pairs), {**v.params, **(params or {})}, stream=numba_stream(stream))
 
 
 def _resolve(variant, backend):

@@ -789,13 +789,11 @@ def widen_indices(src, dst, n):
 # ----------------------------------------------------------------------------- compile checks
 
 
-def ptx_targets() -> list[tuple[str, object, str]]:
-    """Every numba kernel of this chapter with the parameters the registry uses."""
-    from gpulab.radix import host
-    from gpulab.radix.variants import REGISTRY
-
+def fixed_targets() -> list[tuple[str, object, str]]:
+    """The kernels of this chapter that take no compile-time parameters, with their signatures
+    (the parametrized ones: `gpulab.radix.variants.ptx_targets`)."""
     s = "int32"
-    targets = [
+    return [
         ("iota", iota, f"void({U32}, {s})"),
         ("add_offsets", add_offsets, f"void({I32}, {I32}, {s}, {s})"),
         ("split_flags", split_flags, f"void({U32}, {s}, {s}, {I32})"),
@@ -807,44 +805,6 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         ("unorder_keys", unorder_keys, f"void({U32}, {s}, {s})"),
         ("widen_indices", widen_indices, f"void({U32}, int64[::1], {s})"),
     ]
-    seen = set()
-
-    def add(name, kern, sig):
-        if name not in seen:
-            seen.add(name)
-            targets.append((name, kern, sig))
-
-    for v in REGISTRY.select(backend="numba"):
-        p = v.params
-        sb = p["SCAN_BLOCK"]
-        add(f"max_reduce[{sb}]", max_kernel(sb), f"void({U32}, {s}, {U32})")
-        add(f"scan_hs[{sb}]", scan_hs_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
-        add(f"scan_blelloch[{sb}]", scan_blelloch_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
-        if v.name == "onesweep":
-            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
-                hk, sk = onesweep_hist_kernel(q["BLOCK"], q["ITEMS"], q["BITS"])
-                add(f"onesweep_hist{q}", hk, f"void({U32}, {I32}, {s}, {s})")
-                add(f"onesweep_scan{q}", sk, f"void({I32})")
-            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
-                q = host.tile_shape(p, bool(pairs))  # a key-value plan's own shape
-                add(f"onesweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    onesweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("ONESWEEP_MIN_BLOCKS", 1)),
-                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {U32}, {U32}, {s}, {s}, {s}, {s})")
-        elif "ITEMS" in p:
-            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
-                add(f"upsweep{q}", upsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
-            # both rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
-            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
-                q = host.tile_shape(p, bool(pairs))
-                add(f"downsweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    downsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("DOWNSWEEP_MIN_BLOCKS", 1)),
-                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
-        elif "BITS" in p:
-            add(f"tile_sort{p}", tile_sort_kernel(p["BLOCK"], p["BITS"]),
-                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
-            add(f"tile_scatter{p}", tile_scatter_kernel(p["BLOCK"], p["BITS"]),
-                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
-    return targets
 
 
 __all__ = [n for n in dir() if not n.startswith("_")] + ["np"]

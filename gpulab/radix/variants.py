@@ -79,3 +79,50 @@ def cuda_builds() -> list[tuple[str, dict]]:
                 seen.add(key)
                 out.append((host.SOURCE, d))
     return out
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel of this chapter with the parameters the registry uses (for the PTX
+    check, `gpulab.compilecheck`)."""
+    from gpulab.radix import kernels_numba as kn
+
+    U32, I32, s = kn.U32, kn.I32, "int32"
+    targets = kn.fixed_targets()
+    seen = set()
+
+    def add(name, kern, sig):
+        if name not in seen:
+            seen.add(name)
+            targets.append((name, kern, sig))
+
+    for v in REGISTRY.select(backend="numba"):
+        p = v.params
+        sb = p["SCAN_BLOCK"]
+        add(f"max_reduce[{sb}]", kn.max_kernel(sb), f"void({U32}, {s}, {U32})")
+        add(f"scan_hs[{sb}]", kn.scan_hs_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
+        add(f"scan_blelloch[{sb}]", kn.scan_blelloch_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
+        if v.name == "onesweep":
+            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
+                hk, sk = kn.onesweep_hist_kernel(q["BLOCK"], q["ITEMS"], q["BITS"])
+                add(f"onesweep_hist{q}", hk, f"void({U32}, {I32}, {s}, {s})")
+                add(f"onesweep_scan{q}", sk, f"void({I32})")
+            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
+                q = host.tile_shape(p, bool(pairs))  # a key-value plan's own shape
+                add(f"onesweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
+                    kn.onesweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("ONESWEEP_MIN_BLOCKS", 1)),
+                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {U32}, {U32}, {s}, {s}, {s}, {s})")
+        elif "ITEMS" in p:
+            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
+                add(f"upsweep{q}", kn.upsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
+            # both rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
+            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
+                q = host.tile_shape(p, bool(pairs))
+                add(f"downsweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
+                    kn.downsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("DOWNSWEEP_MIN_BLOCKS", 1)),
+                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
+        elif "BITS" in p:
+            add(f"tile_sort{p}", kn.tile_sort_kernel(p["BLOCK"], p["BITS"]),
+                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
+            add(f"tile_scatter{p}", kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
+                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
+    return targets

@@ -17,16 +17,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
+from gpulab import device  # (selects GPU or simulator before numba loads)
 from gpulab.subset.combinatorics import binomial_table, choose, gather, offset, pack, rank, unrank
 from gpulab.arrays import is_device_array, to_host
 from gpulab.subset import host
-from gpulab.subset.reference import (SubsetResult, correlation, frobenius_distance, least_correlated_cpu,
-                                     least_correlated_reference, load_returns_csv, squared_packed,
-                                     synthetic_returns)
+from gpulab.subset.host import correlation, squared_packed
+from gpulab.subset.reference import (SubsetResult, frobenius_distance, least_correlated_cpu,
+                                     least_correlated_reference, load_returns_csv, synthetic_returns)
 from gpulab.subset.variants import REGISTRY
 
-__all__ = ["least_correlated", "least_correlated_reference", "SubsetResult", "choose", "unrank", "rank",
+__all__ = ["least_correlated", "check", "search_packed", "least_correlated_reference", "SubsetResult", "choose", "unrank", "rank",
            "offset", "pack", "gather", "binomial_table", "correlation", "synthetic_returns", "load_returns_csv",
            "frobenius_distance", "least_correlated_cpu", "squared_packed", "REGISTRY", "variants"]
 
@@ -69,6 +69,35 @@ def least_correlated(C, k: int, variant: str | None = None, backend: str = "numb
     distance, r = search_packed(Q, n, k, variant, backend, params, ranks)
     return SubsetResult(unrank(n, k, r), float(distance), int(r))
 # --8<-- [end:entry]
+
+
+def check(C, k: int, variant: str | None = None, backend: str = "numba",
+          params: dict | None = None) -> tuple[np.ndarray, int, int]:
+    """The checks of [`least_correlated`][gpulab.subset.least_correlated], without searching and
+    without the device: `(C as a host float64 matrix, n, k)`, or the error the search would raise.
+
+    A device `C` is copied to the host once (n² values). The device's limits are checked where
+    they are known without a CUDA context: always the kernels' own (n, k), and on the simulator
+    (whose limits are the H200's) the shared memory of the `shared` and `incremental` variants;
+    on a GPU that one is left to the search itself. [`gpulab.distributed`][gpulab.distributed]
+    checks a search here, on its client, before any task is submitted.
+    """
+    from gpulab.errors import DtypeError
+
+    if is_device_array(C):
+        C = to_host(C)  # n² values; its triangle is what every worker gets
+    C, n, k = host.validate(C, k)
+    variant = variant or REGISTRY.default(backend)
+    v = REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
+    if params is not None and not isinstance(params, dict):
+        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
+    if backend != "cpu":
+        host.check_gpu_limits(n, k)
+        if device.on_simulator():
+            # the simulator's limits are the H200's; on a GPU, reading the limits here would
+            # make a CUDA context in a process (a Dask client) that never launches
+            host.check_shared_layout(variant, n, k, dict(v.params, **(params or {})))
+    return C, n, k
 
 
 def search_packed(Q, n: int, k: int, variant: str | None = None, backend: str = "numba",

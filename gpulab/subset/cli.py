@@ -104,7 +104,7 @@ def search_here(C, k: int, variant: str, backend: str, chunk: int | None = None,
     chunks = min(MAX_CHUNKS, total // (chunk or _chunk_size(backend)))
     if not shown or chunks < 2:
         return ss.least_correlated(C, k, variant=variant, backend=backend)
-    Q, n, k = gd._prepare_subset(C, k, variant, backend, None)
+    Q, n, k = gd.prepare_subset(C, k, variant, backend, None)
     parts = []
     with pg.bar(total=total, desc=f"C({n},{k})", unit="subset", unit_scale=True, disable=False) as pbar:
         for ranks in gd.split(0, total, chunks):
@@ -150,8 +150,9 @@ def _distributed(C, args):
     from distributed import Client
 
     import gpulab.distributed as gd
+    import gpulab.subset as ss
 
-    gd._prepare_subset(C, args.k, args.variant, args.backend, None)  # bad input: before any cluster starts
+    ss.check(C, args.k, args.variant, args.backend)  # bad input: before any cluster starts
     if args.scheduler:
         try:
             client = Client(args.scheduler, timeout="20s")

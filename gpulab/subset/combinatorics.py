@@ -12,7 +12,7 @@ from math import gcd
 import numpy as np
 
 from gpulab.arrays import to_host
-from gpulab.errors import LimitError
+from gpulab.errors import DtypeError, LimitError
 
 UINT64_MAX = 2**64 - 1
 
@@ -128,3 +128,28 @@ def gather(P: np.ndarray, combination) -> np.ndarray:
     c = list(combination)
     return np.array([P[offset(c[b], c[a])] for b in range(1, len(c)) for a in range(b)], dtype=np.float64)
 # --8<-- [end:packed]
+
+
+# --8<-- [start:rank_range]
+def rank_range(n: int, k: int, ranks=None) -> tuple[int, int]:
+    """The ranks ``[start, stop)`` a search covers: all C(n, k) subsets when ``ranks`` is None,
+    else the non-empty sub-range ``0 <= start < stop <= C(n, k)`` it names.
+
+    Any range works, aligned to nothing: every variant unranks its first subset, so a search
+    over part of the ranks is the same search with another first and last rank. That is what
+    lets [`gpulab.distributed`][gpulab.distributed] hand ranges to different GPUs.
+    """
+    total = choose(n, k)
+    if ranks is None:
+        return 0, total
+    try:
+        start, stop = ranks
+    except (TypeError, ValueError):
+        raise DtypeError(f"ranks must be a pair (start, stop), got {ranks!r}") from None
+    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in (start, stop)):
+        raise DtypeError(f"ranks must be two integers (start, stop), got {ranks!r}")
+    start, stop = int(start), int(stop)
+    if not 0 <= start < stop <= total:
+        raise LimitError(f"ranks = ({start}, {stop}) is not a non-empty range inside [0, C({n}, {k}) = {total})")
+    return start, stop
+# --8<-- [end:rank_range]

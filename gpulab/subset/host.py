@@ -18,7 +18,8 @@ from gpulab import cudac, device
 from gpulab.arrays import check_array, is_device_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import ceil_div, check_block
-from gpulab.subset.combinatorics import binomial_table, choose
+from gpulab.subset import reference
+from gpulab.subset.combinatorics import binomial_table, choose, rank_range  # noqa: F401  (rank_range: host.rank_range)
 
 PACKAGE = "gpulab.subset"
 SOURCE = "kernels.cu"
@@ -134,29 +135,34 @@ def correlation_on_device(dR):
 # --8<-- [end:validate_device]
 
 
-# --8<-- [start:rank_range]
-def rank_range(n: int, k: int, ranks=None) -> tuple[int, int]:
-    """The ranks ``[start, stop)`` a search covers: all C(n, k) subsets when ``ranks`` is None,
-    else the non-empty sub-range ``0 <= start < stop <= C(n, k)`` it names.
+def correlation(returns):
+    """Pearson correlation matrix (n×n, float64) of a T×n matrix of returns (one column per strategy).
 
-    Any range works, aligned to nothing: every variant unranks its first subset, so a search
-    over part of the ranks is the same search with another first and last rank. That is what
-    lets [`gpulab.distributed`][gpulab.distributed] hand ranges to different GPUs.
+    The result is made exactly symmetric with an exact unit diagonal, which the search checks.
+    Returns that live on the device (CuPy, PyTorch, numba) are correlated there, and the
+    matrix comes back on the device, in the caller's library; host returns go to
+    [`reference.correlation`][gpulab.subset.reference.correlation].
     """
-    total = choose(n, k)
-    if ranks is None:
-        return 0, total
-    try:
-        start, stop = ranks
-    except (TypeError, ValueError):
-        raise DtypeError(f"ranks must be a pair (start, stop), got {ranks!r}") from None
-    if any(isinstance(x, bool) or not isinstance(x, (int, np.integer)) for x in (start, stop)):
-        raise DtypeError(f"ranks must be two integers (start, stop), got {ranks!r}")
-    start, stop = int(start), int(stop)
-    if not 0 <= start < stop <= total:
-        raise LimitError(f"ranks = ({start}, {stop}) is not a non-empty range inside [0, C({n}, {k}) = {total})")
-    return start, stop
-# --8<-- [end:rank_range]
+    from gpulab.arrays import caller_of, device_input, shape_dtype, to_caller
+
+    if is_device_array(returns):
+        shape, _ = shape_dtype(returns)
+        if len(shape) != 2:
+            raise ShapeError(f"returns must be a 2-D T×n matrix (days × strategies), got shape {shape}")
+        r = device_input(returns, "returns")
+        return to_caller(correlation_on_device(r.array), caller_of(r))
+    return reference.correlation(returns)
+
+
+def squared_packed(C):
+    """`Q = pack(C)**2`: what every kernel reads. A device C gives a device Q (packed there,
+    in the caller's library), bit-identical to the host's."""
+    from gpulab.arrays import caller_of, device_input, to_caller
+
+    if is_device_array(C):
+        c = device_input(C, "C", ndim=2)
+        return to_caller(squared_packed_on_device(c.array, c.shape[0])[:c.shape[0] * (c.shape[0] - 1) // 2], caller_of(c))
+    return reference.squared_packed(C)
 
 
 def check_gpu_limits(n: int, k: int) -> None:
@@ -183,6 +189,16 @@ def shared_bytes_shared(n: int, k: int, block: int) -> int:
 def shared_bytes_incremental(n: int, block: int) -> int:
     """``incremental`` layout: Q (8·n(n-1)/2) + block values and ranks (16·block)."""
     return 8 * npairs(n) + 16 * block
+
+
+def check_shared_layout(variant: str, n: int, k: int, params: dict) -> None:
+    """The shared-memory check of the `shared` and `incremental*` variants' launches, made
+    without launching (other variants keep nothing in shared memory that grows with n)."""
+    block = geometry(params)[0]
+    if variant == "shared":
+        check_shared(shared_bytes_shared(n, k, block), f"the shared variant (n = {n}, k = {k}, block = {block})")
+    elif variant.startswith("incremental"):
+        check_shared(shared_bytes_incremental(n, block), f"the incremental variant (n = {n}, block = {block})")
 
 
 def check_shared(nbytes: int, what: str) -> None:
@@ -322,7 +338,7 @@ def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=Tru
     argmin happens on the host; otherwise one (value, rank) pair per block comes back.
     `launch_kernel(grid, block, shared_bytes, *args)` launches the numba or CUDA C kernel;
     `before()` runs at the start of every search (CUDA C's copy of Q into constant memory).
-    `ranks`: search only the ranks [start, stop) (see [`rank_range`][gpulab.subset.host.rank_range]).
+    `ranks`: search only the ranks [start, stop) (see [`rank_range`][gpulab.subset.combinatorics.rank_range]).
     """
     from numba import cuda
 

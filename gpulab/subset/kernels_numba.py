@@ -379,21 +379,3 @@ SIG_CHECKS = "void({0}[:, ::1], int32, float64[::1])"
 SIG_PACK = "void({0}[:, ::1], int32, float64[::1])"
 SIG_MOMENTS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], int32[::1])"
 SIG_PAIRS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], float64[:, ::1])"
-
-PTX_KS = (1, 2, 5, 6, 16)
-
-
-def ptx_targets():
-    """Every numba kernel with the signatures the host code launches (for the PTX check)."""
-    out = [("subset_global", subset_global, SIG_GLOBAL), ("subset_shared", subset_shared, SIG_SHARED),
-           ("subset_constant_local", constant_local_kernel(np.linspace(0, 1, 8128)), SIG_CONSTANT),
-           ("final_argmin", final_argmin, SIG_FINAL)]
-    for dt in ("float64", "float32"):
-        out.append((f"correlation_checks[{dt}]", correlation_checks, SIG_CHECKS.format(dt)))
-        out.append((f"pack_squared[{dt}]", pack_squared, SIG_PACK.format(dt)))
-        out.append((f"column_moments[{dt}]", column_moments, SIG_MOMENTS.format(dt)))
-        out.append((f"correlation_pairs[{dt}]", correlation_pairs, SIG_PAIRS.format(dt)))
-    for K in PTX_KS:
-        for warp in (False, True):
-            out.append((f"subset_incremental[K={K}{',warp' if warp else ''}]", incremental_kernel(K, warp), SIG_INCREMENTAL))
-    return out

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpulab.errors import ShapeError
-from gpulab.subset.combinatorics import binomial_table, choose, pack, unrank
+from gpulab.subset.combinatorics import binomial_table, choose, pack, rank_range, unrank
 
 
 @dataclass(frozen=True)
@@ -32,22 +32,13 @@ class SubsetResult:
 
 
 def correlation(returns):
-    """Pearson correlation matrix (n×n, float64) of a T×n matrix of returns (one column per strategy).
+    """Pearson correlation matrix (n×n, float64) of a T×n matrix of host returns (one column per
+    strategy), in numpy.
 
     The result is made exactly symmetric with an exact unit diagonal, which the search checks.
-    Returns that live on the device (CuPy, PyTorch, numba) are correlated there, and the
-    matrix comes back on the device, in the caller's library.
+    [`gpulab.subset.correlation`][gpulab.subset.host.correlation] also takes returns that live
+    on the device.
     """
-    from gpulab.arrays import caller_of, device_input, is_device_array, shape_dtype, to_caller
-
-    if is_device_array(returns):
-        shape, _ = shape_dtype(returns)
-        if len(shape) != 2:
-            raise ShapeError(f"returns must be a 2-D T×n matrix (days × strategies), got shape {shape}")
-        from gpulab.subset.host import correlation_on_device
-
-        r = device_input(returns, "returns")
-        return to_caller(correlation_on_device(r.array), caller_of(r))
     R = np.asarray(returns, dtype=np.float64)
     if R.ndim != 2:
         raise ShapeError(f"returns must be a 2-D T×n matrix (days × strategies), got shape {R.shape}")
@@ -123,15 +114,8 @@ def subset_sum(Q, c) -> float:
 
 
 def squared_packed(C):
-    """`Q = pack(C)**2`: what every kernel reads. A device C gives a device Q (packed there,
-    in the caller's library), bit-identical to the host's."""
-    from gpulab.arrays import caller_of, device_input, is_device_array, to_caller
-
-    if is_device_array(C):
-        from gpulab.subset.host import squared_packed_on_device
-
-        c = device_input(C, "C", ndim=2)
-        return to_caller(squared_packed_on_device(c.array, c.shape[0])[:c.shape[0] * (c.shape[0] - 1) // 2], caller_of(c))
+    """`Q = pack(C)**2` of a host C: what every kernel reads.
+    [`gpulab.subset.squared_packed`][gpulab.subset.host.squared_packed] also packs a device C."""
     P = pack(C)
     return P * P
 
@@ -273,9 +257,8 @@ def _cpu_kernels():
 def least_correlated_cpu(Q: np.ndarray, n: int, k: int, chunk: int = 1 << 16, ranks=None) -> tuple[float, int]:
     """Fast CPU baseline: chunks of consecutive ranks in parallel (numba prange); returns (sum, rank).
 
-    ``ranks=(start, stop)`` searches only those ranks (see `gpulab.subset.host.rank_range`)."""
+    ``ranks=(start, stop)`` searches only those ranks (see `gpulab.subset.combinatorics.rank_range`)."""
     from gpulab.arrays import to_host
-    from gpulab.subset.host import rank_range
 
     Q = to_host(Q)
     start, stop = rank_range(n, k, ranks)

@@ -60,3 +60,28 @@ CHECK_KS = (1, 2, 5, 6, 16)
 def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration compiled for the NVRTC check: one per SUBSET_K."""
     return [(host.SOURCE, {"SUBSET_K": K}) for K in CHECK_KS]
+
+
+PTX_KS = (1, 2, 5, 6, 16)  # the selection sizes K whose incremental kernels the PTX check compiles
+
+
+def ptx_targets() -> list[tuple[str, object, str]]:
+    """Every numba kernel with the signatures the host code launches (for the PTX check,
+    `gpulab.compilecheck`)."""
+    import numpy as np
+
+    from gpulab.subset import kernels_numba as kn
+
+    out = [("subset_global", kn.subset_global, kn.SIG_GLOBAL), ("subset_shared", kn.subset_shared, kn.SIG_SHARED),
+           ("subset_constant_local", kn.constant_local_kernel(np.linspace(0, 1, 8128)), kn.SIG_CONSTANT),
+           ("final_argmin", kn.final_argmin, kn.SIG_FINAL)]
+    for dt in ("float64", "float32"):
+        out.append((f"correlation_checks[{dt}]", kn.correlation_checks, kn.SIG_CHECKS.format(dt)))
+        out.append((f"pack_squared[{dt}]", kn.pack_squared, kn.SIG_PACK.format(dt)))
+        out.append((f"column_moments[{dt}]", kn.column_moments, kn.SIG_MOMENTS.format(dt)))
+        out.append((f"correlation_pairs[{dt}]", kn.correlation_pairs, kn.SIG_PAIRS.format(dt)))
+    for K in PTX_KS:
+        for warp in (False, True):
+            out.append((f"subset_incremental[K={K}{',warp' if warp else ''}]", kn.incremental_kernel(K, warp),
+                        kn.SIG_INCREMENTAL))
+    return out
