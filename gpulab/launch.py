@@ -1,6 +1,18 @@
-"""Grid and block arithmetic shared by every chapter."""
+"""Launching kernels, the same way in every chapter: grid and block arithmetic, one kernel
+provider for both backends ([`KernelSource`][gpulab.launch.KernelSource] →
+[`KernelProvider`][gpulab.launch.KernelProvider]), and the [`PlanCache`][gpulab.launch.PlanCache]
+of the plans the public functions keep."""
 
 from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from gpulab import cudac, device
 
 
 def ceil_div(a: int, b: int) -> int:
@@ -30,3 +42,169 @@ def check_block(threads: int, limit: int = 1024) -> None:
     if threads > limit:
         raise LimitError(f"a block of {threads} threads exceeds the limit of {limit} threads per block")
 # --8<-- [end:check_block]
+
+
+def i32(x) -> np.int32:
+    """An `int32` kernel argument (sizes, offsets, flags: the kernels index with int32)."""
+    return np.int32(x)
+
+
+# ----------------------------------------------------------------------------- kernel providers
+
+
+@dataclass(frozen=True)
+class KernelSource:
+    """Where a chapter's kernels come from, on both backends; [`provider`][gpulab.launch.KernelSource.provider]
+    binds it to a variant's compile-time parameters.
+
+    * numba: `numba_kernel(name, params)` returns the numba kernel `name` built with `params`.
+    * CUDA C: `source` in `package`, compiled with NVRTC with the parameters named in `defines`
+      as `-D` macros (`fixed_defines` first: defaults the source needs whatever the variant).
+    * `constant`: the `__constant__` symbol a launch may fill first (`K(..., constant=image)`), and
+      `sim_constant()` the numpy array that stands in for it on the simulator.
+    """
+
+    package: str
+    numba_kernel: Callable[[str, dict], Any]
+    defines: tuple[str, ...]
+    fixed_defines: Mapping[str, int] = field(default_factory=dict)
+    source: str = "kernels.cu"
+    constant: str | None = None
+    sim_constant: Callable[[], np.ndarray] | None = None
+
+    def cuda_defines(self, params: dict) -> dict:
+        """The `-D` macros of the CUDA C source for these parameters."""
+        return {**self.fixed_defines, **{k: v for k, v in params.items() if k in self.defines}}
+
+    def provider(self, backend: str, params: dict, stream=0) -> KernelProvider:
+        """`K(name, grid, block, *args)` for `backend` (`"numba"` or `"cuda-c"`), launching on `stream`."""
+        return (CudaCKernels if backend == "cuda-c" else NumbaKernels)(self, params, stream)
+
+
+class KernelProvider:
+    """`K(name, grid, block, *args, constant=None)`: launch the kernel `name` built with the
+    variant's parameters on `K.stream` (`constant`: bytes to copy into the source's constant
+    symbol first). A chapter's launch sequence is written once against it, so the numba and
+    CUDA C variants of a step differ only inside the kernels. Kernels are built on first use."""
+
+    backend = ""
+
+    def __init__(self, source: KernelSource, params: dict, stream=0):
+        self.source, self.params, self.stream = source, params, stream
+        self._kernels: dict = {}
+
+    def kernel(self, name: str):
+        """The kernel `name` (built once per provider)."""
+        k = self._kernels.get(name)
+        if k is None:
+            k = self._kernels[name] = self._build(name)
+        return k
+
+    def __call__(self, name: str, grid, block, *args, constant: np.ndarray | None = None) -> None:
+        k = self.kernel(name)
+        if constant is not None:
+            self.set_constant(k, args, constant)
+        self._launch(k, grid, block, args)
+
+    def _build(self, name: str):
+        raise NotImplementedError
+
+    def _launch(self, kernel, grid, block, args) -> None:
+        raise NotImplementedError
+
+    def set_constant(self, kernel, args, image: np.ndarray) -> None:
+        raise NotImplementedError
+
+
+class NumbaKernels(KernelProvider):
+    """The numba backend of [`KernelProvider`][gpulab.launch.KernelProvider]."""
+
+    backend = "numba"
+
+    def _build(self, name: str):
+        return self.source.numba_kernel(name, self.params)
+
+    def _launch(self, kernel, grid, block, args) -> None:
+        kernel[grid, block, self.stream](*args)
+
+    # --8<-- [start:set_constant]
+    def set_constant(self, kernel, args, image: np.ndarray) -> None:
+        """Copy `image` into the constant symbol of the kernel that these `args` will launch
+        (cudaMemcpyToSymbol)."""
+        from numba import cuda
+        from numba.cuda.cudadrv.driver import host_to_device
+
+        if device.on_simulator():
+            self.source.sim_constant()[:] = image
+            return
+        compiled = kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))  # the overload the launch uses
+        module = compiled._codelibrary.get_cufunc().module
+        symbol, size = module.get_global_symbol(self.source.constant)
+        cuda.synchronize()  # the previous launch may still read the symbol
+        host_to_device(symbol, image, min(size, image.nbytes))
+    # --8<-- [end:set_constant]
+
+
+class CudaCKernels(KernelProvider):
+    """The CUDA C backend of [`KernelProvider`][gpulab.launch.KernelProvider] (pycuda): the
+    source compiled with the variant's parameters as `-D` macros; a non-default `stream` is
+    honoured as [`cudac.launch`][gpulab.cudac.launch] says."""
+
+    backend = "cuda-c"
+
+    def __init__(self, source: KernelSource, params: dict, stream=0):
+        super().__init__(source, params, stream)
+        self.defines = source.cuda_defines(params)
+
+    def _build(self, name: str):
+        return cudac.kernel(self.source.package, self.source.source, name, self.defines)
+
+    def _launch(self, kernel, grid, block, args) -> None:
+        cudac.launch(kernel, grid, block, *args, stream=self.stream)
+
+    def set_constant(self, kernel, args, image: np.ndarray) -> None:
+        import pycuda.driver as drv
+        from numba import cuda
+
+        module = cudac.load(self.source.package, self.source.source, self.defines)
+        symbol, size = module.get_global(self.source.constant)
+        cuda.synchronize()  # the previous launch may still read the symbol
+        drv.memcpy_htod(symbol, image[:size])
+
+
+# ----------------------------------------------------------------------------- plan caches
+
+
+class PlanCache:
+    """The plans (buffers + launches, or compiled kernels) a chapter keeps between calls, keyed
+    by a tuple of everything a plan was made for; the least recently used goes first when a new
+    one would make more than `maxsize`. `after_evict()` runs once a plan was dropped and
+    before the new one is built (to give its memory back first)."""
+
+    def __init__(self, maxsize: int = 1, after_evict: Callable[[], None] | None = None):
+        self.maxsize, self.after_evict = maxsize, after_evict
+        self._plans: OrderedDict = OrderedDict()
+
+    def get(self, key: tuple, build: Callable[[], Any]):
+        """The plan kept for `key`, else `build()`'s (kept unless it raises)."""
+        plan = self._plans.get(key)
+        if plan is not None:
+            self._plans.move_to_end(key)
+            return plan
+        if len(self._plans) >= self.maxsize:
+            while len(self._plans) >= self.maxsize:
+                self._plans.popitem(last=False)
+            if self.after_evict is not None:
+                self.after_evict()
+        plan = self._plans[key] = build()
+        return plan
+
+    def clear(self) -> None:
+        """Drop every plan (their buffers are freed once nothing else holds them)."""
+        self._plans.clear()
+
+    def values(self):
+        return self._plans.values()
+
+    def __len__(self) -> int:
+        return len(self._plans)

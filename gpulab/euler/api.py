@@ -8,11 +8,14 @@ import numpy as np
 from gpulab import device
 from gpulab.euler import host
 from gpulab.errors import LimitError
+from gpulab.launch import PlanCache
 from gpulab.euler.reference import NotEulerian
 from gpulab.euler.variants import REGISTRY, effective_params
 
 DEFAULT_VARIANT = "ruling_set"
-_CACHE: dict = {}
+# The kept plan goes before a new one is built, its memory given back: two plans of a large
+# graph need not fit together.
+_CACHE = PlanCache(maxsize=1, after_evict=device.release_memory)
 
 
 def _resolve(variant, backend):
@@ -27,13 +30,10 @@ def plan_for(variant, capacity: int, params: dict | None = None):
     allocate nothing."""
     p = effective_params(variant, params)
     key = (variant.key, int(capacity), tuple(sorted((k, str(v)) for k, v in p.items())))
-    plan = _CACHE.get(key)
-    if plan is None:
-        if _CACHE:  # the kept plan goes first: two plans of a large graph need not fit together
-            _CACHE.clear()
-            device.release_memory()
+
+    def build():
         try:
-            plan = variant.run(capacity, p)
+            return variant.run(capacity, p)
         except Exception as exc:
             if not device.is_out_of_memory(exc):
                 raise
@@ -42,8 +42,8 @@ def plan_for(variant, capacity: int, params: dict | None = None):
             have = f"; the device has {free}" if free else ""
             raise LimitError(f"{variant.key} for {capacity - 1} edges: its buffers do not fit in device "
                              f"memory{have} (about 77 bytes per edge for the GPU variants)") from None
-        _CACHE[key] = plan
-    return plan
+
+    return _CACHE.get(key, build)
 
 
 def clear_cache() -> None:

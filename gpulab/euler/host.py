@@ -33,10 +33,11 @@ import time
 
 import numpy as np
 
-from gpulab import cudac, device
+from gpulab import device
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.euler.reference import NotEulerian
-from gpulab.launch import ceil_div
+from gpulab.launch import KernelSource, ceil_div
+from gpulab.launch import i32 as _i
 
 PACKAGE = "gpulab.euler"
 SOURCE = "kernels.cu"
@@ -79,66 +80,26 @@ SHORTCUTS = 4                    # Borůvka: pointer-jumping rounds launched bef
 # --8<-- [end:slots]
 
 
-# ----------------------------------------------------------------------------- kernel providers
+# ----------------------------------------------------------------------------- kernels
 
 
-class NumbaKernels:
-    """``K(name, grid, block, *args)`` for the numba kernels."""
+def numba_kernel(name: str, p: dict):
+    from gpulab.euler import kernels_numba as kn
 
-    backend = "numba"
-
-    def __init__(self, params: dict):
-        from gpulab.euler import kernels_numba as kn
-
-        self.kn = kn
-        self.params = params
-        self._cache: dict = {}
-
-    def _make(self, name):
-        kn, p = self.kn, self.params
-        if name.startswith("to_i32"):
-            return kn.to_i32_kernel(p["BLOCK"])
-        if name == "pick_splitters":
-            return kn.pick_splitters_kernel(p["BLOCK"])
-        if name == "tile_contract":
-            return kn.tile_contract_kernel(p["TILE"])
-        return getattr(kn, name)
-
-    def __call__(self, name, grid, block, *args):
-        k = self._cache.get(name)
-        if k is None:
-            k = self._cache[name] = self._make(name)
-        k[grid, block](*args)
+    if name.startswith("to_i32"):
+        return kn.to_i32_kernel(p["BLOCK"])
+    if name == "pick_splitters":
+        return kn.pick_splitters_kernel(p["BLOCK"])
+    if name == "tile_contract":
+        return kn.tile_contract_kernel(p["TILE"])
+    return getattr(kn, name)
 
 
-class CudaCKernels:
-    """``K(name, grid, block, *args)`` for the CUDA C kernels (pycuda), compiled with the
-    variant's parameters as ``-D`` macros."""
-
-    backend = "cuda-c"
-
-    def __init__(self, params: dict):
-        self.defines = cuda_defines(params)
-        self._cache: dict = {}
-
-    def __call__(self, name, grid, block, *args):
-        fn = self._cache.get(name)
-        if fn is None:
-            fn = self._cache[name] = cudac.kernel(PACKAGE, SOURCE, name, self.defines)
-        cudac.launch(fn, grid, block, *args)
-
-
-def cuda_defines(params: dict) -> dict:
-    """The -D macros of the CUDA C source (one module serves every variant of a BLOCK)."""
-    return {"BLOCK": params["BLOCK"], "TILE": params.get("TILE", 1024)}
-
-
-def provider(backend: str, params: dict):
-    return CudaCKernels(params) if backend == "cuda-c" else NumbaKernels(params)
-
-
-def _i(x) -> np.int32:
-    return np.int32(x)
+# The -D macros of the CUDA C source (one module serves every variant of a BLOCK and TILE)
+KERNELS = KernelSource(PACKAGE, numba_kernel, defines=("BLOCK", "TILE"), fixed_defines={"TILE": 1024},
+                       source=SOURCE)
+cuda_defines = KERNELS.cuda_defines
+provider = KERNELS.provider
 
 
 def _u(x) -> np.uint32:

@@ -32,6 +32,7 @@ from gpulab import cudac
 from gpulab.errors import LimitError
 from gpulab.gp import opcodes as oc
 from gpulab.gp.programs import Population, population_key
+from gpulab.launch import PlanCache
 
 MAX_NUMBA = 64  # individuals in one numba kernel: ~4 s per 32 to compile, and superlinear
 CHUNK = 128  # individuals per NVRTC-compiled CUDA C kernel
@@ -237,18 +238,14 @@ def _build_cuda(pop: Population, chunk: int = CHUNK) -> CompiledKernel:
     return CompiledKernel("cuda-c", (time.perf_counter() - t0) * 1e3, chunks)
 
 
-_built: dict = {}
+_built = PlanCache(maxsize=_CACHE_SIZE)
 
 
 def kernel(backend: str, pop: Population, params: dict) -> CompiledKernel:
     """The compiled kernels of ``pop`` (built on first use; a few populations are cached)."""
     key = (backend, population_key(pop), params.get("CHUNK", CHUNK))
-    if key not in _built:
-        if len(_built) >= _CACHE_SIZE:
-            _built.pop(next(iter(_built)))
-        _built[key] = (_build_cuda(pop, params.get("CHUNK", CHUNK)) if backend == "cuda-c"
-                       else _build_numba(pop))
-    return _built[key]
+    return _built.get(key, lambda: (_build_cuda(pop, params.get("CHUNK", CHUNK)) if backend == "cuda-c"
+                                    else _build_numba(pop)))
 
 
 A_U8, A_F32, A_F64, A_I32 = "uint8[::1]", "float32[::1]", "float64[::1]", "int32[::1]"

@@ -14,12 +14,13 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab import cudac, device
+from gpulab import device
 from gpulab.errors import DtypeError, GpulabError, LimitError
 from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
 from gpulab.gp.programs import Population, ProgramLimitError, TREES, _where
-from gpulab.launch import ceil_div, check_block
+from gpulab.launch import KernelSource, ceil_div, check_block
+from gpulab.launch import i32 as _i
 
 PACKAGE = "gpulab.gp"
 SOURCE = "kernels.cu"
@@ -104,91 +105,28 @@ def constant_image(pop: Population, i0: int, nb: int) -> np.ndarray:
     return img
 
 
-# ----------------------------------------------------------------------------- kernel providers
+# ----------------------------------------------------------------------------- kernels
 
 
-class NumbaKernels:
-    """``K(name, grid, block, *args)`` for the numba kernels, with the variant's parameters."""
+def numba_kernel(name: str, params: dict):
+    from gpulab.gp import kernels_numba as kn
 
-    backend = "numba"
-
-    def __init__(self, params: dict):
-        self.params = params
-        self._cache: dict = {}
-
-    def kernel(self, name):
-        from gpulab.gp import kernels_numba as kn
-
-        if name not in self._cache:
-            kern, sig = kn.kernel_for(name.removeprefix("gp_"), self.params)
-            self._cache[name] = (kern, sig)
-        return self._cache[name]
-
-    def __call__(self, name, grid, block, *args, constant=None):
-        kern, _ = self.kernel(name)
-        if constant is not None:
-            self.set_constant(kern, args, constant)
-        kern[grid, block](*args)
-
-    # --8<-- [start:set_constant]
-    @staticmethod
-    def set_constant(kern, args, image: np.ndarray) -> None:
-        """Copy a batch into the ``gp_programs`` constant symbol of the kernel that these
-        ``args`` will launch (cudaMemcpyToSymbol)."""
-        from numba import cuda
-
-        from gpulab.gp import kernels_numba as kn
-
-        if device.on_simulator():
-            kn.SIM_CONST[:] = image
-            return
-        compiled = kern.compile(tuple(kern.typeof_pyval(a) for a in args))  # the overload the launch uses
-        module = compiled._codelibrary.get_cufunc().module
-        symbol, size = module.get_global_symbol(kn.CONST_SYMBOL)
-        cuda.synchronize()  # the previous batch's launch still reads the symbol
-        from numba.cuda.cudadrv.driver import host_to_device
-
-        host_to_device(symbol, image, min(size, image.nbytes))
-    # --8<-- [end:set_constant]
+    return kn.kernel_for(name.removeprefix("gp_"), params)[0]
 
 
-class CudaCKernels:
-    """``K(name, grid, block, *args)`` for the CUDA C kernels (pycuda), compiled with the
-    variant's parameters as ``-D`` macros."""
+def _sim_constant() -> np.ndarray:
+    from gpulab.gp import kernels_numba as kn
 
-    backend = "cuda-c"
-
-    def __init__(self, params: dict):
-        self.defines = cuda_defines(params)
-
-    def __call__(self, name, grid, block, *args, constant=None):
-        if constant is not None:
-            self.set_constant(constant)
-        cudac.launch(cudac.kernel(PACKAGE, SOURCE, name, self.defines), grid, block, *args)
-
-    def set_constant(self, image: np.ndarray) -> None:
-        import pycuda.driver as drv
-        from numba import cuda
-
-        module = cudac.load(PACKAGE, SOURCE, self.defines)
-        symbol, size = module.get_global("gp_programs")
-        cuda.synchronize()  # the previous batch's launch still reads the symbol
-        drv.memcpy_htod(symbol, image[:size])
+    return kn.SIM_CONST
 
 
-def cuda_defines(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k in ("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW", "TRADE")}
-
-
-def provider(backend: str, params: dict):
-    return CudaCKernels(params) if backend == "cuda-c" else NumbaKernels(params)
+KERNELS = KernelSource(PACKAGE, numba_kernel, defines=("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW", "TRADE"),
+                       source=SOURCE, constant="gp_programs", sim_constant=_sim_constant)
+cuda_defines = KERNELS.cuda_defines
+provider = KERNELS.provider
 
 
 # ----------------------------------------------------------------------------- evaluation
-
-
-def _i(x) -> np.int32:
-    return np.int32(x)
 
 
 def geometry(params: dict) -> dict:

@@ -34,6 +34,7 @@ import numpy as np
 
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import caller_of, describe, device_input, numba_stream, to_caller, to_host
+from gpulab.launch import PlanCache
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
                                     split_reference)
@@ -49,19 +50,19 @@ DEFAULT_VARIANT = "local"
 FALLBACK_VARIANT = "radix4_shared"
 
 
-_PLANS: dict = {}
+_PLANS = PlanCache(maxsize=1)  # one plan at a time: each holds buffers several times the size of the keys
 
 
 def _plan(v, n, has_vals, params, stream, distinct=False):
     """The plan for this call: the last one, when it was made for the same call shape (its
     buffers are reused: on one stream, one sort after the other), else a new one."""
     key = (v.key, n, has_vals, tuple(sorted(params.items())), int(stream) if stream else 0, distinct)
-    plan = _PLANS.get(key)
-    if plan is None:
-        _PLANS.clear()  # one plan at a time: each holds buffers several times the size of the keys
+
+    def build():
         plan = v.run(n, has_vals, params, stream=stream)
-        plan = _PLANS[key] = host.distinct_plan(plan) if distinct else plan
-    return plan
+        return host.distinct_plan(plan) if distinct else plan
+
+    return _PLANS.get(key, build)
 
 
 def clear_plan_cache() -> None:

@@ -20,10 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab import cudac, device
+from gpulab import device
 from gpulab.arrays import check_array
 from gpulab.errors import DtypeError, LimitError, ShapeError
-from gpulab.launch import ceil_div, grid_1d
+from gpulab.launch import KernelSource, ceil_div, grid_1d
+from gpulab.launch import i32 as _i
 
 PACKAGE = "gpulab.radix"
 SOURCE = "kernels.cu"
@@ -137,75 +138,37 @@ def check_params(params: dict) -> None:
                              "shared memory, over the 48 KiB (49152 bytes) limit")
 
 
-# ----------------------------------------------------------------------------- kernel providers
+# ----------------------------------------------------------------------------- kernels
 
 
-class NumbaKernels:
-    """`K(name, grid, block, *args)` for the numba kernels, launched on `stream`."""
+def numba_kernel(name: str, p: dict):
+    from gpulab.radix import kernels_numba as kn
 
-    backend = "numba"
-
-    def __init__(self, params: dict, stream=0):
-        from gpulab.radix import kernels_numba as kn
-
-        p = params
-        self._factories = {
-            "iota": lambda: kn.iota, "add_offsets": lambda: kn.add_offsets, "zero_i32": lambda: kn.zero_i32,
-            "split_flags": lambda: kn.split_flags, "split_scatter": lambda: kn.split_scatter,
-            "head_flags": lambda: kn.head_flags, "compact": lambda: kn.compact,
-            "max_reduce": lambda: kn.max_kernel(p["SCAN_BLOCK"]),
-            "scan_hs": lambda: kn.scan_hs_kernel(p["SCAN_BLOCK"]),
-            "scan_blelloch": lambda: kn.scan_blelloch_kernel(p["SCAN_BLOCK"]),
-            "tile_sort": lambda: kn.tile_sort_kernel(p["BLOCK"], p["BITS"]),
-            "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
-            "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
-            "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                     p.get("PAIRS", 1), p.get("DOWNSWEEP_MIN_BLOCKS", 1)),
-            "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
-            "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
-            "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                   p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1)),
-        }
-        self._cache: dict = {}
-        self.stream = stream
-
-    def __call__(self, name, grid, block, *args):
-        k = self._cache.get(name)
-        if k is None:
-            k = self._cache[name] = self._factories[name]()
-        k[grid, block, self.stream](*args)
+    factories = {
+        "iota": lambda: kn.iota, "add_offsets": lambda: kn.add_offsets, "zero_i32": lambda: kn.zero_i32,
+        "split_flags": lambda: kn.split_flags, "split_scatter": lambda: kn.split_scatter,
+        "head_flags": lambda: kn.head_flags, "compact": lambda: kn.compact,
+        "max_reduce": lambda: kn.max_kernel(p["SCAN_BLOCK"]),
+        "scan_hs": lambda: kn.scan_hs_kernel(p["SCAN_BLOCK"]),
+        "scan_blelloch": lambda: kn.scan_blelloch_kernel(p["SCAN_BLOCK"]),
+        "tile_sort": lambda: kn.tile_sort_kernel(p["BLOCK"], p["BITS"]),
+        "tile_scatter": lambda: kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
+        "upsweep": lambda: kn.upsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"]),
+        "downsweep": lambda: kn.downsweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                                 p.get("PAIRS", 1), p.get("DOWNSWEEP_MIN_BLOCKS", 1)),
+        "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
+        "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
+        "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                               p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1)),
+    }
+    return factories[name]()
 
 
-class CudaCKernels:
-    """`K(name, grid, block, *args)` for the CUDA C kernels (pycuda), compiled with the
-    variant's parameters as `-D` macros (a non-default `stream` is honoured as
-    [`cudac.launch`][gpulab.cudac.launch] says)."""
-
-    backend = "cuda-c"
-
-    def __init__(self, params: dict, stream=0):
-        self.defines = cuda_defines(params)
-        self._cache: dict = {}
-        self.stream = stream
-
-    def __call__(self, name, grid, block, *args):
-        fn = self._cache.get(name)
-        if fn is None:
-            fn = self._cache[name] = cudac.kernel(PACKAGE, SOURCE, name, self.defines)
-        cudac.launch(fn, grid, block, *args, stream=self.stream)
-
-
-def cuda_defines(params: dict) -> dict:
-    return {k: v for k, v in params.items() if k in ("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS",
-                                                     "DOWNSWEEP_MIN_BLOCKS", "ONESWEEP_MIN_BLOCKS", "FULL_TILES")}
-
-
-def provider(backend: str, params: dict, stream=0):
-    return CudaCKernels(params, stream) if backend == "cuda-c" else NumbaKernels(params, stream)
-
-
-def _i(x) -> np.int32:
-    return np.int32(x)
+KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE,
+                       defines=("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS", "DOWNSWEEP_MIN_BLOCKS",
+                                "ONESWEEP_MIN_BLOCKS", "FULL_TILES"))
+cuda_defines = KERNELS.cuda_defines
+provider = KERNELS.provider  # provider(backend, params, stream=0): K(name, grid, block, *args) on that stream
 
 
 # ----------------------------------------------------------------------------- scan

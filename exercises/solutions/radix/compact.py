@@ -5,7 +5,7 @@ from numba import cuda
 
 from gpulab.errors import DtypeError, ShapeError
 from gpulab.launch import grid_1d
-from gpulab.radix.host import NumbaKernels, ScanPlan
+from gpulab.radix.host import ScanPlan, provider
 
 BLOCK = 256
 
@@ -38,7 +38,7 @@ def compact_greater(x, threshold):
     out = cuda.device_array(n, np.float32)
     g = grid_1d(n, BLOCK)
     flag_greater[g, BLOCK](d_x, np.float32(threshold), np.int32(n), flags)
-    ScanPlan(NumbaKernels({"SCAN_BLOCK": BLOCK}), n, BLOCK).run(flags, pos)
+    ScanPlan(provider("numba", {"SCAN_BLOCK": BLOCK}), n, BLOCK).run(flags, pos)
     scatter_flagged[g, BLOCK](d_x, flags, pos, np.int32(n), out)
     count = int(pos[n - 1:n].copy_to_host()[0] + flags[n - 1:n].copy_to_host()[0])
     return out[:count].copy_to_host() if count else np.zeros(0, np.float32)

@@ -1,0 +1,31 @@
+"""gpulab.launch.PlanCache: the plans the chapters keep between calls (radix, euler, gp's compiled kernels)."""
+
+import pytest
+
+from gpulab.launch import PlanCache
+
+
+def test_a_kept_plan_is_reused_and_the_least_recently_used_goes_first():
+    evicted = []
+    cache = PlanCache(maxsize=2, after_evict=lambda: evicted.append(len(cache)))
+    a = cache.get(("a",), object)
+    b = cache.get(("b",), object)
+    assert cache.get(("a",), lambda: pytest.fail("rebuilt a kept plan")) is a  # a is now the most recent
+    c = cache.get(("c",), object)  # b goes, then after_evict runs before c is built
+    assert evicted == [1]
+    assert set(map(id, cache.values())) == {id(a), id(c)} and b not in cache.values()
+    cache.clear()
+    assert not cache and len(cache) == 0
+
+
+def test_one_plan_at_a_time_goes_before_the_next_is_built_and_a_failed_build_is_not_kept():
+    cache = PlanCache(maxsize=1)
+    cache.get((1,), object)
+
+    def build():
+        assert not cache, "the kept plan must be gone before the next one allocates"
+        raise MemoryError("no room")
+
+    with pytest.raises(MemoryError):
+        cache.get((2,), build)
+    assert not cache
