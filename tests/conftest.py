@@ -143,7 +143,7 @@ def from_gpu(x):
 #
 # scripts/gpu_tests.sh runs all of tests/ at once with pytest-xdist: 8 workers, tests handed out
 # one by one (`--dist load`; each worker compiles the kernels its tests launch, once), numba's
-# CPU thread pool split between the workers. On a fresh H200 that took 351 s (2026-11-26); with
+# CPU thread pool split between the workers. On a fresh H200 that took 317 s (2026-11-26); with
 # 4 workers and unsplit thread pools the same suite had not finished in 560 s.
 # (`--dist loadfile` keeps each file in one worker; `--dist loadgroup` does not group under
 # pytest 9, whose node ids drop xdist 3.8's group suffix.) The per-test timeout (pytest-timeout, `timeout` in
