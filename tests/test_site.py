@@ -245,3 +245,24 @@ def test_the_tab_check_catches_fused_tab_groups(tmp_path, chromium):
     assert any("clicked tab 3 ('numba'), but tab(s) [1] selected" in m for m in fused), found
     assert [m for m in found if not m.startswith("tab set 1 ")] == [
         "tab set 3 ['numba', 'CUDA C']: tab 2 ('CUDA C') shows a panel with no code"], found
+
+
+def test_references_resolve_and_every_entry_is_cited(site):
+    """Every `references/#anchor` link on the site names an entry of the References page, and every
+    entry there is cited from at least one chapter."""
+    refs = (site / "references/index.html").read_text(encoding="utf-8")
+    body = refs[refs.index('<article'):refs.index('</article>')]
+    entries = set(re.findall(r'<a id="([^"]+)"></a>', body))
+    assert len(entries) >= 20, sorted(entries)
+    link = re.compile(r'href="(?:\.\./)*references/#([^"]+)"')
+    broken, cited = [], set()
+    for page in pages(site):
+        if page == "references/index.html":
+            continue
+        for anchor in link.findall((site / page).read_text(encoding="utf-8")):
+            if anchor not in entries:
+                broken.append(f"{page}: #{anchor}")
+            if page.startswith("chapters/"):
+                cited.add(anchor)
+    assert not broken, "links to no entry of the References page:\n" + "\n".join(broken)
+    assert entries <= cited, f"entries no chapter cites: {sorted(entries - cited)}"
