@@ -35,7 +35,7 @@ MARKER = re.compile(r"^([ \t]*)<!-- gpulab:bench (\S+) (\S+)" + OPTS + r" -->$",
 ROWS = re.compile(r"^([ \t]*)<!-- gpulab:rows (\S+)" + OPTS + r" -->$", re.MULTILINE)
 OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 
-MAX_ROWS, MAX_COLS, MAX_SIZES = 20, 7, 6
+MAX_ROWS, MAX_COLS, MAX_SIZES = 20, 7, 4  # 4 sizes: "1,930 (1,080×)" cells fit the text width at 1280 px
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 SCALES = {6: "millions", 9: "billions", 12: "trillions"}
 
@@ -169,7 +169,7 @@ def _open_view(cols, rows, opts):
 
 
 def _head(c: str, scale: int) -> str:
-    h = "registers" if c == "resources" else c.replace("_per_s", "/s").replace("_", " ")
+    h = "registers" if c == "resources" else re.sub(r"^pct_(?:of_)?", "% of ", c).replace("_per_s", "/s").replace("_", " ")
     return f"{h} ({SCALES[scale]})" if scale else h
 
 
