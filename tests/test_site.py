@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -266,3 +267,101 @@ def test_references_resolve_and_every_entry_is_cited(site):
                 cited.add(anchor)
     assert not broken, "links to no entry of the References page:\n" + "\n".join(broken)
     assert entries <= cited, f"entries no chapter cites: {sorted(entries - cited)}"
+
+
+# ---------------------------------------------------------------------- tables a reader can read
+
+MAX_OPEN_ROWS, MAX_OPEN_COLUMNS = 20, 8
+E_NOTATION = re.compile(r"\d\.?\d*e[+-]\d+")
+
+
+class _Tables(HTMLParser):
+    """Every <table> of a page: whether it sits inside a <details> (collapsed), its body rows,
+    its widest row (cells) and the text of its cells, code left out (a source listing's
+    line-number table, a `1e-5` in code, are code, not numbers for a reader)."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.tables, self._open, self._details, self._cell, self._code = [], [], 0, None, 0
+
+    def handle_starttag(self, tag, attrs):
+        if tag == "details":
+            self._details += 1
+        elif tag in ("code", "pre"):
+            self._code += 1
+        elif tag == "table":
+            listing = "highlighttable" in (dict(attrs).get("class") or "")
+            self._open.append({"collapsed": self._details > 0, "rows": 0, "columns": 0, "cells": [], "_row": 0,
+                               "listing": listing})
+        elif self._open and tag == "tr":
+            self._open[-1]["_row"] = 0
+        elif self._open and tag in ("td", "th"):
+            t = self._open[-1]
+            t["_row"] += 1
+            t["columns"] = max(t["columns"], t["_row"])
+            if tag == "td" and t["_row"] == 1:
+                t["rows"] += 1
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        if tag == "details":
+            self._details -= 1
+        elif tag in ("code", "pre"):
+            self._code -= 1
+        elif tag == "table" and self._open:
+            t = self._open.pop()
+            if not t["listing"]:
+                self.tables.append(t)
+        elif tag in ("td", "th") and self._open and self._cell is not None:
+            self._open[-1]["cells"].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        if self._cell is not None and not self._code:
+            self._cell.append(data)
+
+
+def table_problems(html: str) -> list[str]:
+    """An open table (not inside a collapsed <details>) over 20 body rows or 8 columns, and any
+    table cell in e-notation ("1.93e+03"), open or collapsed."""
+    p = _Tables()
+    p.feed(html)
+    found = []
+    for i, t in enumerate(p.tables, 1):
+        if not t["collapsed"] and t["rows"] > MAX_OPEN_ROWS:
+            found.append(f"table {i}: {t['rows']} rows open (at most {MAX_OPEN_ROWS}; collapse the rest)")
+        if not t["collapsed"] and t["columns"] > MAX_OPEN_COLUMNS:
+            found.append(f"table {i}: {t['columns']} columns open (at most {MAX_OPEN_COLUMNS})")
+        bad = [c for c in t["cells"] if E_NOTATION.search(c)]
+        if bad:
+            found.append(f"table {i}: {len(bad)} cells in e-notation, e.g. {bad[0]!r}")
+    return found
+
+
+def test_tables_are_readable_in_the_built_site(site):
+    """Tables open on the page have at most 20 body rows and 8 columns (the rest under a
+    collapsed "all records"), and no cell anywhere reads in e-notation."""
+    problems = []
+    for page in pages(site):
+        problems += [f"{page}: {m}" for m in table_problems((site / page).read_text(encoding="utf-8"))]
+    assert not problems, "\n".join(problems[:60]) + f"\n({len(problems)} problems)"
+
+
+def test_the_table_check_catches_long_wide_and_e_notation_tables():
+    def table(rows, cols, cell="1"):
+        body = "".join("<tr>" + f"<td>{cell}</td>" * cols + "</tr>" for _ in range(rows))
+        return f"<table><thead><tr>{'<th>h</th>' * cols}</tr></thead><tbody>{body}</tbody></table>"
+
+    assert table_problems(table(20, 8)) == []
+    assert table_problems(table(21, 3)) == ["table 1: 21 rows open (at most 20; collapse the rest)"]
+    assert table_problems(table(3, 9)) == ["table 1: 9 columns open (at most 8)"]
+    assert table_problems(f"<details><summary>all</summary>{table(136, 12)}</details>") == []
+    assert table_problems(f"<details><summary>all</summary></details>{table(21, 2)}") == [
+        "table 1: 21 rows open (at most 20; collapse the rest)"]
+    assert table_problems(table(1, 2, "1.93e+03 (1.08e+03×)")) == [
+        "table 1: 2 cells in e-notation, e.g. '1.93e+03 (1.08e+03×)'"]
+    assert table_problems(table(1, 1) + f"<details>{table(1, 1, '4e-07')}</details>") == [
+        "table 2: 1 cells in e-notation, e.g. '4e-07'"]
+    assert table_problems(table(2, 2, "1,930 Medges/s (1,080×)") + table(1, 1, "4.07 × 10⁻⁷")) == []
+    assert table_problems(table(1, 1, "<code>tol=1e-5</code>")) == []
+    assert table_problems(table(30, 2, "<pre>x = 1e-5</pre>").replace("<table>", '<table class="highlighttable">')) == []

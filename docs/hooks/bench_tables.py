@@ -3,50 +3,289 @@
 A page line ``<!-- gpulab:bench <chapter> <device> -->`` becomes the results table (and the
 chart, if its PNG is committed) of ``docs/benchmarks/<chapter>-<device>.json``. When that file
 does not exist the page says so plainly: the book never shows numbers that were not measured.
+
+``<!-- gpulab:rows <file-stem> -->`` renders a sweep's ``{"rows": [...]}`` as a table.
+
+Every table is rendered for a reader at page width:
+
+* numbers for humans: 3 significant digits, thousands separators, never e-notation
+  (``1,930 (1,080×)``; a column of billions is shown in billions, its header says so);
+* at most 20 rows and 7 columns open on the page. A wider table opens with its result columns
+  (times, throughputs, % of a peer) after the columns that name the row; a tuning sweep's
+  parameter columns come after its results. A longer table opens with the best record per group
+  (per configuration of everything but the parameters, or per size) and keeps every record, every
+  column, under a collapsed "All N records".
+
+A marker may say what to open with (``key="value"`` after the stem):
+``by="measured ms"`` (the column that ranks records), ``best="size"`` (the columns to group by,
+``|``-separated), ``where="size=2^28"`` (open only those rows instead of the best per group),
+``sizes="a|b"`` (a ``bench`` marker: the sizes shown open, at most 6).
 """
 
 from __future__ import annotations
 
 import json
-import os
+import math
 import posixpath
 import re
 from pathlib import Path
 
-MARKER = re.compile(r"^([ \t]*)<!-- gpulab:bench (\S+) (\S+) -->$", re.MULTILINE)
-# ``<!-- gpulab:rows <file-stem> -->``: a tuning sweep's JSON ({"rows": [{...}, ...], ...}) as a table.
-ROWS = re.compile(r"^([ \t]*)<!-- gpulab:rows (\S+) -->$", re.MULTILINE)
+OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
+MARKER = re.compile(r"^([ \t]*)<!-- gpulab:bench (\S+) (\S+)" + OPTS + r" -->$", re.MULTILINE)
+ROWS = re.compile(r"^([ \t]*)<!-- gpulab:rows (\S+)" + OPTS + r" -->$", re.MULTILINE)
+OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
+
+MAX_ROWS, MAX_COLS, MAX_SIZES = 20, 7, 4  # 4 sizes: "1,930 (1,080×)" cells fit the text width at 1280 px
+SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
+SCALES = {6: "millions", 9: "billions", 12: "trillions"}
 
 
-def _cell(v):
-    if isinstance(v, float):
-        return f"{v:.3g}"
+# ---------------------------------------------------------------------- numbers for humans
+
+def num(v, sig: int = 3) -> str:
+    """``1930.4`` → ``1,930``; ``0.02847`` → ``0.0285``; ``4.07e-07`` → ``4.07 × 10⁻⁷``; ints exact."""
+    if v is None:
+        return "—"
+    if isinstance(v, bool):
+        return "✓" if v else "✗"
+    if isinstance(v, int):
+        return f"{v:,}"
+    if not isinstance(v, float):
+        return str(v)
+    if not math.isfinite(v):
+        return str(v)
+    if v == 0:
+        return "0"
+    exp = math.floor(math.log10(abs(v)))
+    if exp < -3:
+        m = round(v / 10 ** exp, sig - 1)
+        if abs(m) >= 10:
+            m, exp = m / 10, exp + 1
+        return f"{m:.{sig - 1}f} × 10{str(exp).translate(SUPERSCRIPT)}"
+    digits = sig - 1 - exp
+    r = round(v, digits)
+    return f"{r:,.0f}" if digits <= 0 else f"{r:,.{digits}f}"
+
+
+def ratio(x) -> str:
+    """Speed against the peer: a percentage below 2× (cuBLAS, CUB), a factor above (a CPU baseline)."""
+    if not x:
+        return "—"
+    return f"{num(100 * x)}%" if x < 2 else f"{num(float(x))}×"
+
+
+def scale_of(values) -> int:
+    """The power of 1000 to show a column in: 9 when its numbers are billions, 0 below millions."""
+    big = [abs(v) for v in values if isinstance(v, float) and v]
+    if not big or min(big) < 1e5 or max(big) < 1e6:
+        return 0
+    return min(12, 3 * math.floor(math.log10(max(big)) / 3))
+
+
+def _cell(v, scale: int = 0) -> str:
     if isinstance(v, dict):
         return str(v.get("registers", "")) if "registers" in v else ""
-    return str(v)
+    if isinstance(v, float) and scale:
+        return num(v / 10 ** scale)
+    return num(v)
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    esc = [[c.replace("|", "\\|") for c in r] for r in [head] + rows]
+    return ["| " + " | ".join(esc[0]) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in esc[1:]]
+
+
+def _details(title: str, lines: list[str]) -> list[str]:
+    return ["", f'??? note "{title}"', ""] + [("    " + line) if line else "" for line in lines]
+
+
+# ---------------------------------------------------------------------- sweeps: {"rows": [...]}
+
+RESULT = re.compile(r"(?:^|[\s_(])ms(?:$|[\s_)])|/s\b|per_s|tflops|pct|%|cub\b|TB/s|fitness|efficiency|_vs_|"
+                    r"/measured|/ edges|speed", re.IGNORECASE)
+PARAMETER = re.compile(r"^[A-Z][A-Z0-9_]*$|^(?:block|chunk)$")
+
+
+def _is_param(c: str) -> bool:
+    return bool(PARAMETER.match(c)) and c not in ("N",)
+
+
+def _is_result(c: str) -> bool:
+    return bool(RESULT.search(c)) and not _is_param(c)
+
+
+def _rank_column(cols, rows, opts):
+    """The column that ranks records and whether lower is better (a time) or higher (a rate)."""
+    if "by" in opts:
+        c = opts["by"]
+        return c, not RESULT.search(c) or bool(re.search(r"(?:^|[\s_(])ms(?:$|[\s_)])", c))
+    numeric = [c for c in cols if _is_result(c) and any(isinstance(r.get(c), (int, float)) for r in rows)]
+    times = [c for c in numeric if re.search(r"(?:^|[\s_(])ms(?:$|[\s_)])", c) and not c.startswith("model")]
+    if times:
+        return times[0], True
+    return (numeric[0], False) if numeric else (None, True)
+
+
+def _open_view(cols, rows, opts):
+    """(columns, rows, what) shown open: at most MAX_COLS columns and MAX_ROWS rows."""
+    varying = [c for c in cols if len({json.dumps(r.get(c), sort_keys=True) for r in rows}) > 1]
+    params = [c for c in varying if _is_param(c)]
+    results = [c for c in cols if _is_result(c)]
+    names = [c for c in varying if c not in params and c not in results
+             and all(isinstance(r.get(c), str) for r in rows)]
+    other = [c for c in varying if c not in params + results + names]
+    what = ""
+    if len(rows) > MAX_ROWS:
+        by, lower = _rank_column(cols, rows, opts)
+        if "where" in opts:
+            k, v = opts["where"].split("=", 1)
+            shown = [r for r in rows if str(r.get(k)) == v]
+            what = f"{k} = {v}: {len(shown)} of {len(rows)} records"
+        elif by is not None:
+            group = opts["best"].split("|") if "best" in opts else (names if params else names[:1])
+            best: dict = {}
+            for r in rows:
+                v = r.get(by)
+                if not isinstance(v, (int, float)) or isinstance(v, bool):
+                    continue
+                key = tuple(json.dumps(r.get(c)) for c in group)
+                if key not in best or (v < best[key][by] if lower else v > best[key][by]):
+                    best[key] = r
+            shown = list(best.values())
+            what = (f"the {'fastest' if lower else 'best'} record ({by}) per {' · '.join(group) or 'table'}: "
+                    f"{min(len(shown), MAX_ROWS)} of {len(rows)} records")
+            results = [by] + [c for c in results if c != by]
+        else:
+            shown = rows
+        if len(shown) > MAX_ROWS:
+            what += f" (the first {MAX_ROWS} shown)"
+        rows = shown[:MAX_ROWS]
+    if len(cols) <= MAX_COLS:
+        return cols, rows, what
+    keep = names[:3]
+    keep += results[:MAX_COLS - len(keep)]
+    keep += (params + other)[:MAX_COLS - len(keep)]
+    return [c for c in keep], rows, what
+
+
+def _head(c: str, scale: int) -> str:
+    h = "registers" if c == "resources" else re.sub(r"^pct_(?:of_)?", "% of ", c).replace("_per_s", "/s").replace("_", " ")
+    return f"{h} ({SCALES[scale]})" if scale else h
+
+
+def _rows_table(cols, rows, all_rows) -> list[str]:
+    scales = {c: scale_of([r.get(c) for r in all_rows]) for c in cols}
+    return _table([_head(c, scales[c]) for c in cols], [[_cell(r.get(c), scales[c]) for c in cols] for r in rows])
 
 
 def _render_rows(match: re.Match, docs_dir: Path) -> str:
     path = docs_dir / "benchmarks" / f"{match.group(2)}.json"
     if not path.exists():
         return f'!!! warning "Not measured yet"\n    `docs/benchmarks/{path.name}` is not committed yet.\n'
+    opts = dict(OPT.findall(match.group(3) or ""))
     data = json.loads(path.read_text())
     rows = data["rows"]
-    cols = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, (list,))))
-    head = ["registers" if c == "resources" else c for c in cols]
-    out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(cols)]
-    for r in rows:
-        out.append("| " + " | ".join(_cell(r.get(c, "")) for c in cols) + " |")
+    cols = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, list)))
+    open_cols, open_rows, what = _open_view(cols, rows, opts)
+    out = _rows_table(open_cols, open_rows, rows)
     meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))}
-    if meta:
-        out.append("\n*" + ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items()) + f" (from `docs/benchmarks/{path.name}`)*")
+    note = ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items())
+    src = f"from `docs/benchmarks/{path.name}`"
+    if what or open_cols != cols:
+        shown = what or f"{len(open_cols)} of {len(cols)} columns"
+        out.append(f"\n*Shown: {shown}; every record, every column, below.*")
+        out += _details(f"All {len(rows)} records", _rows_table(cols, rows, rows))
+    out.append("\n*" + (note + f" ({src})" if note else src[0].upper() + src[1:]) + "*")
+    return "\n".join(out)
+
+
+# ---------------------------------------------------------------------- chapter benchmarks
+
+def _compact(result: dict, labels: list[str], scale: int) -> tuple[list[str], list[list[str]]]:
+    """One row per variant · backend, one column per size; each cell the throughput and, in
+    parentheses, the speed against the peer; bold the fastest at that size; — not run, ✗ wrong."""
+    recs = result["records"]
+    keys = list(dict.fromkeys((r["variant"], r["backend"]) for r in recs))
+    units = {r["unit"] for r in recs if r["throughput"] is not None}
+    by = {(r["variant"], r["backend"], r["label"]): r for r in recs}
+    best = {lab: max((r["throughput"] for r in recs if r["label"] == lab and r["throughput"] is not None),
+                     default=None) for lab in labels}
+    rows = []
+    for name, backend in keys:
+        row = [f"{name}\u00a0·\u00a0{backend}"]
+        for lab in labels:
+            r = by.get((name, backend, lab))
+            if r is None or r["throughput"] is None:
+                row.append("✗" if r is not None and r["check"] is False else "—")
+                continue
+            cell = num(r["throughput"] / 10 ** scale) + ("" if len(units) == 1 else f"\u00a0{r['unit']}")
+            if r["ratio_to_peer"]:
+                cell += f"\u00a0({ratio(r['ratio_to_peer'])})"  # no-break spaces: one line per cell
+            row.append(f"**{cell}**" if r["throughput"] == best[lab] else cell)
+        rows.append(row)
+    return ["variant · backend"] + labels, rows
+
+
+def _records(result: dict) -> list[str]:
+    recs = result["records"]
+    public = any(r.get("public_median_ms") is not None for r in recs)
+    peer = next((r["peer"] for r in recs if r["peer"]), "peer")
+    ceiling = next((r["ceiling_name"] for r in recs if r["ceiling_name"]), "ceiling")
+    head = ["size", "variant", "backend", "median ms"] + (["public call ms"] if public else []) + [
+        "throughput", f"speed vs {peer}", f"% of {ceiling}", "check"]
+    rows = []
+    for r in recs:
+        row = [r["label"], r["variant"], r["backend"], num(r["median_ms"])]
+        if public:
+            row.append(num(r.get("public_median_ms")))
+        row += [num(r["throughput"]) + (f" {r['unit']}" if r["throughput"] is not None else ""),
+                ratio(r["ratio_to_peer"]),
+                f"{num(100 * r['ratio_to_ceiling'])}%" if r["ratio_to_ceiling"] else "—",
+                {True: "✓", False: "✗", None: "—"}[r["check"]] if not r["skipped"] or r["check"] is False else "skipped"]
+        rows.append(row)
+    out = _table(head, rows)
+    if public:
+        out += ["", "*public call ms: the chapter's public function called on inputs already on the device "
+                    "(validation, result allocation and Python included); median ms: the variant's launcher alone.*"]
+    return out
+
+
+def _format_bench(result: dict, opts: dict) -> str:
+    recs = result["records"]
+    labels = list(dict.fromkeys(r["label"] for r in recs))
+    shown = opts["sizes"].split("|") if "sizes" in opts else labels[:MAX_SIZES]
+    missing = [s for s in shown if s not in labels]
+    if missing:
+        raise ValueError(f"bench marker: sizes {missing} are not in the results (sizes: {labels})")
+    units = list(dict.fromkeys(r["unit"] for r in recs if r["throughput"] is not None))
+    scale = scale_of([float(r["throughput"]) for r in recs if r["throughput"] is not None]) if len(units) == 1 else 0
+    head, rows = _compact(result, shown, scale)
+    out = _table(head, rows)
+    out[1] = "|---|" + "---:|" * (len(head) - 1)
+    peer = next((r["peer"] for r in recs if r["peer"]), None)
+    unit = (f"{SCALES[scale]} of {units[0]}" if scale else units[0]) if len(units) == 1 else ""
+    what = f"Throughput in {unit}" if unit else "Throughput"
+    if peer:
+        what += f"; in parentheses, the speed against {peer} measured in the same run (100% = as fast)"
+    sizes = f" {len(shown)} of the {len(labels)} sizes (all of them below)." if len(shown) < len(labels) else ""
+    out += ["", f"*{what}. Bold: the fastest at that size; —: not run there (see all records).{sizes}*"]
+    dev, v = result["device"], result["versions"]
+    out += ["", f"*{dev['name']} (sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}, "
+                f"{dev['sm_count']} SMs), driver {v.get('driver', '?')}, numba-cuda {v.get('numba-cuda', '?')}, "
+                f"measured {result['date']}; median of {result['settings']['repeat']} runs after "
+                f"{result['settings']['warmup']} warm-up runs, CUDA events.*"]
+    if len(shown) < len(labels):
+        h2, r2 = _compact(result, labels, scale)
+        full = _table(h2, r2)
+        full[1] = "|---|" + "---:|" * (len(h2) - 1)
+        out += _details(f"All {len(labels)} sizes", full)
+    out += _details(f"All {len(recs)} records", _records(result))
     return "\n".join(out)
 
 
 def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
-    from gpulab.benchmark import format_markdown  # imports no numba
-
     chapter, dev = match.group(2), match.group(3)
+    opts = dict(OPT.findall(match.group(4) or ""))
     stem = f"{chapter}-{dev}"
     data = docs_dir / "benchmarks" / f"{stem}.json"
     if not data.exists():
@@ -55,7 +294,7 @@ def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
                 f"`gpulab bench {chapter}` on that device will appear here once they are measured "
                 "and committed. No numbers are shown until then.\n")
     result = json.loads(data.read_text())
-    out = [format_markdown(result)]
+    out = [_format_bench(result, opts)]
     png = data.with_suffix(".png")
     if png.exists():
         rel = posixpath.relpath(f"benchmarks/{stem}.png", page_dir or ".")
