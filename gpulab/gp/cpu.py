@@ -9,7 +9,7 @@ r"""The CPU peers, compiled with numba: the benchmarks' baseline and the bit-sli
   whether the GPU still wins once the CPU uses the same trick.
 * `fitness` — the per-individual mean over stocks, summed in stock order.
 
-All share `gpulab.gp.trading.trade_day`, compiled here with ``numba.njit``.
+All share `gpulab.gp.trading.trade_day` and `gpulab.gp.trading.liquidate`, compiled here with ``numba.njit``.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
 
 trade_day = njit(inline="always", cache=True)(trading.trade_day)
+liquidate = njit(inline="always", cache=True)(trading.liquidate)
 
 NF, NT, CP = oc.NF, oc.NT, oc.OP_CP
 AND, OR, NOT, LT = oc.OP_AND, oc.OP_OR, oc.OP_NOT, oc.OP_LT
@@ -78,8 +79,7 @@ def interpret(code, offsets, floats, bools, stack_depth, money, trace, trace_on)
                 overflow += 1
             if trace_on:
                 trace[t, d] = np.uint8(buy + 2 * sell + 4 * (act & 3))
-        if sh > 0:
-            m = m + sh * np.float64(floats[s, CP, D - 1]) - 1.0
+        m = liquidate(m, sh, np.float64(floats[s, CP, D - 1]))
         money[t] = m
     return overflow
 # --8<-- [end:interpret]
@@ -175,8 +175,7 @@ def interpret_bitsliced(code, offsets, masks, close, days, stack_depth, money, t
                     later = ~((bit - one) | bit)  # the days after day j
                     eb &= later
                     es &= later
-            if sh > 0:
-                m = m + sh * np.float64(close[s, days - 1]) - 1.0
+            m = liquidate(m, sh, np.float64(close[s, days - 1]))
             money[t] = m
     return overflow
 # --8<-- [end:interpret_bitsliced]
