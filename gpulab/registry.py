@@ -24,7 +24,6 @@ class Variant:
         memory: memory spaces the kernel uses, e.g. ``("global", "shared")``.
         lesson: one line on what this step teaches.
         run: host function computing the result (same signature for every variant of a chapter).
-        kernels: names of the kernels it launches (for the compile checks and the book).
         params: compile-time parameters (tile sizes ...), passed to the kernel builders.
         needs_warp_intrinsics: uses shfl/ballot/match...: on the simulator it runs through
             [`gpulab.simwarp`][gpulab.simwarp] (skipped only where that is switched off).
@@ -36,7 +35,6 @@ class Variant:
     memory: tuple[str, ...]
     lesson: str
     run: Callable
-    kernels: tuple[str, ...] = ()
     params: dict = field(default_factory=dict)
     needs_warp_intrinsics: bool = False
     teaching_only: bool = False

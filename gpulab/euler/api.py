@@ -54,7 +54,7 @@ def clear_cache() -> None:
 def _solve(src, dst, *, directed, source, path, variant, backend, vertices, params):
     from numba import cuda
 
-    from gpulab.arrays import device_input, is_device_array, to_caller, to_host
+    from gpulab.arrays import caller_of, describe, device_input, to_caller, to_host
 
     n = host.check_edges(src, dst)
     if not directed and 2 * (n + 1) > host.INT32_MAX:
@@ -67,7 +67,6 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
             raise TypeError(f"source must be a vertex id (an int), got {type(source).__name__}")
         source = int(source)
     v = _resolve(variant, backend)
-    on_device = is_device_array(src) or is_device_array(dst)
     if v.backend == "cpu":
         s, d = to_host(src), to_host(dst)
         if s.size and (min(s.min(), d.min()) < 0):
@@ -84,9 +83,10 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
             verts = np.append(tail[edges], head[edges[-1]]) if n else np.zeros(0, np.int32)
             verts = verts.astype(np.int32)
         res = [edges] + ([] if directed else [fw]) + ([verts] if vertices else [])
-        if on_device:
+        like = describe(src, dst)  # device in: the results go back in the caller's library
+        if like.on_device:
             res = [to_caller(cuda.to_device(np.ascontiguousarray(r if r.dtype != bool else r.astype(np.int32))),
-                             True) for r in res]
+                             like) for r in res]
         return res[0] if len(res) == 1 else tuple(res)
 
     d_src = device_input(src, "src")
@@ -107,7 +107,7 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
             if m:
                 plan.launch("walk_vertices", m + 1, out, tail, head, np.int32(m), vs)
             results.append(vs[: m + 1] if m else vs[:0])
-    like = d_src
+    like = caller_of(d_src, d_dst)
     final = []
     for i, r in enumerate(results):
         if like.on_device:  # a fresh array: the plan's buffers are reused by the next call

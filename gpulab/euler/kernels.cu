@@ -146,7 +146,6 @@ extern "C" __global__ void small_sort(const int *keys, int n, int *out_keys, int
 }
 // --8<-- [end:small_sort]
 
-// --8<-- [start:pair]
 extern "C" __global__ void mismatch(const int *a, const int *b, int n, int *out) {
     GRID_LOOP(i, n) {
         if (a[i] != b[i]) {
@@ -156,6 +155,7 @@ extern "C" __global__ void mismatch(const int *a, const int *b, int n, int *out)
     }
 }
 
+// --8<-- [start:pair]
 extern "C" __global__ void pair(const int *in_order, const int *out_order, const int *ssrc, const int *sdst, int n,
                                 int *succ, int *out, int slot) {
     GRID_LOOP(i, n) {

@@ -1,8 +1,13 @@
 """Chapter 5 kernels in numba.cuda: the Awerbuch–Israeli–Shiloach pipeline for Euler circuits.
 
-Every array is int32: vertex ids, edge ids, cycle labels, positions (``NONE = -1`` marks "not
-set"). Element-wise kernels are grid-stride loops, so the host may launch any grid (a few
-thousand blocks on a GPU, one small block on the simulator). Kernels that *append* to a list
+Vertex ids, edge ids, cycle labels and positions are int32 (``NONE = -1`` marks "not set").
+The other types: the caller's ids, int32 or int64, which ``to_i32`` validates and narrows (its
+min/max statistics are int64, reset by ``preset_i64``); the 8-byte words of pointer jumping
+(uint64, ``pack``, below); the spanning forest's tree-link flags (uint8: ``fill_u8``, ``hook``,
+``splice``) and the de Bruijn symbols (uint8).
+
+Element-wise kernels are grid-stride loops, so the host may launch any grid (a few thousand
+blocks on a GPU, one small block on the simulator). Kernels that *append* to a list
 (links, splitters, nodes ...) use a warp-aggregated atomic: one ``atomic.add`` per warp, not per
 thread — their loops run in whole warps (``n`` rounded up to 32) so that every lane reaches the
 ``ballot_sync``; their blocks are multiples of 32 threads.
@@ -13,7 +18,8 @@ compare and a select per load (chapter 1 measured it).
 The steps, in the order the host (``host.py``) launches them:
 
 1. pairing: ``to_i32`` (validate and narrow ids), ``small_sort`` or chapter 4's radix sort,
-   ``mismatch`` (in-degree = out-degree everywhere?), ``pair`` (the successor permutation);
+   ``imbalance`` (in-degree = out-degree everywhere? ``degrees_of`` for the message), ``pair``
+   (the successor permutation);
 2. labelling: ``propagate_round`` | ``jump_round`` | ``tile_contract`` + contraction |
    ruling set (``pick_splitters``, ``walk_label``, ``jump_round`` on the splitters,
    ``label_from_owner``);
@@ -22,6 +28,9 @@ The steps, in the order the host (``host.py``) launches them:
 5. ``splice``;
 6. ranking: ``wyllie_init`` / ``wyllie_round`` / ``scatter_rank``, or the ruling set's
    ``pick_rank_splitters``, ``walk_rank``, ``wyllie_round`` on the splitters, ``write_ranked``.
+
+``mismatch`` is no step: the benchmark (``bench.py``) counts with it where a variant's circuit
+differs from the first variant's.
 
 Pointer jumping (labels and ranks) keeps an element's value and next pointer in one 8-byte
 word (``pack``): one gather per element per round instead of two. Counters live in one small
@@ -227,10 +236,10 @@ def small_sort(keys, n, out_keys, out_perm):
 # --8<-- [end:small_sort]
 
 
-# --8<-- [start:pair]
 @cuda.jit
 def mismatch(a, b, n, out):
-    """out[0] = number of i with a[i] != b[i]; out[1] = the smallest such i (host sets INT32_MAX)."""
+    """The benchmark's comparison of two circuits: out[0] = number of i with a[i] != b[i];
+    out[1] = the smallest such i (host sets INT32_MAX)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
@@ -240,6 +249,7 @@ def mismatch(a, b, n, out):
         i += stride
 
 
+# --8<-- [start:pair]
 @cuda.jit
 def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot):
     """Step 1: the k-th in-edge of every vertex is followed by its k-th out-edge. On the way,

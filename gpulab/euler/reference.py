@@ -75,11 +75,6 @@ def check_circuit(src, dst, edges, *, directed: bool = True, forward=None, path:
 # --8<-- [end:check]
 
 
-def assert_circuit(*args, **kwargs) -> None:
-    ok, why = check_circuit(*args, **kwargs)
-    assert ok, why
-
-
 # ----------------------------------------------------------------------------- Euler's theorem
 
 

@@ -62,7 +62,7 @@ for name, memory, lesson in _LADDER:
     for backend in ("numba", "cuda-c"):
         REGISTRY.add(Variant(name, backend, memory, lesson,
                              host.plan_factory(name, backend, "ruling_set" if name == "ruling_set" else "wyllie"),
-                             kernels=(), params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})},
+                             params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})},
                              needs_warp_intrinsics=True,
                              teaching_only=name in ("partition", "propagate")))
 

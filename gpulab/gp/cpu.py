@@ -9,7 +9,7 @@ r"""The CPU peers, compiled with numba: the benchmarks' baseline and the bit-sli
   whether the GPU still wins once the CPU uses the same trick.
 * `fitness` — the per-individual mean over stocks, summed in stock order.
 
-All share `gpulab.gp.trading.trade_day`, compiled here with ``numba.njit``.
+All share `gpulab.gp.trading.trade_day` and `gpulab.gp.trading.liquidate`, compiled here with ``numba.njit``.
 """
 
 from __future__ import annotations
@@ -20,11 +20,14 @@ from numba.cpython.unsafe.numbers import trailing_zeros
 
 from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
+from gpulab.gp.market import NMASK, NPAIR
 
 trade_day = njit(inline="always", cache=True)(trading.trade_day)
+liquidate = njit(inline="always", cache=True)(trading.liquidate)
 
 NF, NT, CP = oc.NF, oc.NT, oc.OP_CP
 AND, OR, NOT, LT = oc.OP_AND, oc.OP_OR, oc.OP_NOT, oc.OP_LT
+E_AND, E_OR = NMASK, NMASK + 1  # decoded entries: 0 .. NMASK-1 a mask, then AND, OR, NOT
 
 
 
@@ -33,23 +36,23 @@ def _eval_tree(code, a, b, floats, bools, s, d, stack):
     sp = 0
     for pc in range(a, b):
         op = np.int32(code[pc])
-        if op < 17:
+        if op < NF:
             stack[sp] = floats[s, op, d]
             sp += 1
-        elif op < 31:
-            stack[sp] = np.float32(bools[s, op - 17, d])
+        elif op < NT:
+            stack[sp] = np.float32(bools[s, op - NF, d])
             sp += 1
-        elif op == 33:
+        elif op == NOT:
             stack[sp - 1] = np.float32(stack[sp - 1] == 0)
         else:
             r = stack[sp - 1]
             l = stack[sp - 2]
             sp -= 1
-            if op == 31:
+            if op == AND:
                 v = (l != 0) and (r != 0)
-            elif op == 32:
+            elif op == OR:
                 v = (l != 0) or (r != 0)
-            elif op == 34:
+            elif op == LT:
                 v = l < r
             else:
                 v = l > r
@@ -78,8 +81,7 @@ def interpret(code, offsets, floats, bools, stack_depth, money, trace, trace_on)
                 overflow += 1
             if trace_on:
                 trace[t, d] = np.uint8(buy + 2 * sell + 4 * (act & 3))
-        if sh > 0:
-            m = m + sh * np.float64(floats[s, CP, D - 1]) - 1.0
+        m = liquidate(m, sh, np.float64(floats[s, CP, D - 1]))
         money[t] = m
     return overflow
 # --8<-- [end:interpret]
@@ -93,15 +95,15 @@ def _decode(code, a, b, out, n):
     pc = a
     while pc < b:
         op = np.int32(code[pc])
-        if op < 17:
+        if op < NF:
             rhs = np.int32(code[pc + 1])
-            out[n] = op * 17 + rhs if code[pc + 2] == 34 else rhs * 17 + op
+            out[n] = op * NF + rhs if code[pc + 2] == LT else rhs * NF + op
             pc += 3
-        elif op < 31:
-            out[n] = 289 + (op - 17)
+        elif op < NT:
+            out[n] = NPAIR + (op - NF)
             pc += 1
         else:
-            out[n] = op + 272
+            out[n] = op + (NMASK - NT)  # AND, OR, NOT: the entries after the masks
             pc += 1
         n += 1
     return n
@@ -113,14 +115,14 @@ def _eval_bits(prog, a, b, masks, s, w, stack):
     sp = 0
     for pc in range(a, b):
         e = prog[pc]
-        if e < 303:
+        if e < NMASK:
             stack[sp] = top  # spill the old top (unused below position 0)
             sp += 1
             top = masks[s, w, e]
-        elif e == 303:
+        elif e == E_AND:
             sp -= 1
             top = top & stack[sp]
-        elif e == 304:
+        elif e == E_OR:
             sp -= 1
             top = top | stack[sp]
         else:
@@ -175,8 +177,7 @@ def interpret_bitsliced(code, offsets, masks, close, days, stack_depth, money, t
                     later = ~((bit - one) | bit)  # the days after day j
                     eb &= later
                     es &= later
-            if sh > 0:
-                m = m + sh * np.float64(close[s, days - 1]) - 1.0
+            m = liquidate(m, sh, np.float64(close[s, days - 1]))
             money[t] = m
     return overflow
 # --8<-- [end:interpret_bitsliced]

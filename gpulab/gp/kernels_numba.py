@@ -24,13 +24,18 @@ import numpy as np
 from numba import cuda, float32, float64, int64, uint8, uint16, uint32, uint64
 
 from gpulab import device
+from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
+from gpulab.gp.market import NMASK, NPAIR
 
 # numba types integer literals as int64, and uint64 op int64 is float64: every constant that
 # meets an index is a uint64.
 U0, U1, U2, U32 = np.uint64(0), np.uint64(1), np.uint64(2), np.uint64(32)
-UNF, UNB, UCP = np.uint64(17), np.uint64(14), np.uint64(15)
-UNMASK = np.uint64(303)
+UNF, UNB, UCP = np.uint64(oc.NF), np.uint64(oc.NB), np.uint64(oc.OP_CP)
+UNMASK = np.uint64(NMASK)
+# Opcodes, from the table (module-level ints: numba compiles them in as constants).
+NF, NT = oc.NF, oc.NT
+AND, OR, NOT, LT = oc.OP_AND, oc.OP_OR, oc.OP_NOT, oc.OP_LT
 FULL = np.uint64(0xFFFFFFFF)
 ONES = np.uint32(0xFFFFFFFE)
 
@@ -95,13 +100,13 @@ def stack_eval(code, a, b, F, fbase, fstride, B, bbase, bstride, stack, sbase, s
     while pc < b:
         op = code[pc]
         pc += U1
-        if op < 17:  # float terminal
+        if op < NF:  # float terminal
             stack[sbase + sp * sstride] = F[fbase + uint64(op) * fstride]
             sp += U1
-        elif op < 31:  # boolean terminal
-            stack[sbase + sp * sstride] = float32(B[bbase + uint64(op - 17) * bstride])
+        elif op < NT:  # boolean terminal
+            stack[sbase + sp * sstride] = float32(B[bbase + uint64(op - NF) * bstride])
             sp += U1
-        elif op == 33:  # NOT
+        elif op == NOT:  # NOT
             k = sbase + (sp - U1) * sstride
             stack[k] = float32(stack[k] == float32(0))
         else:  # AND, OR, <, >: the right argument is on top
@@ -109,11 +114,11 @@ def stack_eval(code, a, b, F, fbase, fstride, B, bbase, bstride, stack, sbase, s
             sp -= U1
             k = sbase + (sp - U1) * sstride
             l = stack[k]
-            if op == 31:
+            if op == AND:
                 v = (l != float32(0)) and (r != float32(0))
-            elif op == 32:
+            elif op == OR:
                 v = (l != float32(0)) or (r != float32(0))
-            elif op == 34:
+            elif op == LT:
                 v = l < r
             else:
                 v = l > r
@@ -219,13 +224,13 @@ def const_eval(a, b, F, fbase, fstride, B, bbase, bstride, stack, sbase, sstride
     while pc < b:
         op = const_byte(pc)
         pc += U1
-        if op < 17:
+        if op < NF:
             stack[sbase + sp * sstride] = F[fbase + uint64(op) * fstride]
             sp += U1
-        elif op < 31:
-            stack[sbase + sp * sstride] = float32(B[bbase + uint64(op - 17) * bstride])
+        elif op < NT:
+            stack[sbase + sp * sstride] = float32(B[bbase + uint64(op - NF) * bstride])
             sp += U1
-        elif op == 33:
+        elif op == NOT:
             k = sbase + (sp - U1) * sstride
             stack[k] = float32(stack[k] == float32(0))
         else:
@@ -233,11 +238,11 @@ def const_eval(a, b, F, fbase, fstride, B, bbase, bstride, stack, sbase, sstride
             sp -= U1
             k = sbase + (sp - U1) * sstride
             l = stack[k]
-            if op == 31:
+            if op == AND:
                 v = (l != float32(0)) and (r != float32(0))
-            elif op == 32:
+            elif op == OR:
                 v = (l != float32(0)) or (r != float32(0))
-            elif op == 34:
+            elif op == LT:
                 v = l < r
             else:
                 v = l > r
@@ -351,20 +356,20 @@ def register_eval(code, a, b, F, fbase, fstride, B, bbase, bstride):
     while pc < b:
         op = code[pc]
         pc += U1
-        if op < 17:
+        if op < NF:
             f0 = f1
             f1 = F[fbase + uint64(op) * fstride]
-        elif op < 31:
-            bits = uint32((bits << uint32(1)) | uint32(B[bbase + uint64(op - 17) * bstride]))
-        elif op == 31:  # AND: pop the top, clear the new top unless the popped bit was 1
+        elif op < NT:
+            bits = uint32((bits << uint32(1)) | uint32(B[bbase + uint64(op - NF) * bstride]))
+        elif op == AND:  # AND: pop the top, clear the new top unless the popped bit was 1
             top = uint32(bits & uint32(1))
             bits = uint32((bits >> uint32(1)) & (ONES | top))
-        elif op == 32:  # OR
+        elif op == OR:  # OR
             top = uint32(bits & uint32(1))
             bits = uint32((bits >> uint32(1)) | top)
-        elif op == 33:  # NOT
+        elif op == NOT:  # NOT
             bits = uint32(bits ^ uint32(1))
-        elif op == 34:
+        elif op == LT:
             bits = uint32((bits << uint32(1)) | uint32(f0 < f1))
         else:
             bits = uint32((bits << uint32(1)) | uint32(f0 > f1))
@@ -395,27 +400,27 @@ def register_days_eval(DAYS: int):
         while pc < b:
             op = code[pc]
             pc += U1
-            if op < 17:
+            if op < NF:
                 fk = fbase + uint64(op) * stride
                 for j in range(DAYS):
                     f0[j] = f1[j]
                     f1[j] = F[fk + uint64(j) * fday]
-            elif op < 31:
-                bk = bbase + uint64(op - 17) * stride
+            elif op < NT:
+                bk = bbase + uint64(op - NF) * stride
                 for j in range(DAYS):
                     bits[j] = uint32((bits[j] << uint32(1)) | uint32(B[bk + uint64(j) * bday]))
-            elif op == 31:
+            elif op == AND:
                 for j in range(DAYS):
                     top = uint32(bits[j] & uint32(1))
                     bits[j] = uint32((bits[j] >> uint32(1)) & (ONES | top))
-            elif op == 32:
+            elif op == OR:
                 for j in range(DAYS):
                     top = uint32(bits[j] & uint32(1))
                     bits[j] = uint32((bits[j] >> uint32(1)) | top)
-            elif op == 33:
+            elif op == NOT:
                 for j in range(DAYS):
                     bits[j] = uint32(bits[j] ^ uint32(1))
-            elif op == 34:
+            elif op == LT:
                 for j in range(DAYS):
                     bits[j] = uint32((bits[j] << uint32(1)) | uint32(f0[j] < f1[j]))
             else:
@@ -489,8 +494,8 @@ def register_kernel(WPB: int, CODE: int, DAYS: int):
 # ----------------------------------------------------------------------------- bit-sliced
 
 
-UNMASK64 = np.uint64(303)
-E_AND, E_OR = np.uint64(303), np.uint64(304)  # decoded entries: 0..302 a mask, then AND, OR, NOT (305)
+UNMASK64 = np.uint64(NMASK)
+E_AND, E_OR = np.uint64(NMASK), np.uint64(NMASK + 1)  # decoded entries: 0..302 a mask, then AND, OR, NOT (305)
 ALL64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 U64 = np.uint64(64)
 FULL32 = np.uint64(0xFFFFFFFF)
@@ -509,13 +514,13 @@ def decode_tree(code, a, b, sdec, w, n, lane):
         op = uint64(code[pc])
         if op < UNF:  # the left operand of a comparison: the validator guarantees "x y <" or "x y >"
             rhs = uint64(code[pc + U1])
-            e = op * UNF + rhs if code[pc + U2] == 34 else rhs * UNF + op
+            e = op * UNF + rhs if code[pc + U2] == LT else rhs * UNF + op
             pc += np.uint64(3)
-        elif op < np.uint64(31):
-            e = np.uint64(289) + (op - UNF)
+        elif op < np.uint64(NT):
+            e = np.uint64(NPAIR) + (op - UNF)
             pc += U1
         else:
-            e = op + np.uint64(272)
+            e = op + np.uint64(NMASK - NT)  # AND, OR, NOT: the entries after the masks
             pc += U1
         if lane == U0:
             sdec[w, n] = uint16(e)

@@ -53,11 +53,6 @@ class DataError(GpulabError, ValueError):
     """Market data that cannot be used: missing column, NaN, non-positive price, bad dates ..."""
 
 
-def pair_mask(a: int, b: int) -> int:
-    """Index of the mask "float terminal a < float terminal b"."""
-    return a * oc.NF + b
-
-
 @dataclass
 class _History:
     """The full-history arrays and everything derived from them (shared by split markets)."""

@@ -44,6 +44,8 @@ OK, UNKNOWN, UNDERFLOW, TYPE, LEFTOVER, RESULT = 0, 1, 2, 3, 4, 5
 _KIND = {UNKNOWN: "unknown opcode", UNDERFLOW: "stack underflow", TYPE: "type error",
          LEFTOVER: "leftover values", RESULT: "the tree returns a float, not a boolean"}
 
+NF, NT, NOPS = oc.NF, oc.NT, oc.NOPS  # opcodes, from the table (numba compiles them in as constants)
+NOT, LT = oc.OP_NOT, oc.OP_LT
 STAT_NODES, STAT_DEPTH, STAT_STACK, STAT_BOOLS, STAT_ERR, STAT_POS = range(6)
 
 
@@ -112,15 +114,15 @@ def _analyze_tree(code, a, b, types, heights, row):
     err, pos = 0, 0
     for pc in range(a, b):
         op = np.int32(code[pc])
-        if op >= 36:
+        if op >= NOPS:
             err, pos = 1, pc - a
             break
-        if op < 31:  # terminal: push its type
-            types[sp] = 1 if op < 17 else 0
+        if op < NT:  # terminal: push its type
+            types[sp] = 1 if op < NF else 0
             heights[sp] = 1
             nbool += types[sp] == 0
             sp += 1
-        elif op == 33:  # NOT: boolean -> boolean
+        elif op == NOT:  # NOT: boolean -> boolean
             if sp < 1:
                 err, pos = 2, pc - a
                 break
@@ -132,7 +134,7 @@ def _analyze_tree(code, a, b, types, heights, row):
             if sp < 2:
                 err, pos = 2, pc - a
                 break
-            want = 1 if op >= 34 else 0
+            want = 1 if op >= LT else 0
             if types[sp - 1] != want or types[sp - 2] != want:
                 err, pos = 3, pc - a
                 break

@@ -82,7 +82,7 @@ REGISTRY = Registry("gp")
 _OVERRIDES = overrides()
 for name, memory, lesson in _LADDER:
     for backend in ("numba", "cuda-c"):
-        REGISTRY.add(Variant(name, backend, memory, lesson, host.evaluator_factory(backend), kernels=(f"gp_{name}", "gp_fitness"),
+        REGISTRY.add(Variant(name, backend, memory, lesson, host.evaluator_factory(backend),
                              params=params_for(name, backend, _OVERRIDES), teaching_only=name == "thread_global"))
 
 REGISTRY.add(Variant("interpreter", "cpu", ("host",),

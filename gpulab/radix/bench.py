@@ -327,20 +327,6 @@ def model_rows(result: dict) -> list[dict]:
     return rows
 
 
-def model_markdown(result: dict) -> str:
-    rows = model_rows(result)
-    out = ["| size | variant | backend | passes | bytes/key (model) | model ms | measured ms | model / measured | effective TB/s |",
-           "|---|---|---|---|---|---|---|---|---|"]
-    for r in rows:
-        out.append(f"| {r['label']} | {r['variant']} | {r['backend']} | {r['passes']} | {r['bytes_per_key']:.1f} | "
-                   f"{r['model_ms']:.3g} | {r['measured_ms']:.3g} | {100 * r['model_over_measured']:.0f}% | "
-                   f"{r['achieved_TBps']:.2f} |")
-    out.append("")
-    out.append(f"*Model: bytes per key from `gpulab.radix.bench.bytes_per_key` at {COPY_BW / 1e12:.2f} TB/s "
-               f"(the measured copy bandwidth); measured: the committed benchmark run of {result['date']}.*")
-    return "\n".join(out)
-
-
 def write_model(result_path: str | Path, out_dir: str | Path) -> Path:
     """Write ``radix-model-<device>.json`` (rows for the book's ``gpulab:rows`` marker) next to the JSON."""
     result = json.loads(Path(result_path).read_text())

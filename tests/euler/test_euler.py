@@ -23,7 +23,7 @@ from gpulab.euler import generators as gen
 from gpulab.euler import host, reference as ref
 from gpulab.euler.api import plan_for
 from gpulab.euler.variants import REGISTRY, effective_params
-from tests.conftest import ON_SIMULATOR, skip_unless_runnable
+from tests.conftest import ON_SIMULATOR, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
 GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
 CPU_VARIANTS = [v for v in REGISTRY if v.backend == "cpu"]
@@ -270,28 +270,40 @@ def test_bad_inputs_raise_clear_errors():
 # ----------------------------------------------------------------------------- device arrays, dtypes
 
 
-@pytest.mark.parametrize("variant", FAST, ids=ids)
+@pytest.mark.parametrize("variant", FAST + CPU_VARIANTS, ids=ids)
 def test_device_arrays_in_device_arrays_out(variant, rng):
+    """Device in, device out on every kind of variant (the CPU ones copy to the host and back),
+    the first device argument deciding when only one of src, dst is on the device."""
     skip_unless_runnable(variant)
     src, dst = random_closed_walks(rng, 6, 6, 5)
     expected = eu.euler_circuit(src, dst, variant=variant.name, backend=variant.backend)
-    d_out = eu.euler_circuit(cuda.to_device(src.astype(np.int64)), cuda.to_device(dst.astype(np.int64)),
-                             variant=variant.name, backend=variant.backend)
-    assert not isinstance(d_out, np.ndarray) and hasattr(d_out, "copy_to_host")
-    assert np.array_equal(d_out.copy_to_host(), expected)
+    for s, d in ((cuda.to_device(src.astype(np.int64)), cuda.to_device(dst.astype(np.int64))),
+                 (src, cuda.to_device(dst))):
+        d_out = eu.euler_circuit(s, d, variant=variant.name, backend=variant.backend)
+        assert not isinstance(d_out, np.ndarray) and hasattr(d_out, "copy_to_host")
+        assert np.array_equal(d_out.copy_to_host(), expected)
     d_e, d_f = eu.euler_circuit(cuda.to_device(src), cuda.to_device(dst), directed=False, variant=variant.name,
                                 backend=variant.backend)
     h_e, h_f = eu.euler_circuit(src, dst, directed=False, variant=variant.name, backend=variant.backend)
     assert np.array_equal(d_e.copy_to_host(), h_e) and np.array_equal(d_f.copy_to_host().astype(bool), h_f)
 
 
-@pytest.mark.skipif(ON_SIMULATOR, reason="CuPy needs a GPU")
-def test_cupy_arrays_in_cupy_arrays_out(rng):
-    cp = pytest.importorskip("cupy")
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+@pytest.mark.parametrize("variant", [v for v in REGISTRY if v.name == "ruling_set"] + CPU_VARIANTS, ids=ids)
+def test_cupy_and_torch_arrays_in_the_same_kind_out(lib_name, variant, rng):
+    """GPU only: CuPy in, CuPy out; PyTorch in, PyTorch out, on the GPU and the CPU variants."""
+    lib = gpu_library(lib_name)
+    skip_unless_runnable(variant)
+    same_lib = lambda x: type(x).__module__.split(".")[0] == lib_name  # noqa: E731
     src, dst = random_closed_walks(rng, 50, 200, 20)
-    out = eu.euler_circuit(cp.asarray(src), cp.asarray(dst))
-    assert isinstance(out, cp.ndarray)
-    assert np.array_equal(out.get(), eu.euler_circuit(src, dst))
+    kw = dict(variant=variant.name, backend=variant.backend)
+    out = eu.euler_circuit(on_gpu(lib, src), on_gpu(lib, dst), **kw)
+    assert same_lib(out) and np.array_equal(from_gpu(out), eu.euler_circuit(src, dst, **kw))
+    e, f, vs = eu.euler_circuit(on_gpu(lib, src), on_gpu(lib, dst), directed=False, vertices=True, **kw)
+    h_e, h_f, h_vs = eu.euler_circuit(src, dst, directed=False, vertices=True, **kw)
+    assert all(same_lib(x) for x in (e, f, vs))
+    assert np.array_equal(from_gpu(e), h_e) and np.array_equal(from_gpu(f).astype(bool), h_f)
+    assert np.array_equal(from_gpu(vs), h_vs)
 
 
 def test_from_csr_and_networkx(rng):
