@@ -426,20 +426,22 @@ def format_text(result: dict) -> str:
     return "\n".join(lines)
 
 
-def compact_rows(result: dict) -> tuple[list[str], list[list[str]]]:
-    """The chapter table: one row per variant × backend, one column per size; each cell the
-    throughput and, in parentheses, the speed against the peer. The fastest cell of each
-    column is bold; `—` where the variant did not run (the full table says why), `✗` where
-    its result was wrong."""
+def compact_rows(result: dict, labels: list[str] | None = None, number=None, ratio=None
+                 ) -> tuple[list[str], list[list[str]]]:
+    """The chapter table: one row per variant × backend, one column per size (`labels`, default
+    every size); each cell the throughput and, in parentheses, the speed against the peer. The
+    fastest cell of each column is bold; `—` where the variant did not run (the full table says
+    why), `✗` where its result was wrong. `number(throughput)` and `ratio(speed-up)` format the
+    cells (the book's hook passes its human formats)."""
+    number = number or _fmt
+    ratio = ratio or _ratio
     recs = result["records"]
-    labels = list(dict.fromkeys(r["label"] for r in recs))
+    labels = list(dict.fromkeys(r["label"] for r in recs)) if labels is None else list(labels)
     keys = list(dict.fromkeys((r["variant"], r["backend"]) for r in recs))
     units = {r["unit"] for r in recs if r["throughput"] is not None}
     by = {(r["variant"], r["backend"], r["label"]): r for r in recs}
-    best = {}
-    for lab in labels:
-        ts = [r["throughput"] for r in recs if r["label"] == lab and r["throughput"] is not None]
-        best[lab] = max(ts) if ts else None
+    best = {lab: max((r["throughput"] for r in recs if r["label"] == lab and r["throughput"] is not None),
+                     default=None) for lab in labels}
     rows = []
     for name, backend in keys:
         row = [f"{name}\u00a0·\u00a0{backend}"]
@@ -448,9 +450,9 @@ def compact_rows(result: dict) -> tuple[list[str], list[list[str]]]:
             if r is None or r["throughput"] is None:
                 row.append("✗" if r is not None and r["check"] is False else "—")
                 continue
-            cell = _fmt(r["throughput"]) + ("" if len(units) == 1 else f"\u00a0{r['unit']}")
+            cell = number(r["throughput"]) + ("" if len(units) == 1 else f"\u00a0{r['unit']}")
             if r["ratio_to_peer"]:
-                cell += f"\u00a0({_ratio(r['ratio_to_peer'])})"  # no-break spaces: one line per cell
+                cell += f"\u00a0({ratio(r['ratio_to_peer'])})"  # no-break spaces: one line per cell
             row.append(f"**{cell}**" if r["throughput"] == best[lab] else cell)
         rows.append(row)
     return ["variant · backend"] + labels, rows

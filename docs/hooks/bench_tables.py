@@ -202,28 +202,11 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
 # ---------------------------------------------------------------------- chapter benchmarks
 
 def _compact(result: dict, labels: list[str], scale: int) -> tuple[list[str], list[list[str]]]:
-    """One row per variant · backend, one column per size; each cell the throughput and, in
-    parentheses, the speed against the peer; bold the fastest at that size; — not run, ✗ wrong."""
-    recs = result["records"]
-    keys = list(dict.fromkeys((r["variant"], r["backend"]) for r in recs))
-    units = {r["unit"] for r in recs if r["throughput"] is not None}
-    by = {(r["variant"], r["backend"], r["label"]): r for r in recs}
-    best = {lab: max((r["throughput"] for r in recs if r["label"] == lab and r["throughput"] is not None),
-                     default=None) for lab in labels}
-    rows = []
-    for name, backend in keys:
-        row = [f"{name}\u00a0·\u00a0{backend}"]
-        for lab in labels:
-            r = by.get((name, backend, lab))
-            if r is None or r["throughput"] is None:
-                row.append("✗" if r is not None and r["check"] is False else "—")
-                continue
-            cell = num(r["throughput"] / 10 ** scale) + ("" if len(units) == 1 else f"\u00a0{r['unit']}")
-            if r["ratio_to_peer"]:
-                cell += f"\u00a0({ratio(r['ratio_to_peer'])})"  # no-break spaces: one line per cell
-            row.append(f"**{cell}**" if r["throughput"] == best[lab] else cell)
-        rows.append(row)
-    return ["variant · backend"] + labels, rows
+    """`gpulab.benchmark.compact_rows` (one row per variant · backend, one column per size) with
+    the book's human numbers: throughput in units of 10**scale, speed-ups like "1,080×"."""
+    from gpulab.benchmark import compact_rows
+
+    return compact_rows(result, labels, number=lambda x: num(x / 10 ** scale), ratio=ratio)
 
 
 def _records(result: dict) -> list[str]:
