@@ -174,7 +174,7 @@ def test_docs_hook_renders_committed_json_and_admits_missing(tmp_path):
                          "ceiling_name": None, "ratio_to_ceiling": None, "check": True, "skipped": None}]}
     (tmp_path / "benchmarks" / "demo-h200.json").write_text(json.dumps(data))
     out = bench_tables.on_page_markdown("<!-- gpulab:bench demo h200 -->", Page, {"docs_dir": str(tmp_path)}, None)
-    assert "| n=1 | v | numba | 2 | 1.5 X/s | 50.0% |" in out
+    assert "| n=1 | v | numba | 2.00 | 1.50 X/s | 50.0% |" in out
 
 
 def test_tour_runs_and_checks_every_variant():

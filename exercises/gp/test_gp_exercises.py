@@ -126,15 +126,16 @@ def test_shorts_without_short_signals_is_the_long_only_loop(impl, rng):
         close = np.round(rng.uniform(20, 300, D), 2).astype(np.float32)
         buy = rng.random(D) < 0.3
         sell = rng.random(D) < 0.3
-        # a sell signal while flat would go short: suppress those to compare with the long-only loop
-        holding, b2, s2 = False, buy.copy(), sell.copy()
+        # a sell signal while flat would go short: suppress those to compare with the long-only
+        # loop. "Flat" is what the long-only loop says (a buy it cannot afford leaves it flat), and
+        # the long-only loop ignores a sell while flat, so suppressing one changes none of its actions
+        b2, s2 = buy.copy(), sell.copy()
+        _, long_only = reference.trade(b2, s2, close)
+        holding = False
         for d in range(D):
             if not holding and s2[d] and not b2[d]:
                 s2[d] = False
-            if b2[d] and not s2[d] and not holding:
-                holding = True
-            elif s2[d] and not b2[d] and holding:
-                holding = False
+            holding = (holding or long_only[d] == 1) and long_only[d] != 2
         money, actions = mod.trade_with_shorts(b2, s2, close)
         ref_money, ref_actions = reference.trade(b2, s2, close)
         assert money == ref_money and actions == ref_actions
