@@ -117,12 +117,12 @@ def _writable_dir(path: str, flag: str, prog: str) -> None:
 
 def cmd_bench(args) -> int:
     from gpulab import benchmark
-    from gpulab.chapters import module, registry
+    from gpulab import chapters
 
     _chapters([args.chapter], "bench")
     _writable_dir(args.out, "--out", "gpulab bench")  # before the benchmark: its results must have somewhere to go
-    spec = module(args.chapter, "bench").SPEC
-    reg = registry(args.chapter)
+    chapter = chapters.get(args.chapter)
+    spec, reg = chapter.bench, chapter.registry
     unknown = [n for n in args.variants or () if n not in reg.names()]
     if unknown:
         raise UsageError(f"gpulab bench {args.chapter}: unknown variant {unknown[0]!r}; "

@@ -19,7 +19,8 @@ import sys
 from contextlib import contextmanager
 
 from gpulab import device
-from gpulab.chapters import CHAPTERS, module
+from gpulab import chapters as book
+from gpulab.chapters import CHAPTERS
 
 ARCH = (9, 0)
 
@@ -67,18 +68,18 @@ _LOCAL = re.compile(r"\b(ld|st)\.local\b")
 FOUNDATION = "foundation"  # the shared kernels (gpulab.arrays' device-side checks), checked like a chapter's
 
 
-def _targets_module(chapter: str):
-    """Where a chapter's `ptx_targets()` lives: beside its registry (`variants.py`), which knows
-    the parameters its kernels are built with."""
+def _ptx_targets(chapter: str) -> list:
+    """A chapter's numba kernels with the parameters its registry uses (`Chapter.ptx_targets`),
+    or the shared kernels' for `FOUNDATION`."""
     if chapter == FOUNDATION:
         import gpulab.arrays
 
-        return gpulab.arrays
-    return module(chapter, "variants")
+        return gpulab.arrays.ptx_targets()
+    return book.get(chapter).ptx_targets()
 
 
 def numba_ptx(chapters=None) -> list[dict]:
-    """Compile each chapter's `variants.ptx_targets()` (and, by default, the shared kernels:
+    """Compile each chapter's `ptx_targets()` (and, by default, the shared kernels:
     chapter `"foundation"`) for sm_90 (needs a non-simulator process)."""
     if device.on_simulator():
         raise RuntimeError("numba_ptx needs the real numba compiler: run it with GPULAB_DEVICE=gpu")
@@ -86,7 +87,7 @@ def numba_ptx(chapters=None) -> list[dict]:
 
     out = []
     for ch in chapters or [*CHAPTERS, FOUNDATION]:
-        for name, kern, sig in _targets_module(ch).ptx_targets():
+        for name, kern, sig in _ptx_targets(ch):
             rec = {"chapter": ch, "kernel": name, "kind": "numba", "ok": False, "error": None,
                    "local_memory_ops": None, "resources": {}}
             try:
@@ -108,13 +109,14 @@ def numba_ptx(chapters=None) -> list[dict]:
 
 
 def nvrtc(chapters=None) -> list[dict]:
-    """Compile each chapter's CUDA C configurations (``variants.cuda_builds()``) for sm_90."""
+    """Compile each chapter's CUDA C configurations (`Chapter.cuda_builds`) for sm_90."""
     from gpulab.cudac import nvrtc_compile, source_text
 
     out = []
     for ch in chapters or CHAPTERS:
-        pkg = CHAPTERS[ch]
-        for build in module(ch, "variants").cuda_builds():
+        chapter = book.get(ch)
+        pkg = chapter.package
+        for build in chapter.cuda_builds():
             # (filename, defines), or (name, defines, source text) for generated source
             filename, defines = build[0], build[1]
             text = build[2] if len(build) > 2 else source_text(pkg, filename)

@@ -7,7 +7,7 @@ a chapter's [`Registry`][gpulab.registry.Registry], so adding a variant is addin
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Callable, Iterator
+from typing import Any, Callable, Iterator
 
 from gpulab.errors import BackendUnavailable, GpulabError
 
@@ -28,6 +28,13 @@ class Variant:
         needs_warp_intrinsics: uses shfl/ballot/match...: on the simulator it runs through
             [`gpulab.simwarp`][gpulab.simwarp] (skipped only where that is switched off).
         teaching_only: a deliberately slow step the benchmarks still measure, not a contender.
+        sim_params: entries that replace `params` on numba's simulator (smaller blocks and
+            tiles: the simulator pays per thread and per barrier); see
+            [`launch_params`][gpulab.registry.Variant.launch_params].
+        policy: the chapter's launch policy for this variant, as data (CUB's *policy*): a
+            frozen dataclass of the chapter's own type naming the kernels, the grid rule, the
+            layouts and limits its one dispatch path reads, so that the host code never
+            branches on a variant's name.
     """
 
     name: str
@@ -38,6 +45,19 @@ class Variant:
     params: dict = field(default_factory=dict)
     needs_warp_intrinsics: bool = False
     teaching_only: bool = False
+    sim_params: dict = field(default_factory=dict)
+    policy: Any = None
+
+    def launch_params(self, overrides: dict | None = None) -> dict:
+        """The parameters a launch uses on this machine: `params`, then `sim_params` on the
+        simulator, then the caller's `overrides`."""
+        from gpulab import device
+
+        p = dict(self.params)
+        if device.on_simulator():
+            p.update(self.sim_params)
+        p.update(overrides or {})
+        return p
 
     @property
     def key(self) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from gpulab import device
-from gpulab.chapters import CHAPTERS, module
+from gpulab import chapters as book
 
 
 @dataclass
@@ -79,8 +79,8 @@ def tour(chapters: list[str] | None = None, out=sys.stdout, as_json: bool = Fals
             print(line, file=out, flush=True)
     say(heading)
     rows = []
-    for ch in chapters or list(CHAPTERS):
-        for case in module(ch, "tour").tour_cases(sim):
+    for ch in chapters or book.CHAPTERS:
+        for case in book.get(ch).tour_cases(sim):
             if variants and case.variant.name not in variants:
                 continue
             row = run_case(case)

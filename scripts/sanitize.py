@@ -130,7 +130,7 @@ def run_workload(chapters, backend, seed, variants=None, out=sys.stdout) -> int:
 
     import gpulab  # noqa: F401  (device selection first)
     from gpulab import device
-    from gpulab.chapters import module, registry
+    from gpulab import chapters as book
     from gpulab.errors import GpulabError
 
     sim = device.on_simulator()
@@ -140,9 +140,10 @@ def run_workload(chapters, backend, seed, variants=None, out=sys.stdout) -> int:
     for ch in chapters:
         from numba import cuda
 
-        bench = module(ch, "bench")
+        chapter = book.get(ch)
+        spec = chapter.bench
         states: dict = {}  # one input per case, shared by the chapter's variants (euler compares them)
-        for v in registry(ch).select(backend=backend):
+        for v in chapter.registry.select(backend=backend):
             if variants and v.name not in variants:
                 continue
             reason = v.unavailable_reason()
@@ -156,9 +157,9 @@ def run_workload(chapters, backend, seed, variants=None, out=sys.stdout) -> int:
                 try:
                     if case.label not in states:
                         rng = np.random.default_rng([seed, len(states)])
-                        st = bench.setup(case, rng)
+                        st = spec.setup(case, rng)
                         states[case.label] = _radix_lane31(st) if ch == "radix" else st
-                    ok, detail = bench.check(v, states[case.label])
+                    ok, detail = spec.check(v, states[case.label])
                     cuda.synchronize()
                 except GpulabError as exc:  # a size this variant refuses, by design
                     print(f"{label} skipped: {exc}", file=out, flush=True)
@@ -171,8 +172,8 @@ def run_workload(chapters, backend, seed, variants=None, out=sys.stdout) -> int:
                 print(f"{label} {'ok' if ok else 'WRONG'}  {detail}  ({time.perf_counter() - t0:.2f} s)",
                       file=out, flush=True)
         for st in states.values():
-            if hasattr(bench, "teardown"):
-                bench.teardown(st)
+            if spec.teardown:
+                spec.teardown(st)
     print(f"sanitize workload: {ran - bad} ok, {bad} wrong, {skipped} skipped", file=out, flush=True)
     return bad
 

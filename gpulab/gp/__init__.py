@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.errors import GpulabError
 from gpulab.gp import host
@@ -32,7 +33,7 @@ from gpulab.gp.reference import Evaluation
 from gpulab.gp.variants import DEFAULT_VARIANT, REGISTRY
 from gpulab.gp.loop import EvolutionInterrupted, EvolutionResult, GPParams, evolve, experiment
 
-__all__ = ["parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Population", "Market", "synthetic_market",
+__all__ = ["CHAPTER", "parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Population", "Market", "synthetic_market",
            "load_csv", "sample_market", "evaluate", "evaluate_detail", "check", "evolve", "experiment", "GPParams",
            "EvolutionResult", "EvolutionInterrupted", "variants", "Evaluation",
            "ProgramError", "ProgramLimitError", "DataError", "FLOAT_TERMINALS", "BOOL_TERMINALS", "FUNCTIONS",
@@ -148,3 +149,13 @@ def variants(backend: str | None = None) -> list[str]:
     """Names of the registered variants (of one backend, or all)."""
     return list(dict.fromkeys(REGISTRY.names(backend)))
 
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+from gpulab.gp import bench as _bench, tour as _tour  # noqa: E402  (they use the API above)
+from gpulab.gp.variants import cuda_builds as _cuda_builds, ptx_targets as _ptx_targets  # noqa: E402
+
+CHAPTER = Chapter(name="gp", number=3, title="Genetic programming: evolving trading rules", registry=REGISTRY,
+                  ptx_targets=_ptx_targets, cuda_builds=_cuda_builds, bench=_bench.SPEC,
+                  tour_cases=_tour.tour_cases, exercises="gp")

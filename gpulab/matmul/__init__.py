@@ -18,13 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import caller_of, device_input, numba_stream, to_caller
 from gpulab.matmul.host import validate
 from gpulab.matmul.reference import matmul_reference
 from gpulab.matmul.variants import REGISTRY
 
-__all__ = ["matmul", "matmul_reference", "REGISTRY", "variants"]
+__all__ = ["CHAPTER", "matmul", "matmul_reference", "REGISTRY", "variants"]
 
 
 # --8<-- [start:entry]
@@ -65,3 +66,14 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
 def variants(backend: str | None = None) -> list[str]:
     """Names of the registered variants (of one backend, or all)."""
     return list(dict.fromkeys(REGISTRY.names(backend)))
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+from gpulab.matmul import bench as _bench, tour as _tour  # noqa: E402  (they use the API above)
+from gpulab.matmul.variants import cuda_builds as _cuda_builds, ptx_targets as _ptx_targets  # noqa: E402
+
+CHAPTER = Chapter(name="matmul", number=1, title="Matrix multiplication", registry=REGISTRY,
+                  ptx_targets=_ptx_targets, cuda_builds=_cuda_builds, bench=_bench.SPEC,
+                  tour_cases=_tour.tour_cases, exercises="matmul")

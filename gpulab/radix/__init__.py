@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import caller_of, describe, device_input, numba_stream, to_caller, to_host
 from gpulab.launch import PlanCache
@@ -40,7 +41,7 @@ from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_
                                     split_reference)
 from gpulab.radix.variants import REGISTRY
 
-__all__ = ["sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_plan_cache", "REGISTRY",
+__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = "local"
@@ -297,3 +298,14 @@ def split(keys, bit: int, backend: str = "numba", block: int = 256, stream=None)
 def variants(backend: str | None = None) -> list[str]:
     """Names of the registered variants (of one backend, or all)."""
     return list(dict.fromkeys(REGISTRY.names(backend)))
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+from gpulab.radix import bench as _bench, tour as _tour  # noqa: E402  (they use the API above)
+from gpulab.radix.variants import cuda_builds as _cuda_builds, ptx_targets as _ptx_targets  # noqa: E402
+
+CHAPTER = Chapter(name="radix", number=4, title="Radix sort", registry=REGISTRY,
+                  ptx_targets=_ptx_targets, cuda_builds=_cuda_builds, bench=_bench.SPEC,
+                  tour_cases=_tour.tour_cases, exercises="radix")

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulab.chapters import Chapter
 from gpulab import device  # (selects GPU or simulator before numba loads)
 from gpulab.subset.combinatorics import binomial_table, choose, gather, offset, pack, rank, unrank
 from gpulab.arrays import is_device_array, to_host
@@ -26,7 +27,7 @@ from gpulab.subset.reference import (SubsetResult, frobenius_distance, least_cor
                                      least_correlated_reference, load_returns_csv, synthetic_returns)
 from gpulab.subset.variants import REGISTRY
 
-__all__ = ["least_correlated", "check", "search_packed", "least_correlated_reference", "SubsetResult", "choose", "unrank", "rank",
+__all__ = ["CHAPTER", "least_correlated", "check", "search_packed", "least_correlated_reference", "SubsetResult", "choose", "unrank", "rank",
            "offset", "pack", "gather", "binomial_table", "correlation", "synthetic_returns", "load_returns_csv",
            "frobenius_distance", "least_correlated_cpu", "squared_packed", "REGISTRY", "variants"]
 
@@ -114,3 +115,14 @@ def search_packed(Q, n: int, k: int, variant: str | None = None, backend: str = 
 def variants(backend: str | None = None) -> list[str]:
     """Names of the registered variants (of one backend, or all)."""
     return list(dict.fromkeys(REGISTRY.names(backend)))
+
+
+# ----------------------------------------------------------------------------- the chapter
+
+
+from gpulab.subset import bench as _bench, tour as _tour  # noqa: E402  (they use the API above)
+from gpulab.subset.variants import cuda_builds as _cuda_builds, ptx_targets as _ptx_targets  # noqa: E402
+
+CHAPTER = Chapter(name="subset", number=2, title="The least-correlated subset", registry=REGISTRY,
+                  ptx_targets=_ptx_targets, cuda_builds=_cuda_builds, bench=_bench.SPEC,
+                  tour_cases=_tour.tour_cases, exercises="subset")
