@@ -102,25 +102,17 @@ def cmd_tour(args) -> int:
     return 1 if tour(chapters or None, as_json=args.json, variants=args.variants) else 0
 
 
-def _writable_dir(path: str, flag: str, prog: str) -> None:
-    """Create `path` and check that a file can be written in it (a UsageError if not)."""
-    import tempfile
-    from pathlib import Path
-
-    try:
-        Path(path).mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=".gpulab-", suffix=".probe"):
-            pass
-    except OSError as exc:
-        raise UsageError(f"{prog}: {flag} {path}: cannot write there ({exc.strerror or exc})") from None
-
-
 def cmd_bench(args) -> int:
     from gpulab import benchmark
     from gpulab import chapters
 
     _chapters([args.chapter], "bench")
-    _writable_dir(args.out, "--out", "gpulab bench")  # before the benchmark: its results must have somewhere to go
+    from gpulab.commands import writable_dir
+
+    try:
+        writable_dir(args.out, "--out")  # before the benchmark: its results must have somewhere to go
+    except GpulabError as exc:
+        raise UsageError(f"gpulab bench: {exc}") from None
     chapter = chapters.get(args.chapter)
     spec, reg = chapter.bench, chapter.registry
     unknown = [n for n in args.variants or () if n not in reg.names()]

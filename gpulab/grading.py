@@ -420,12 +420,14 @@ def gradescope_results(result: dict) -> dict:
 
 
 def _write_json(path: str | os.PathLike, data: dict) -> None:
+    from gpulab.commands import cannot_write
+
     path = Path(path).expanduser()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
     except OSError as exc:
-        raise GpulabError(f"--gradescope {path}: cannot write there ({exc.strerror or exc})") from None
+        raise cannot_write("--gradescope", path, exc) from None
 
 
 def grade(exercise_set: str, path: str | os.PathLike | None = None, solutions: bool = False, out=sys.stdout, *,

@@ -236,12 +236,10 @@ RUN = {"circuit": run_walk, "path": run_walk, "debruijn": run_debruijn, "pin": r
 
 def _check_out(args) -> None:
     """--out must be writable before the work starts (it is created, empty, here)."""
+    from gpulab.commands import writable_file
+
     if getattr(args, "out", None):
-        try:
-            with open(args.out, "a", encoding="utf-8"):
-                pass
-        except OSError as exc:
-            raise GpulabError(f"--out {args.out}: cannot write there ({exc.strerror or exc})") from None
+        writable_file(args.out, "--out")
 
 
 def cmd_euler(args) -> int:

@@ -11,11 +11,10 @@ and exits with status 130.
 from __future__ import annotations
 
 import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 
+from gpulab.commands import writable_dir
 from gpulab.errors import GpulabError
 
 SIM_NUMBA = (32, 2)  # population, generations when --backend numba is named on the simulator (~10 individuals
@@ -64,18 +63,7 @@ def prepare_out(out: str, stem: str, suffixes=(".json", ".png")) -> Path:
     """Create ``out`` and check that the outputs can be written there, before any long work."""
     if not stem or Path(stem).name != stem or stem in (".", ".."):
         raise GpulabError(f"--stem {stem!r}: expected a file name without a directory (the files go into --out)")
-    path = Path(out)
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-        with tempfile.NamedTemporaryFile(dir=path, prefix=f".{stem}-", suffix=".probe"):
-            pass
-    except OSError as exc:
-        raise GpulabError(f"--out {out}: cannot write there ({exc.strerror or exc})") from None
-    for suffix in suffixes:
-        target = path / f"{stem}{suffix}"
-        if target.is_dir() or (target.exists() and not os.access(target, os.W_OK)):
-            raise GpulabError(f"--out {out}: cannot write {target} (a directory, or not writable)")
-    return path
+    return writable_dir(out, "--out", files=tuple(f"{stem}{suffix}" for suffix in suffixes))
 
 
 def check_data_spec(spec: str) -> None:
