@@ -70,10 +70,14 @@ def ms(x: float) -> str:
     return f"{num(x)} ms"
 
 
-def _gain(before: float, after: float) -> str:
-    """`2.4× faster` / `1.3× slower` (a step can lose: the book says why)."""
+def _gain(before: float, after: float, than: str = "") -> str:
+    """`2.4× faster than x` / `1.3× slower than x` (a step can lose: the book says why), or
+    `within 1% of x` where the difference would print as 1.00×."""
     r = before / after
-    return f"{num(r)}× faster" if r >= 1 else f"{num(1 / r)}× slower"
+    if 1 / 1.005 < r < 1.005:
+        return f"within 1% of {than}".rstrip(" of") if than else "within 1%"
+    text = f"{num(r)}× faster" if r >= 1 else f"{num(1 / r)}× slower"
+    return f"{text} than {than}" if than else text
 
 
 def step_line(result: dict, variant: str, size: str, dev: str, vs: str | None = None) -> str:
@@ -87,7 +91,7 @@ def step_line(result: dict, variant: str, size: str, dev: str, vs: str | None = 
         text = f"{BACKEND[backend]} {ms(rec['median_ms'])}"
         extra = []
         if prev and (prev, backend) in timed:
-            extra.append(f"{_gain(timed[(prev, backend)]['median_ms'], rec['median_ms'])} than `{prev}`")
+            extra.append(_gain(timed[(prev, backend)]["median_ms"], rec["median_ms"], f"`{prev}`"))
         if rec.get("ratio_to_peer"):
             r = rec["ratio_to_peer"]
             extra.append(f"{ratio(r)} of the peer's speed" if r < 2 else f"{ratio(r)} the peer's speed")

@@ -1,0 +1,59 @@
+"""The book's step lines and running tables (docs/hooks/steps.py) quote the benchmark JSON right."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+HOOK = Path(__file__).resolve().parents[1] / "docs" / "hooks" / "steps.py"
+
+
+@pytest.fixture(scope="module")
+def steps():
+    spec = importlib.util.spec_from_file_location("gpulab_steps_hook", HOOK)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def _result(rng, times: dict) -> dict:
+    recs = [{"variant": v, "backend": b, "label": "N=7", "median_ms": t, "check": True,
+             "ratio_to_peer": float(rng.uniform(0.1, 0.9)), "peer": "the peer"} for (v, b), t in times.items()]
+    recs.append({"variant": "cpu_thing", "backend": "cpu", "label": "N=7", "median_ms": 1.0, "check": True})
+    return {"chapter": "toy", "date": "2026-11-26T00:00:00Z", "device": {"name": "GPU"}, "records": recs}
+
+
+def test_a_step_line_gives_each_backend_its_time_and_its_gain_over_the_step_before(steps, rng):
+    a, b, c = sorted(rng.uniform(1, 100, 3), reverse=True)  # three steps, each faster than the last
+    res = _result(rng, {("s1", "numba"): a, ("s1", "cuda-c"): a, ("s2", "numba"): b, ("s2", "cuda-c"): c,
+                        ("s3", "numba"): c})
+    line = steps.step_line(res, "s2", "N=7", "h200")
+    assert f"numba {steps.num(b)} ms ({steps.num(a / b)}× faster than `s1`" in line
+    assert f"CUDA C {steps.num(c)} ms ({steps.num(a / c)}× faster than `s1`" in line
+    slower = steps.step_line(res, "s1", "N=7", "h200", vs="s3")  # s1 is slower than s3
+    assert f"{steps.num(a / c)}× slower than `s3`" in slower
+
+
+def test_a_step_within_half_a_percent_is_not_called_faster(steps, rng):
+    t = float(rng.uniform(1, 10))
+    res = _result(rng, {("s1", "numba"): t, ("s2", "numba"): t * 1.001})
+    assert "within 1% of `s1`" in steps.step_line(res, "s2", "N=7", "h200")
+
+
+def test_the_ladder_has_one_row_per_gpu_step_in_order_and_no_cpu_row(steps, rng):
+    times = {(f"s{i}", b): float(t) for i, t in enumerate(np.sort(rng.uniform(1, 100, 4))[::-1]) for b in ("numba", "cuda-c")}
+    table = steps.ladder_table(_result(rng, times), "N=7", "h200").splitlines()
+    rows = [r for r in table if r.startswith("| `")]
+    assert [r.split("`")[1] for r in rows] == ["s0", "s1", "s2", "s3"]
+    assert "cpu_thing" not in "\n".join(table)
+
+
+def test_a_marker_naming_a_size_that_was_not_measured_fails_the_build(steps, rng):
+    res = _result(rng, {("s1", "numba"): 1.0})
+    with pytest.raises(steps.Missing, match="N=8"):
+        steps.step_line(res, "s1", "N=8", "h200")
+    with pytest.raises(steps.Missing, match="nope"):
+        steps.step_line(res, "nope", "N=7", "h200")
