@@ -68,6 +68,19 @@ def _count(minimum: int):
     return parse
 
 
+def _counts(minimum: int):
+    """A comma-separated list of whole numbers >= `minimum` (e.g. `--stocks 32,64,128`)."""
+    one = _count(minimum)
+
+    def parse(text: str) -> tuple[int, ...]:
+        values = tuple(one(t) for t in text.split(",") if t.strip())
+        if not values:
+            raise argparse.ArgumentTypeError(f"expected whole numbers separated by commas, got {text!r}")
+        return tuple(dict.fromkeys(values))
+
+    return parse
+
+
 def cmd_info(args) -> int:
     from gpulab import cudac, device
 
@@ -235,16 +248,22 @@ def _gp_parser(sub) -> None:
     e.add_argument("--stem", default="gp-evolve", help="output file names, STEM.json and STEM.png (default: gp-evolve)")
     e.add_argument("--json", action="store_true", help="print one JSON object (the summary) on stdout, nothing else")
     x = gsub.add_parser("experiment", help="the chapter's experiment: more stocks/days vs out-of-sample fitness",
-                        description="Train on 8 or 32 stocks over 256 or 768 days, several seeds each; measure "
-                                    "the best rules on a later test period. Ctrl-C keeps the runs finished "
-                                    "(exit status 130).")
+                        description="Train on each number of stocks (--stocks, default 8 and 32) over each "
+                                    "number of days (--days, default 256 and 768) just before a test period, "
+                                    "several seeds each; measure the best rules on the test period. Ctrl-C "
+                                    "keeps the runs finished (exit status 130).")
     x.add_argument("--population", type=_count(1), default=None,
                    help=f"individuals ({defaults_help('experiment', 'population')})")
     x.add_argument("--generations", type=_count(0), default=None,
                    help=f"generations per run ({defaults_help('experiment', 'generations')})")
     x.add_argument("--seeds", type=_count(1), default=3, help="runs per configuration, seeds 0..N-1 (default: 3)")
-    x.add_argument("--stocks-total", type=_count(32), default=64,
-                   help="stocks of the test period, the 32 training stocks among them (default: 64)")
+    x.add_argument("--stocks", type=_counts(1), default=(8, 32), metavar="S[,S...]",
+                   help="training stocks, one configuration per value (default: 8,32; the paper: 32,64,128)")
+    x.add_argument("--days", type=_counts(1), default=(256, 768), metavar="D[,D...]",
+                   help="training days, one configuration per value and number of stocks (default: 256,768)")
+    x.add_argument("--stocks-total", type=_count(1), default=None,
+                   help="stocks of the test period, the training stocks among them (default: the larger of 64 "
+                        "and twice the most training stocks)")
     x.add_argument("--test-days", type=_count(1), default=256, help="test days (default: 256)")
     x.add_argument("--variant", default=None, help="evaluator (default: the backend's best)")
     x.add_argument("--backend", default=None, choices=["numba", "cuda-c", "cpu"],

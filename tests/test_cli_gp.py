@@ -50,7 +50,10 @@ def files_under(path):
     (["evolve", "--population", "many"], ["--population: 'many' is not a whole number"]),
     (["evolve", "--backend", "gpu"], ["invalid choice: 'gpu'"]),
     (["experiment", "--seeds", "0"], ["gpulab gp experiment: argument --seeds: 0 is below the minimum of 1"]),
-    (["experiment", "--stocks-total", "16"], ["--stocks-total: 16 is below the minimum of 32"]),
+    (["experiment", "--stocks-total", "16"], ["stocks_total = 16 is below the 32 training stocks"]),
+    (["experiment", "--stocks", "32,x"], ["--stocks: 'x' is not a whole number"]),
+    (["experiment", "--days", "256,0"], ["--days: 0 is below the minimum of 1"]),
+    (["experiment", "--stocks", ","], ["--stocks: expected whole numbers separated by commas"]),
     (["experiment", "--population", "-1"], ["--population: -1 is below the minimum of 1"]),
     (["experiment", "--test-days", "0"], ["--test-days: 0 is below the minimum of 1"]),
     # past the parser: data, variant and backend, output names
@@ -281,3 +284,20 @@ def test_simulator_defaults_are_said_in_one_line(monkeypatch):
     args = Namespace(backend=None, population=None, generations=None)
     assert gp_cli.settle_defaults(args, "evolve") is None
     assert (args.backend, args.population, args.generations) == ("numba", 25_000, 50)  # the paper's on a GPU
+
+
+def test_experiment_runs_every_stocks_by_days_configuration(tmp_path, capsys):
+    """`--stocks 2,3 --days 30,40`: four configurations, each with its seeds, and a test period
+    over the default number of stocks (64 here: at least twice the most training stocks)."""
+    from gpulab.cli import main
+
+    out = tmp_path / "results"
+    code = main(["gp", "experiment", "--stocks", "2,3", "--days", "30,40", "--population", "12",
+                 "--generations", "1", "--seeds", "2", "--backend", "cpu", "--test-days", "20",
+                 "--out", str(out), "--json"])
+    assert code == 0
+    data = json.loads(capsys.readouterr().out)
+    assert [(s["stocks"], s["train_days"], s["runs"]) for s in data["summary"]] == [
+        (2, 30, 2), (2, 40, 2), (3, 30, 2), (3, 40, 2)]
+    saved = json.loads((out / "gp-experiment.json").read_text())
+    assert saved["market"]["stocks"] == 64 and saved["settings"]["configs"] == [[2, 30], [2, 40], [3, 30], [3, 40]]

@@ -154,24 +154,26 @@ def run_evolve(args) -> int:
 
 def run_experiment(args) -> int:
     from gpulab import benchmark, device
-    from gpulab.gp.loop import (EXPERIMENT_CONFIGS, EvolutionInterrupted, GPParams, _check_experiment, experiment,
-                                plot_experiment)
+    from gpulab.gp.loop import EvolutionInterrupted, GPParams, _check_experiment, experiment, plot_experiment
 
     note = settle_defaults(args, "experiment")
     params = GPParams(population=args.population, generations=args.generations)
     seeds = tuple(range(args.seeds))
-    _check_experiment(args.stocks_total, args.test_days, EXPERIMENT_CONFIGS, seeds, params, args.variant,
+    configs = [(S, D) for S in args.stocks for D in args.days]
+    if args.stocks_total is None:
+        args.stocks_total = max(64, 2 * max(args.stocks))
+    _check_experiment(args.stocks_total, args.test_days, configs, seeds, params, args.variant,
                       args.backend, 2010, True)
     resolve_variant(args)
     out = prepare_out(args.out, args.stem)
     tell = sys.stderr if args.json else sys.stdout
     if note:
         _say(note)
-    print(f"gp experiment: {len(EXPERIMENT_CONFIGS)} configurations × {args.seeds} seeds; population "
+    print(f"gp experiment: {len(configs)} configurations × {args.seeds} seeds; population "
           f"{args.population:,}, {args.generations} generations, variant {args.variant} [{args.backend}]; test "
           f"{args.test_days} days × {args.stocks_total} stocks", file=tell, flush=True)
     try:
-        data = experiment(params=params, variant=args.variant, backend=args.backend, seeds=seeds,
+        data = experiment(configs=configs, params=params, variant=args.variant, backend=args.backend, seeds=seeds,
                           stocks_total=args.stocks_total, test_days=args.test_days, progress=True)
     except EvolutionInterrupted as exc:
         data = exc.result
