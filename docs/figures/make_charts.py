@@ -10,11 +10,14 @@ Run from the repository root:
 * ``docs/benchmarks/distributed-h200x2.svg`` (`scripts/bench_distributed.py`'s ``plot``);
 * ``docs/benchmarks/gp-experiment-cpu.svg`` (`gpulab.gp.loop.plot_experiment`).
 
-Text stays text and the files carry no date: the output is byte-for-byte reproducible.
+Text stays text and the files carry no date: the output is byte-for-byte reproducible. Each
+SVG starts with a comment naming the JSON it was drawn from and its SHA-256
+(``tests/test_figures.py`` checks that no chart is older than its data).
 """
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import json
 import re
@@ -31,6 +34,22 @@ BENCH = ROOT / "docs" / "benchmarks"
 MARKER = re.compile(r"<!-- gpulab:bench (\S+) (\S+)((?:\s+[\w-]+=\"[^\"]*\")*) -->")
 
 
+STAMP = re.compile(r"<!-- drawn from (\S+) sha256 ([0-9a-f]{64})(.*?) -->")
+
+
+def stamp(svg: Path, data: Path, extra: str = "") -> Path:
+    """Put ``<!-- drawn from <data> sha256 <hash><extra> -->`` after the SVG's XML declaration."""
+    text = svg.read_text()
+    head, rest = text.split("\n", 1)
+    rel = data.relative_to(ROOT) if data.is_relative_to(ROOT) else data.name
+    svg.write_text(f"{head}\n<!-- drawn from {rel} sha256 {digest(data)}{extra} -->\n{rest}")
+    return svg
+
+
+def digest(data: Path) -> str:
+    return hashlib.sha256(data.read_bytes()).hexdigest()
+
+
 def bench_charts() -> list[Path]:
     out = []
     for md in sorted((ROOT / "docs").rglob("*.md")):
@@ -38,8 +57,9 @@ def bench_charts() -> list[Path]:
             data = BENCH / f"{chapter}-{dev}.json"
             if data.exists():
                 sizes = dict(re.findall(r"([\w-]+)=\"([^\"]*)\"", opts)).get("sizes")
-                out.append(benchmark.chart(json.loads(data.read_text()), data.with_suffix(".svg"),
-                                           sizes.split("|") if sizes else None))
+                svg = benchmark.chart(json.loads(data.read_text()), data.with_suffix(".svg"),
+                                      sizes.split("|") if sizes else None)
+                out.append(stamp(svg, data, f' sizes="{sizes}"' if sizes else ""))
     return out
 
 
@@ -47,13 +67,14 @@ def distributed_chart() -> Path:
     spec = importlib.util.spec_from_file_location("bench_distributed", ROOT / "scripts" / "bench_distributed.py")
     mod = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(mod)
-    path = BENCH / "distributed-h200x2.svg"
-    mod.plot(json.loads((BENCH / "distributed-h200x2.json").read_text()), path)
-    return path
+    path, data = BENCH / "distributed-h200x2.svg", BENCH / "distributed-h200x2.json"
+    mod.plot(json.loads(data.read_text()), path)
+    return stamp(path, data)
 
 
 def experiment_chart() -> Path:
-    return plot_experiment(json.loads((BENCH / "gp-experiment-cpu.json").read_text()), BENCH / "gp-experiment-cpu.svg")
+    data = BENCH / "gp-experiment-cpu.json"
+    return stamp(plot_experiment(json.loads(data.read_text()), BENCH / "gp-experiment-cpu.svg"), data)
 
 
 if __name__ == "__main__":
