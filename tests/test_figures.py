@@ -18,7 +18,6 @@ benchmark JSON (matplotlib) to check that they are up to date.
 from __future__ import annotations
 
 import importlib.util
-import json
 import random
 import re
 import sys
