@@ -321,8 +321,38 @@ def write(result: dict, out_dir: str | os.PathLike, append: bool = False) -> lis
     return paths
 
 
-def chart(result: dict, path: Path) -> Path | None:
-    """Throughput of every variant against problem size (and the peer, as a dashed line)."""
+# The book's charts are read at page width: the content column is 688 px wide at a 1280 px window,
+# and a chart 7 in (504 pt = 672 px) wide is shown at its own size, so 9 pt text is 12 px on the page.
+CHART_WIDTH_IN = 7.0
+CHART_RC = {"svg.fonttype": "none", "svg.hashsalt": "gpulab", "font.size": 9.5, "axes.titlesize": 10,
+            "axes.labelsize": 9.5, "xtick.labelsize": 9, "ytick.labelsize": 9, "legend.fontsize": 9,
+            "figure.facecolor": "white", "axes.facecolor": "white", "savefig.facecolor": "white"}
+CHART_SCALES = {3: "thousands", 6: "millions", 9: "billions", 12: "trillions"}
+CHART_SIZES = 4  # panels: the sizes the book's table opens with
+BACKEND_STYLE = {"numba": ("#0072B2", "numba"), "cuda-c": ("#E69F00", "CUDA C"), "cpu": ("#999999", "CPU")}
+
+
+def log_tick_label(v, _pos=None) -> str:
+    """A log axis' tick as a plain number (``1,000``, ``0.01``): no 10ⁿ, whose small exponent
+    would be the smallest text of the chart."""
+    return f"{v:,.0f}" if v >= 1 else f"{v:.10f}".rstrip("0")
+
+
+def save_chart(fig, path: Path) -> Path:
+    """Write a chart: SVG with text as text and no date (byte-for-byte reproducible), or PNG."""
+    path = Path(path)
+    if path.suffix == ".svg":
+        fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight",
+                    pad_inches=0.04)
+    else:
+        fig.savefig(path, dpi=120, bbox_inches="tight", pad_inches=0.04)
+    return path
+
+
+def chart(result: dict, path: Path, sizes: list[str] | None = None) -> Path | None:
+    """Throughput of every variant, one panel per problem size (the first `CHART_SIZES` sizes, or
+    `sizes`): horizontal bars, one per variant and backend (a colour per backend), on a log axis;
+    the peer is a vertical line. Bars, not lines: the sizes are not points of one axis."""
     recs = [r for r in result["records"] if r["throughput"] is not None]
     if not recs:
         return None
@@ -330,35 +360,69 @@ def chart(result: dict, path: Path) -> Path | None:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    import matplotlib.ticker
 
-    labels = list(dict.fromkeys(r["label"] for r in result["records"]))
-    fig, ax = plt.subplots(figsize=(10, 5), dpi=120)
+    labels = list(dict.fromkeys(r["label"] for r in result["records"]))  # as the book's table
+    sizes = [s for s in (sizes or labels[:CHART_SIZES]) if s in labels] or labels[:CHART_SIZES]
+    recs = [r for r in recs if r["label"] in sizes]
+    top = max(r["throughput"] for r in recs)
+    exp = max((e for e in (3, 6, 9, 12) if top >= 10 ** (e + 1)), default=0)  # ticks of at most 4 digits
+    unit = recs[0]["unit"] + (f", {CHART_SCALES[exp]}" if exp else "")
     names = list(dict.fromkeys(r["variant"] for r in recs))
-    colors = plt.get_cmap("tab20" if len(names) > 10 else "tab10")
-    for key in dict.fromkeys((r["variant"], r["backend"]) for r in recs):
-        pts = [(labels.index(r["label"]), r["throughput"]) for r in recs if (r["variant"], r["backend"]) == key]
-        xs, ys = zip(*pts)
-        # one colour per variant; the backend is the line style (numba solid, CUDA C dashed)
-        ax.plot(xs, ys, marker="o" if key[1] == "numba" else "s", color=colors(names.index(key[0]) % colors.N),
-                linestyle="-" if key[1] == "numba" else "--" if key[1] == "cuda-c" else ":",
-                label=f"{key[0]} ({key[1]})")
-    peer = {}
-    for r in recs:
-        if r["peer_median_ms"]:
-            peer[labels.index(r["label"])] = r["throughput"] / r["ratio_to_peer"]  # = work / peer time
-    if peer:
-        xs = sorted(peer)
-        ax.plot(xs, [peer[x] for x in xs], color="black", linewidth=2, label=recs[0]["peer"])
-    ax.set_xticks(range(len(labels)), labels, rotation=20)
-    ax.set_ylabel(recs[0]["unit"])
-    ax.set_yscale("log")
-    ax.set_title(f"{result['chapter']} on {result['device']['name']}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7, loc="center left", bbox_to_anchor=(1.01, 0.5))
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
-    return path
+    backends = [b for b in BACKEND_STYLE if any(r["backend"] == b for r in recs)]
+    backends += [b for b in dict.fromkeys(r["backend"] for r in recs) if b not in backends]
+    ncols = 2 if len(sizes) > 1 else 1
+    nrows = -(-len(sizes) // ncols)
+    h = 0.9 + nrows * (0.45 + 0.15 * len(names) * min(len(backends), 2))
+    with plt.rc_context(CHART_RC):
+        fig, axes = plt.subplots(nrows, ncols, figsize=(CHART_WIDTH_IN, h), sharey=True, squeeze=False,
+                                 layout="constrained")
+        lo = min(r["throughput"] for r in recs) / 10 ** exp
+        hi = top / 10 ** exp
+        peer_name = next((r["peer"] for r in recs if r.get("peer_median_ms")), None)
+        bar_h = 0.8 / len(backends)
+        y = np.arange(len(names))
+        for ax, size in zip(axes.flat, sizes):
+            here = [r for r in recs if r["label"] == size]
+            for j, b in enumerate(backends):
+                pts = [(names.index(r["variant"]), r["throughput"]) for r in here if r["backend"] == b]
+                if pts:
+                    ys, xs = zip(*pts)
+                    xs = np.array(xs) / 10 ** exp
+                    color, name = BACKEND_STYLE.get(b, ("#CC79A7", b))
+                    ax.barh(np.array(ys) + (j - (len(backends) - 1) / 2) * bar_h, xs, bar_h, color=color,
+                            label=name)
+            peers = [r["throughput"] / r["ratio_to_peer"] for r in here if r.get("peer_median_ms")]
+            if peers:
+                peer = peers[0] / 10 ** exp
+                lo = min(lo, peer)
+                hi = max(hi, peer)
+                ax.axvline(peer, color="black", linewidth=1.5, linestyle="--", label=peer_name)
+            ax.set_title(size)
+            ax.set_xscale("log")
+            ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(numticks=5))
+            ax.xaxis.set_major_formatter(log_tick_label)
+            ax.grid(True, axis="x", which="major", alpha=0.3)
+        for ax in axes.flat:
+            ax.set_xlim(lo / 2, hi * 2)
+            ax.set_yticks(y, names)
+            ax.invert_yaxis() if ax is axes.flat[0] else None
+        for ax in axes.flat[len(sizes):]:
+            ax.set_visible(False)
+        for ax in axes[-1]:
+            ax.set_xlabel(f"{unit} (log scale)")
+        seen = {}
+        for ax in axes.flat[:len(sizes)]:
+            for hd, t in zip(*ax.get_legend_handles_labels()):
+                seen.setdefault(t, hd)
+        order = sorted(seen, key=lambda t: t == peer_name)  # the backends, then the peer
+        fig.legend([seen[t] for t in order], order, loc="outside lower center", ncols=min(len(seen), 4),
+                   frameon=False)
+        fig.suptitle(f"{result['chapter']} on {result['device']['name']}: throughput per variant (longer is faster)",
+                     fontsize=10)
+        save_chart(fig, path)
+        plt.close(fig)
+    return Path(path)
 
 
 def _fmt(x, spec="{:.3g}"):

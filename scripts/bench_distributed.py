@@ -219,26 +219,31 @@ def summary_rows(result: dict) -> list[dict]:
 
 
 def plot(result: dict, path: Path) -> None:
-    """Bars: each case's time without Dask, on 1 GPU and on 2 GPUs through Dask."""
+    """Bars: each case's time without Dask, on 1 GPU and on 2 GPUs through Dask (one group of
+    horizontal bars per case: the cases are different problems, not points of one axis)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
     rows = result["rows"]
-    fig, ax = plt.subplots(figsize=(9, 3.6))
-    x = np.arange(len(rows))
-    for i, (key, label) in enumerate((("no_dask_ms", "1 GPU, no Dask"), ("1_gpu_ms", "1 GPU, Dask"),
-                                      ("2_gpus_ms", "2 GPUs, Dask"))):
-        ax.bar(x + (i - 1) * 0.27, [r[key] or 0 for r in rows], 0.27, label=label)
-    ax.set_xticks(x, [f"{r['what']} {r['case']}\n{r['variant']}" for r in rows], fontsize=7)
-    ax.set_yscale("log")
-    ax.set_ylabel("ms per call (median)")
-    ax.set_title(f"{result['device']['name']} x {len(result.get('gpus') or [])}: one call, wall clock on the client")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
+    series = (("no_dask_ms", "1 GPU, no Dask", "#999999"), ("1_gpu_ms", "1 GPU, Dask", "#E69F00"),
+              ("2_gpus_ms", "2 GPUs, Dask", "#0072B2"))
+    with plt.rc_context(benchmark.CHART_RC):
+        fig, ax = plt.subplots(figsize=(benchmark.CHART_WIDTH_IN, 0.9 + 0.5 * len(rows)), layout="constrained")
+        y = np.arange(len(rows))
+        for i, (key, label, color) in enumerate(series):
+            ax.barh(y + (i - 1) * 0.27, [r[key] or 0 for r in rows], 0.27, label=label, color=color)
+        ax.set_yticks(y, [f"{r['what']} {r['case']}\n{r['variant']}" for r in rows])
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.xaxis.set_major_formatter(benchmark.log_tick_label)
+        ax.grid(True, axis="x", alpha=0.3)
+        ax.set_xlabel("ms per call, median (log scale; shorter is faster)")
+        ax.set_title(f"{result['device']['name']} x {len(result.get('gpus') or [])}: one call, wall clock on the client")
+        fig.legend(loc="outside lower center", ncols=3, frameon=False)
+        benchmark.save_chart(fig, path)
+        plt.close(fig)
 
 
 def _dask_versions() -> dict:

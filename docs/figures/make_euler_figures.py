@@ -81,7 +81,8 @@ def draw_graph(ax, src, dst, colors, widths=None, labels=None):
             mid = (pos[u] + pos[v]) / 2
             d = pos[v] - pos[u]
             normal = np.array([d[1], -d[0]]) * rad
-            ax.text(*(mid + normal * 0.5), labels[e], fontsize=6, color=colors[e], ha="center", va="center", zorder=3)
+            ax.text(*(mid + normal * 0.5), labels[e], fontsize=8.5, color=colors[e], ha="center", va="center", zorder=3,
+                    bbox=dict(boxstyle="square,pad=0.05", fc="white", ec="none", alpha=0.8))
     for v in range(V):
         ax.add_patch(Circle(pos[v], 0.27, fc="white", ec=INK, lw=1.0, zorder=4))
         ax.text(*pos[v], str(v), ha="center", va="center", fontsize=9, zorder=5)
@@ -95,7 +96,7 @@ def fig_cycles(src, dst, steps):
     label = steps["label"]
     cyc = list(np.unique(label))
     colors = [COLORS[cyc.index(label[e])] for e in range(src.size)]
-    fig, ax = plt.subplots(figsize=(6.2, 5.4))
+    fig, ax = plt.subplots(figsize=(6.4, 6.4))
     draw_graph(ax, src, dst, colors, labels=[str(e) for e in range(src.size)])
     handles = [plt.Line2D([], [], color=COLORS[i], lw=2.5,
                           label=f"cycle {c} ({int(np.sum(label == c))} edges)") for i, c in enumerate(cyc)]
@@ -125,7 +126,7 @@ def fig_circuit_graph(src, dst, steps):
         mid = (pos[a] + pos[b]) / 2
         vert = int(src[out_order[chosen[0]]]) if chosen else None
         txt = f"{len(ps)} link{'s' if len(ps) > 1 else ''}" + (f"\ntree: slot {chosen[0]}\nat vertex {vert}" if chosen else "")
-        ax.text(*mid, txt, fontsize=7.5, ha="center", va="center", color=INK if chosen else "#666666",
+        ax.text(*mid, txt, fontsize=8.5, ha="center", va="center", color=INK if chosen else "#666666",
                 bbox=dict(fc="white", ec="none", pad=0.5), zorder=2)
     for i, c in enumerate(cyc):
         ax.add_patch(Circle(pos[c], 0.42, fc=COLORS[i], ec=INK, zorder=3))
@@ -164,7 +165,7 @@ def fig_rotation(src, dst, steps):
                                          connectionstyle="arc3,rad=0.0"))
         ax.add_patch(Circle((0, 0), 0.3, fc="white", ec=INK, zorder=3))
         ax.text(0, 0, str(v), ha="center", va="center", zorder=4)
-        ax.text(0, -1.45, f"vertex {v}: slots {k0}..{k1}", ha="center", fontsize=8, color="#555555")
+        ax.text(0, -1.45, f"vertex {v}: slots {k0}..{k1}", ha="center", fontsize=8.5, color="#555555")
         ax.set_xlim(-3.6, 3.6)
         ax.set_ylim(-1.7, 1.5)
         ax.set_aspect("equal")
@@ -179,7 +180,7 @@ def fig_spliced(src, dst, circuit):
     rank = np.empty(src.size, int)
     rank[circuit] = np.arange(src.size)
     colors = [cmap(r / (src.size - 1)) for r in rank]
-    fig, ax = plt.subplots(figsize=(6.2, 5.4))
+    fig, ax = plt.subplots(figsize=(6.8, 6.4))
     draw_graph(ax, src, dst, colors, labels=[str(r) for r in rank])
     sm = plt.cm.ScalarMappable(cmap=cmap, norm=plt.Normalize(0, src.size - 1))
     fig.colorbar(sm, ax=ax, shrink=0.7, label="position in the Euler circuit")
@@ -189,7 +190,7 @@ def fig_spliced(src, dst, circuit):
 
 def fig_list_ranking():
     """Pointer jumping on a list of 8 (three rounds) and a ruling set on a list of 16."""
-    fig, axes = plt.subplots(2, 1, figsize=(8.0, 5.2), gridspec_kw={"height_ratios": [4.5, 1.9]})
+    fig, axes = plt.subplots(2, 1, figsize=(7.4, 5.2), gridspec_kw={"height_ratios": [4.5, 1.9]})
     ax = axes[0]
     n = 8
     for r in range(4):
@@ -209,7 +210,7 @@ def fig_list_ranking():
     ax.set_ylim(-0.6, 3.9)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title("Wyllie: every element adds its successor's distance and jumps twice as far (all n elements, "
+    ax.set_title("Wyllie: every element adds its successor's distance and jumps\ntwice as far (all n elements, "
                  "every round)", fontsize=10)
     ax = axes[1]
     n = 16
@@ -222,13 +223,13 @@ def fig_list_ranking():
     s = sorted(splitters) + [n]
     for a, b in zip(s[:-1], s[1:]):
         ax.plot([a - 0.3, b - 0.7], [-0.55, -0.55], color=COLORS[0], lw=2)
-        ax.text((a + b - 1) / 2, -0.95, f"one thread walks {b - a}", ha="center", fontsize=8, color=COLORS[0])
+        ax.text((a + b - 1) / 2, -0.95, f"walks {b - a}", ha="center", fontsize=8.5, color=COLORS[0])
     ax.set_xlim(-2.0, n)
     ax.set_ylim(-1.3, 0.6)
     ax.set_aspect("equal")
     ax.axis("off")
-    ax.set_title("Ruling set: random splitters (orange); each walks its sublist in registers, then only the "
-                 "splitters are ranked", fontsize=10)
+    ax.set_title("Ruling set: random splitters (orange); one thread per splitter walks its\nsublist in registers, "
+                 "then only the splitters are ranked", fontsize=10)
     save(fig, "euler-list-ranking.svg")
 
 

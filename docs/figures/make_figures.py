@@ -89,7 +89,7 @@ def blank(ax, xlim, ylim):
 # ---------------------------------------------------------------------------------------------
 def thread_hierarchy():
     """Grid -> blocks -> warps -> threads, each level zoomed out of the previous one."""
-    fig, ax = plt.subplots(figsize=(9.6, 4.4))
+    fig, ax = plt.subplots(figsize=(9.1, 4.2))
     blank(ax, (0, 30), (1.0, 15.0))
     title_y = 14.3
 
@@ -100,7 +100,7 @@ def thread_hierarchy():
         for i in range(4):
             x = gx + i * (bw + gap)
             y = 8.6 + (2 - j) * (bh + gap)
-            box(ax, x, y, bw, bh, ORANGE if (i, j) == (1, 1) else "#FBE3B5", text=f"({i},{j})", fs=8)
+            box(ax, x, y, bw, bh, ORANGE if (i, j) == (1, 1) else "#FBE3B5", text=f"({i},{j})", fs=8.5)
     ax.text(gx, 7.9, "blockIdx = (x, y)\n\nblocks are independent:\nthey run in any order,\non any of the 132 SMs",
             fontsize=8.5, va="top", color="#444444")
 
@@ -127,7 +127,7 @@ def thread_hierarchy():
         r, c = divmod(k, 8)
         x, y = wx0 + 0.15 + c * step, top - r * step
         box(ax, x, y, lane, lane, BLUE, ec="white", lw=0.5)
-        ax.text(x + lane / 2, y + lane / 2, str(k), ha="center", va="center", fontsize=7, color="white")
+        ax.text(x + lane / 2, y + lane / 2, str(k), ha="center", va="center", fontsize=8.5, color="white")
     x1, y0 = wx0 + 0.15 + 8 * step, top - 3 * step - 0.1
     ax.add_patch(Rectangle((wx0, y0), x1 - wx0, top + lane + 0.1 - y0, fc="none", ec=SKY, lw=1.5))
     wy = 4.9 + 1 * 2.15
@@ -142,33 +142,33 @@ def thread_hierarchy():
 # ---------------------------------------------------------------------------------------------
 def memory_hierarchy():
     """The memory spaces: where they live, who sees them, how big and how far away."""
-    fig, ax = plt.subplots(figsize=(10.0, 5.3))
+    fig, ax = plt.subplots(figsize=(9.1, 4.9))
     blank(ax, (0, 35), (0, 18))
-    W = 18.6  # width of the SM / L2 / HBM column
+    W = 19.2  # width of the SM / L2 / HBM column
 
     box(ax, 0.4, 7.2, W, 10.4, "#F6F6F6", ec=GREY, lw=1.2, round_=True)
     ax.text(0.8, 17.1, "one SM (the H200 has 132)", fontsize=10, weight="bold", va="top")
     for t in range(4):
         x = 0.9 + t * 2.35
         box(ax, x, 13.2, 2.05, 2.5, "white", ec=GREY)
-        ax.text(x + 1.02, 15.2, f"thread {t}" if t < 3 else "…", ha="center", fontsize=6.5)
-        box(ax, x + 0.2, 13.4, 1.65, 1.35, GREEN, ec="white", text="regs", fs=7.5, tc="white")
-    ax.text(10.6, 15.7, "registers: 64 K × 32 bit per SM,\n≤ 255 per thread; ~1 cycle", fontsize=7.8, va="top")
+        ax.text(x + 1.02, 15.1, f"t{t}" if t < 3 else "…", ha="center", fontsize=8.5)
+        box(ax, x + 0.2, 13.4, 1.65, 1.35, GREEN, ec="white", text="regs", fs=8.5, tc="white")
+    ax.text(10.4, 15.7, "registers: 64 K per SM,\n≤ 255/thread; ~1 cycle", fontsize=8.5, va="top")
     box(ax, 0.9, 10.2, 9.2, 2.4, BLUE, ec="white", text="shared memory (per block)", fs=9, tc="white")
-    ax.text(10.6, 12.6, "shared + L1: 228 KiB per SM;\n≤ 227 KiB per block (48 KiB\nwithout opt-in); 32 banks × 4 B;\n"
-            "~20–30 cycles", fontsize=7.8, va="top")
+    ax.text(10.4, 12.6, "shared + L1: 228 KiB/SM;\n≤ 227 KiB per block\n(48 KiB without opt-in);\n"
+            "32 banks; ~20–30 cycles", fontsize=8.5, va="top")
     box(ax, 0.9, 7.7, 4.4, 2.0, SKY, ec="white", text="L1 cache", fs=8.5)
-    box(ax, 5.7, 7.7, 4.4, 2.0, PURPLE, ec="white", text="constant cache", fs=8.5, tc="white")
-    ax.text(10.6, 9.5, "constant cache: one address\nper cycle, broadcast to the warp", fontsize=7.8, va="top")
+    box(ax, 5.7, 7.7, 4.4, 2.0, PURPLE, ec="white", text="constant\ncache", fs=8.5, tc="white")
+    ax.text(10.4, 9.2, "constant cache: 1 address\nper cycle, broadcast", fontsize=8.5, va="top")
 
     box(ax, 0.4, 4.6, W, 1.8, "#BBBBBB", ec="white",
         text="L2 cache: 50 MB, shared by all SMs; ~200+ cycles", fs=8.5)
     box(ax, 0.4, 0.3, W, 3.7, "#FBE3B5", ec=GREY, lw=1.2)
-    ax.text(0.4 + W / 2, 3.45, "HBM3e device memory: 141 GB; ~500+ cycles; 4.24 TB/s measured",
-            ha="center", fontsize=8, va="center")
+    ax.text(0.4 + W / 2, 3.45, "HBM3e: 141 GB; ~500+ cycles; 4.24 TB/s measured",
+            ha="center", fontsize=8.5, va="center")
     for i, (label, fc, tc) in enumerate([("global", ORANGE, INK), ("local\n(per-thread spills)", "#F3C97A", INK),
                                           ("constant\n(64 KiB)", PURPLE, "white")]):
-        box(ax, 0.8 + i * 6.1, 0.6, 5.6, 2.1, fc, ec="white", text=label, fs=8, tc=tc)
+        box(ax, 0.8 + i * 6.1, 0.6, 5.6, 2.1, fc, ec="white", text=label, fs=8.5, tc=tc)
     arrow(ax, 9.7, 7.6, 9.7, 6.45, style="<|-|>", color=GREY)
     arrow(ax, 9.7, 4.55, 9.7, 4.05, style="<|-|>", color=GREY)
 
@@ -184,13 +184,13 @@ def memory_hierarchy():
         weight = "bold" if r == 0 else "normal"
         if col:
             box(ax, x0, y - 0.35, 0.5, 0.7, col, ec="white")
-        ax.text(x0 + 0.8, y, a, fontsize=8.2, va="center", weight=weight)
-        ax.text(x0 + 4.0, y, b, fontsize=8.2, va="center", weight=weight)
-        ax.text(x0 + 10.6, y, c, fontsize=8.2, va="center", weight=weight)
+        ax.text(x0 + 0.8, y, a, fontsize=8.5, va="center", weight=weight)
+        ax.text(x0 + 4.0, y, b, fontsize=8.5, va="center", weight=weight)
+        ax.text(x0 + 10.6, y, c, fontsize=8.5, va="center", weight=weight)
     arrow(ax, 20.3, 7.0, 20.3, 1.4, color=GREY, lw=1.0)
-    ax.text(20.9, 7.0, "faster, smaller, more private", fontsize=8.2, va="top", color="#444444")
-    ax.text(20.9, 1.4, "slower, larger, shared more widely", fontsize=8.2, va="bottom", color="#444444")
-    ax.text(20.9, 4.2, "latencies: orders of magnitude,\nnot datasheet values", fontsize=7.5,
+    ax.text(20.9, 7.0, "faster, smaller, more private", fontsize=8.5, va="top", color="#444444")
+    ax.text(20.9, 1.4, "slower, larger, shared more widely", fontsize=8.5, va="bottom", color="#444444")
+    ax.text(20.9, 4.2, "latencies: orders of magnitude,\nnot datasheet values", fontsize=8.5,
             va="center", color="#666666", style="italic")
     return save(fig, "memory-hierarchy.svg")
 
@@ -235,18 +235,18 @@ def coalescing():
 # ---------------------------------------------------------------------------------------------
 def bank_conflicts():
     """32 banks: a warp reading a row, a column (32-way conflict), and a column of a padded tile."""
-    fig, axes = plt.subplots(1, 3, figsize=(10.5, 4.9))
+    fig, axes = plt.subplots(1, 3, figsize=(7.2, 4.6))
     colors = plt.get_cmap("viridis")(np.linspace(0.05, 0.95, 32))
     nb = 32
     cases = [
         ("row: tile[r][lane]", 32, lambda lane: lane, "32 lanes → 32 banks\n1 request", GREEN),
         ("column: tile[lane][c]", 32, lambda lane: lane * 32, "32 lanes → bank 0, 32 times\n32-way conflict: 32 requests", RED),
-        ("padded: tile[32][33], tile[lane][c]", 33, lambda lane: lane * 33,
+        ("padded: tile[32][33],\ntile[lane][c]", 33, lambda lane: lane * 33,
          "the padding word shifts each row\none bank: 32 banks, 1 request", GREEN),
     ]
     for ax, (title, width, word_of, note, tcol) in zip(axes, cases):
         rows = (32 * width + nb - 1) // nb
-        blank(ax, (-1.5, nb + 0.5), (-8.5, 38.5))
+        blank(ax, (-0.5, nb + 0.5), (-10.5, 45.5))
         grid_cells(ax, 0, 0, nb, rows)
         for w in range(rows * nb):
             r, b = divmod(w, nb)
@@ -258,10 +258,10 @@ def bank_conflicts():
             r, b = divmod(w, nb)
             hits[b] += 1
             ax.add_patch(Rectangle((b, rows - 1 - r), 1, 1, fc=colors[lane], ec="none"))
-        for b in range(0, nb, 4):
-            ax.text(b + 0.5, rows + 0.4, str(b), ha="center", fontsize=6.5, color="#666666")
-        ax.text(nb / 2, rows + 1.8, "bank →", ha="center", fontsize=7.5, color="#666666")
-        ax.text(nb / 2, 38.3, title, ha="center", va="top", fontsize=9.5, weight="bold", color=tcol)
+        for b in range(0, nb, 8):
+            ax.text(b + 0.5, rows + 0.4, str(b), ha="center", fontsize=8.5, color="#666666")
+        ax.text(nb / 2, rows + 2.6, "bank →", ha="center", fontsize=8.5, color="#666666")
+        ax.text(nb / 2, 45.5, title, ha="center", va="top", fontsize=9, weight="bold", color=tcol)
         # requests per bank, as a bar strip under the grid
         hmax = 32
         for b in range(nb):
@@ -270,27 +270,26 @@ def bank_conflicts():
         ax.plot([0, nb], [-4.5, -4.5], color=GREY, lw=0.6)
         top_bank = int(np.argmax(hits))
         ax.text(top_bank + 0.5, -4.4 + 3.5 * hits[top_bank] / hmax, str(hits[top_bank]) if hits.max() > 1 else "1 each",
-                ha="left" if hits.max() == 1 else "center", va="bottom", fontsize=7, color=tcol)
-        ax.text(-0.3, -4.5, "reads\nper bank", ha="right", va="bottom", fontsize=6.5, color="#666666")
-        ax.text(nb / 2, -5.2, note, ha="center", va="top", fontsize=8.5)
-    fig.text(0.5, 0.0, "shared memory as 32 banks of 4-byte words (word w lives in bank w mod 32); "
-             "grey: padding words", ha="center", fontsize=8.5, color="#444444")
+                ha="left" if hits.max() == 1 else "center", va="bottom", fontsize=8.5, color=tcol)
+        ax.text(nb / 2, -5.2, note, ha="center", va="top", fontsize=8.5, linespacing=1.2)
+    fig.text(0.5, 0.0, "shared memory as 32 banks of 4-byte words (word w lives in bank w mod 32); grey: padding\n"
+             "words. Bars under each grid: the reads each bank serves", ha="center", fontsize=8.5, color="#444444")
     return save(fig, "bank-conflicts.svg")
 
 
 # ---------------------------------------------------------------------------------------------
 def constant_broadcast():
     """Constant memory: one address for the whole warp (broadcast) vs 32 addresses (serialized)."""
-    fig, axes = plt.subplots(1, 2, figsize=(9.0, 3.9))
+    fig, axes = plt.subplots(1, 2, figsize=(8.6, 3.9))
     colors = plt.get_cmap("viridis")(np.linspace(0.05, 0.95, 32))
     for ax, scattered in zip(axes, (False, True)):
         blank(ax, (-1, 33), (-8.0, 12.8))
         for lane in range(32):
             ax.add_patch(Rectangle((lane, 8), 1, 1, fc=colors[lane], ec="white", lw=0.3))
-        ax.text(16, 9.3, "lanes 0 … 31 of one warp", ha="center", fontsize=8)
+        ax.text(16, 9.3, "lanes 0 … 31 of one warp", ha="center", fontsize=8.5)
         for a in range(32):
             ax.add_patch(Rectangle((a, 1), 1, 1, fc="#E8D3E0", ec="white", lw=0.3))
-        ax.text(16, 0.4, "constant memory (4-byte words)", ha="center", va="top", fontsize=8)
+        ax.text(16, 0.4, "constant memory (4-byte words)", ha="center", va="top", fontsize=8.5)
         for lane in range(32):
             target = lane if scattered else 12
             ax.plot([lane + 0.5, target + 0.5], [8, 2], color=colors[lane], lw=0.7)
@@ -300,7 +299,7 @@ def constant_broadcast():
         n = 32 if scattered else 1
         for i in range(n):
             ax.add_patch(Rectangle((i, -4.0), 0.9, 1.0, fc=RED if scattered else GREEN, ec="none"))
-        ax.text(0, -2.3, "time: one distinct address per step", fontsize=7.5, color="#666666")
+        ax.text(0, -2.3, "time: one distinct address per step", fontsize=8.5, color="#666666")
         arrow(ax, 0, -4.5, 32.5, -4.5, color=GREY, lw=0.6)
         if scattered:
             title, note, col = "scattered: lane i reads c[i]", "32 distinct addresses → 32 serialized reads", RED
@@ -319,15 +318,15 @@ SGEMM = 51.0          # TFLOP/s, cuBLAS SGEMM N=4096/8192, measured on our H200
 
 def roofline():
     """The H200's two ceilings for FP32 and where the book's chapters sit."""
-    fig, ax = plt.subplots(figsize=(8.4, 5.0))
+    fig, ax = plt.subplots(figsize=(7.9, 5.0))
     I = np.logspace(-2, 4, 400)
     roof = np.minimum(PEAK_FP32, BW_COPY * I)
     ridge = PEAK_FP32 / BW_COPY
     ax.loglog(I, roof, color=INK, lw=2.2)
     ax.set_xlim(1e-2, 1e4)
     ax.set_ylim(1e-2, 200)
-    ax.set_xlabel("arithmetic intensity (flop per byte of DRAM traffic)")
-    ax.set_ylabel("attainable performance (TFLOP/s)")
+    ax.set_xlabel("arithmetic intensity, flop per byte of DRAM traffic (log scale)")
+    ax.set_ylabel("attainable performance, TFLOP/s (log scale)")
     ax.grid(True, which="major", color="#E6E6E6", lw=0.6)
     # plain tick labels (mathtext would pin the SVG text to one font with no fallback)
     plain = matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}" if v < 1e4 else f"{v:,.0f}".replace(",", " "))
@@ -363,7 +362,7 @@ def roofline():
             fontsize=8.5, color=BLUE, va="bottom")
     ax.plot([1365], [SGEMM], "s", color=BLUE, ms=6)
     ax.annotate("cuBLAS SGEMM 51 TFLOP/s (measured on\nour H200), at the ideal intensity", (1365, SGEMM), xytext=(1365, 7),
-                fontsize=8, color=BLUE, ha="center", arrowprops=dict(arrowstyle="-", color=BLUE, lw=0.6))
+                fontsize=8.5, color=BLUE, ha="center", arrowprops=dict(arrowstyle="-", color=BLUE, lw=0.6))
     return save(fig, "roofline.svg")
 
 

@@ -34,14 +34,19 @@ BLUE, ORANGE, GREEN, RED, PURPLE, SKY, GREY = "#0072B2", "#E69F00", "#009E73", "
 INK, LIGHT = "#222222", "#EEEEEE"
 
 
+# Sized for the page: at most 7 in (504 pt = 672 px, under the 688 px content column at a 1280 px
+# window, so shown at its own size) and no text under 8.5 pt (11.3 px on the page).
+WIDTH = 7.0
+
+
 def save(fig, name):
     path = HERE / name
-    fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None})
+    fig.savefig(path, format="svg", metadata={"Date": None, "Creator": None}, bbox_inches="tight", pad_inches=0.04)
     plt.close(fig)
     print("wrote", path)
 
 
-def box(ax, x, y, w, h, text, fc, ec=INK, fs=9, color=INK, bold=False):
+def box(ax, x, y, w, h, text, fc, ec=INK, fs=9.5, color=INK, bold=False):
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.02,rounding_size=0.08", fc=fc, ec=ec, lw=1))
     ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=fs, color=color,
             fontweight="bold" if bold else "normal")
@@ -52,9 +57,9 @@ def tree_rpn():
     from gpulab.gp.programs import PAPER_EXAMPLE, parse
 
     t = parse(PAPER_EXAMPLE)
-    fig, ax = plt.subplots(figsize=(10, 6.2))
+    fig, ax = plt.subplots(figsize=(WIDTH, 6.0))
     ax.set_xlim(0, 10)
-    ax.set_ylim(0, 6.2)
+    ax.set_ylim(-0.5, 6.0)
     ax.axis("off")
     # the tree (positions by hand, labels from the parsed program)
     nodes = {"AND": (5.0, 5.7), ">": (2.8, 4.9), "OR": (7.2, 4.9), "MA10": (2.0, 4.1), "MA50": (3.6, 4.1),
@@ -68,19 +73,19 @@ def tree_rpn():
         p = oc.lookup(name)
         fc = SKY if p.returns == oc.FLOAT else ("#cfe8d8" if p.is_terminal else "#ffe3b3")
         box(ax, x - 0.42, y - 0.2, 0.84, 0.4, name, fc)
-    ax.text(0.2, 5.6, "S-expression:", fontsize=9, color=GREY)
-    ax.text(0.2, 5.3, PAPER_EXAMPLE, fontsize=8, family="monospace")
-    ax.text(9.9, 3.3, "float terminal", color=BLUE, fontsize=8, ha="right")
-    ax.text(9.9, 3.05, "boolean terminal", color=GREEN, fontsize=8, ha="right")
-    ax.text(9.9, 2.8, "function", color=ORANGE, fontsize=8, ha="right")
+    ax.text(0.05, 5.75, "S-expression:", fontsize=9.5, color=GREY)
+    ax.text(0.05, 5.3, PAPER_EXAMPLE, fontsize=9, family="monospace")
+    ax.text(9.95, 5.75, "float terminal", color=BLUE, fontsize=9.5, ha="right")
+    ax.text(9.95, 5.5, "boolean terminal", color=GREEN, fontsize=9.5, ha="right")
+    ax.text(9.95, 5.25, "function", color=ORANGE, fontsize=9.5, ha="right")
     # the RPN and the stacks after each opcode
     y_tok, x0, dx = 2.35, 0.55, 1.05
-    ax.text(0.05, y_tok + 0.35, "RPN (children first):", fontsize=9, color=GREY)
+    ax.text(0.05, y_tok + 0.3, "RPN (children first):", fontsize=9.5, color=GREY)
     stack, f0f1, bits = [], [None, None], []
     for k, op in enumerate(t.ops):
         p = oc.TABLE[int(op)]
         x = x0 + k * dx
-        box(ax, x - 0.45, y_tok - 0.17, 0.9, 0.34, p.name, LIGHT, fs=8, bold=True)
+        box(ax, x - 0.47, y_tok - 0.17, 0.94, 0.34, p.name, LIGHT, fs=9, bold=True)
         if p.is_terminal:
             stack.append(p.name)
             if p.returns == oc.FLOAT:
@@ -99,21 +104,21 @@ def tree_rpn():
             else:
                 bits[-1] = "NOT"
         for j, v in enumerate(stack):  # the general stack, bottom first
-            box(ax, x - 0.45, 1.5 - j * 0.3, 0.9, 0.26, v if len(v) < 9 else v[:8] + "…", "#f6f6f6", ec=GREY, fs=6.5)
+            box(ax, x - 0.47, 1.5 - j * 0.3, 0.94, 0.26, v if len(v) < 9 else v[:8] + "…", "#f6f6f6", ec=GREY, fs=8.5)
         word = "".join("1" if b else "·" for b in [True] * len(bits))
-        ax.text(x, 0.25, f"{len(bits)} bit{'s' if len(bits) != 1 else ''}", ha="center", fontsize=7, color=PURPLE)
-        ax.text(x, 0.05, f"f0,f1 = {f0f1[0] or '–'},{f0f1[1] or '–'}" if p.returns == oc.FLOAT else "", ha="center",
-                fontsize=5.5, color=BLUE)
+        ax.text(x, 0.05, f"{len(bits)} bit{'s' if len(bits) != 1 else ''}", ha="center", fontsize=8.5, color=PURPLE)
+        ax.text(x, -0.2, f"{f0f1[0] or '–'}\n{f0f1[1] or '–'}" if p.returns == oc.FLOAT else "", ha="center",
+                va="top", fontsize=8.5, color=BLUE, linespacing=1.1)
         _ = word
-    ax.text(0.05, 1.9, "memory stack (float32; booleans as 0/1), top at the bottom of each column:", fontsize=8,
+    ax.text(0.05, 1.88, "memory stack (float32; booleans as 0/1), top at the bottom:", fontsize=9.5,
             color=GREY)
-    ax.text(0.05, 0.45, "register variant: two float registers + booleans as bits of one uint32", fontsize=8,
-            color=GREY)
+    ax.text(0.05, 0.33, "register variant: booleans as bits of one uint32 (purple), floats f0, f1 (blue):",
+            fontsize=9.5, color=GREY)
     save(fig, "gp-tree-rpn.svg")
 
 
 def stack_layouts():
-    fig, axes = plt.subplots(2, 1, figsize=(10, 3.8))
+    fig, axes = plt.subplots(2, 1, figsize=(WIDTH, 4.4))
     lanes, depth = 4, 4
     colors = [BLUE, ORANGE, GREEN, RED]
     for ax, title, interleaved in ((axes[0], "each thread's stack contiguous: stack[t·STACK + j]", False),
@@ -121,18 +126,18 @@ def stack_layouts():
         ax.set_xlim(-0.5, lanes * depth + 0.5)
         ax.set_ylim(-0.9, 1.6)
         ax.axis("off")
-        ax.text(-0.4, 1.35, title, fontsize=9)
+        ax.text(-0.4, 1.3, title, fontsize=9.5)
         for addr in range(lanes * depth):
             t, j = (addr % lanes, addr // lanes) if interleaved else (addr // depth, addr % depth)
             push = j == 2  # every lane pushes its third value at the same moment
             ax.add_patch(Rectangle((addr, 0), 0.95, 0.8, fc=colors[t] if push else "white", ec=colors[t], lw=1.2,
                                    alpha=0.85 if push else 1))
-            ax.text(addr + 0.47, 0.4, f"t{t}\nj{j}", ha="center", va="center", fontsize=6.5,
+            ax.text(addr + 0.47, 0.4, f"t{t}\nj{j}", ha="center", va="center", fontsize=9,
                     color="white" if push else INK)
         hit = [a for a in range(lanes * depth) if ((a // lanes) if interleaved else (a % depth)) == 2]
-        ax.text(-0.4, -0.55, f"PUSH at depth 2 by 4 lanes touches addresses {hit}: "
+        ax.text(-0.4, -0.55, f"PUSH at depth 2 by 4 lanes: addresses {hit}, "
                 + ("one contiguous segment (one transaction)" if interleaved else "STACK apart (one transaction each)"),
-                fontsize=8, color=GREY)
+                fontsize=9, color=GREY)
     save(fig, "gp-stack-layouts.svg")
 
 
@@ -149,13 +154,13 @@ def bitslice():
     sell = ~m1
     rows = [("mask MA1 > MA5", m1, BLUE), ("mask NVIG", m2, GREEN), ("buy = AND", buy, ORANGE),
             ("sell = NOT mask", sell, RED)]
-    fig, ax = plt.subplots(figsize=(10, 2.9))
-    ax.set_xlim(-4.2, days)
-    ax.set_ylim(-2.0, len(rows))
+    fig, ax = plt.subplots(figsize=(WIDTH, 3.3))
+    ax.set_xlim(-6.5, days)
+    ax.set_ylim(-3.0, len(rows))
     ax.axis("off")
     for r, (name, bits, c) in enumerate(rows):
         y = len(rows) - 1 - r
-        ax.text(-0.3, y + 0.4, name, ha="right", va="center", fontsize=8)
+        ax.text(-0.3, y + 0.4, name, ha="right", va="center", fontsize=9)
         for d in range(days):
             ax.add_patch(Rectangle((d, y), 0.9, 0.8, fc=c if bits[d] else "white", ec=GREY, lw=0.5))
     # the trading loop's visits: when flat, the next buy-and-not-sell day; when holding, the next sell-and-not-buy
@@ -168,11 +173,12 @@ def bitslice():
         visits.append((nxt[0], "sell" if holding else "buy"))
         holding = not holding
         d = nxt[0] + 1
-    for k, what in visits:
-        ax.annotate(what, (k + 0.45, -0.05), (k + 0.45, -0.9), ha="center", fontsize=7,
+    for i, (k, what) in enumerate(visits):  # buys on one line, sells on the next: neighbours never collide
+        ax.annotate(what, (k + 0.45, -0.05), (k + 0.45, -0.75 - 0.6 * (i % 2)), ha="center", va="top", fontsize=9,
                     arrowprops=dict(arrowstyle="->", color=INK, lw=0.8))
-    ax.text(-0.3, -1.5, f"days 0-{days - 1} of a 64-day word. trading loop: ffs(pending) jumps to the next executable "
-            f"signal; {len(visits)} visits instead of {days} days", ha="left", fontsize=8, color=GREY)
+    ax.text(-6.3, -2.0, f"days 0-{days - 1} of a 64-day word. The trading loop: ffs(pending) jumps to the next\n"
+            f"executable signal; {len(visits)} visits instead of {days} days", ha="left", va="top", fontsize=9.5,
+            color=GREY)
     save(fig, "gp-bitslice.svg")
 
 

@@ -1,7 +1,8 @@
 """mkdocs hook: render committed benchmark JSON into the book.
 
 A page line ``<!-- gpulab:bench <chapter> <device> -->`` becomes the results table (and the
-chart, if its PNG is committed) of ``docs/benchmarks/<chapter>-<device>.json``. When that file
+chart, if committed: ``<stem>.svg`` drawn by ``docs/figures/make_charts.py``, else the PNG of
+``gpulab bench``) of ``docs/benchmarks/<chapter>-<device>.json``. When that file
 does not exist the page says so plainly: the book never shows numbers that were not measured.
 
 ``<!-- gpulab:rows <file-stem> -->`` renders a sweep's ``{"rows": [...]}`` as a table.
@@ -278,10 +279,11 @@ def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
                 "and committed. No numbers are shown until then.\n")
     result = json.loads(data.read_text())
     out = [_format_bench(result, opts)]
-    png = data.with_suffix(".png")
-    if png.exists():
-        rel = posixpath.relpath(f"benchmarks/{stem}.png", page_dir or ".")
-        out.append(f"\n![{chapter} throughput on {result['device']['name']}]({rel})\n")
+    for ext in (".svg", ".png"):  # the SVG of docs/figures/make_charts.py, else the PNG of `gpulab bench`
+        if data.with_suffix(ext).exists():
+            rel = posixpath.relpath(f"benchmarks/{stem}{ext}", page_dir or ".")
+            out.append(f"\n![{chapter} throughput per variant on {result['device']['name']}]({rel})\n")
+            break
     return "\n".join(out)
 
 

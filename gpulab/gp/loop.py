@@ -415,29 +415,32 @@ def _stocks(market: Market, S: int) -> Market:
 
 
 def plot_experiment(data: dict, path: Path) -> Path:
-    """Mean (± std over seeds) train and test fitness per generation for each configuration."""
+    """Mean (± std over seeds) train and test fitness per generation for each configuration
+    (SVG or PNG by `path`'s suffix; sized for the book's page width, `gpulab.benchmark.CHART_RC`)."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, 2, figsize=(11, 4.2), dpi=120, sharey=False)
-    colors = plt.get_cmap("tab10")
-    for k, s in enumerate(data["summary"]):
-        rs = [r for r in data["runs"] if r["stocks"] == s["stocks"] and r["train_days"] == s["train_days"]]
-        g = [h["generation"] for h in rs[0]["history"]]
-        for ax, key in zip(axes, ("train_best_per100", "test_of_best_per100")):
-            y = np.array([[h[key] for h in r["history"]] for r in rs])
-            ax.plot(g, y.mean(0), color=colors(k), label=f"{s['stocks']} stocks × {s['train_days']} days")
-            ax.fill_between(g, y.mean(0) - y.std(0), y.mean(0) + y.std(0), color=colors(k), alpha=0.12)
-    for ax, t in zip(axes, ("training period (best rule)", "test period (the same rule)")):
-        ax.axhline(0, color="black", linewidth=0.8)
-        ax.set_title(t)
-        ax.set_xlabel("generation")
-        ax.grid(True, alpha=0.3)
-    axes[0].set_ylabel("ROI − buy-and-hold ROI, per 100 days")
-    axes[1].legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path)
-    plt.close(fig)
+    from gpulab import benchmark
+
+    with plt.rc_context(benchmark.CHART_RC):
+        fig, axes = plt.subplots(1, 2, figsize=(benchmark.CHART_WIDTH_IN, 3.6), sharey=False, layout="constrained")
+        colors = plt.get_cmap("tab10")
+        for k, s in enumerate(data["summary"]):
+            rs = [r for r in data["runs"] if r["stocks"] == s["stocks"] and r["train_days"] == s["train_days"]]
+            g = [h["generation"] for h in rs[0]["history"]]
+            for ax, key in zip(axes, ("train_best_per100", "test_of_best_per100")):
+                y = np.array([[h[key] for h in r["history"]] for r in rs])
+                ax.plot(g, y.mean(0), color=colors(k), label=f"{s['stocks']} stocks × {s['train_days']} days")
+                ax.fill_between(g, y.mean(0) - y.std(0), y.mean(0) + y.std(0), color=colors(k), alpha=0.12)
+        for ax, t in zip(axes, ("training period (best rule)", "test period (the same rule)")):
+            ax.axhline(0, color="black", linewidth=0.8)
+            ax.set_title(t)
+            ax.set_xlabel("generation")
+            ax.grid(True, alpha=0.3)
+        axes[0].set_ylabel("ROI − buy-and-hold ROI,\nper 100 days")
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
+        benchmark.save_chart(fig, path)
+        plt.close(fig)
     return path
