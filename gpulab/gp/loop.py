@@ -424,6 +424,8 @@ def plot_experiment(data: dict, path: Path) -> Path:
 
     from gpulab import benchmark
 
+    if len(data["summary"]) > 4:
+        return _plot_experiment_grid(data, path)
     with plt.rc_context(benchmark.CHART_RC):
         fig, axes = plt.subplots(1, 2, figsize=(benchmark.CHART_WIDTH_IN, 3.6), sharey=False, layout="constrained")
         colors = plt.get_cmap("tab10")
@@ -441,6 +443,43 @@ def plot_experiment(data: dict, path: Path) -> Path:
             ax.grid(True, alpha=0.3)
         axes[0].set_ylabel("ROI − buy-and-hold ROI,\nper 100 days")
         fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=2, frameon=False)
+        benchmark.save_chart(fig, path)
+        plt.close(fig)
+    return path
+
+
+def _plot_experiment_grid(data: dict, path: Path) -> Path:
+    """A larger grid of configurations: the final generation's train and test fitness, mean ±
+    std over seeds, as bars grouped by training stocks, one colour per number of training days
+    (a line per configuration would be too many series to read)."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpulab import benchmark
+
+    stocks = sorted({s["stocks"] for s in data["summary"]})
+    days = sorted({s["train_days"] for s in data["summary"]})
+    by = {(s["stocks"], s["train_days"]): s for s in data["summary"]}
+    width = 0.8 / len(days)
+    with plt.rc_context(benchmark.CHART_RC):
+        fig, axes = plt.subplots(1, 2, figsize=(benchmark.CHART_WIDTH_IN, 3.4), layout="constrained")
+        colors = plt.get_cmap("tab10")
+        for ax, key, title in zip(axes, ("train", "test"), ("training period (best rule)", "test period (the same rule)")):
+            for j, d in enumerate(days):
+                xs = [i + (j - (len(days) - 1) / 2) * width for i, S in enumerate(stocks) if (S, d) in by]
+                ss = [by[(S, d)] for S in stocks if (S, d) in by]
+                ax.bar(xs, [s[f"{key}_mean"] for s in ss], width, yerr=[s[f"{key}_std"] for s in ss],
+                       color=colors(j), capsize=2, label=f"{d} training days")
+            ax.axhline(0, color="black", linewidth=0.8)
+            ax.set_xticks(range(len(stocks)), [f"{S} stocks" for S in stocks])
+            ax.set_title(title)
+            ax.grid(True, axis="y", alpha=0.3)
+        axes[0].set_ylabel("ROI − buy-and-hold ROI,\nper 100 days (last generation)")
+        runs = min(s["runs"] for s in data["summary"])
+        fig.legend(*axes[0].get_legend_handles_labels(), loc="outside lower center", ncols=len(days), frameon=False,
+                   title=f"mean ± std over {runs} seeds")
         benchmark.save_chart(fig, path)
         plt.close(fig)
     return path
