@@ -330,7 +330,16 @@ def _chapter_page(docs_dir: Path, number: int) -> str | None:
     return found[0].relative_to(docs_dir).as_posix() if found else None
 
 
-def _render_summary(match: re.Match, page_dir: str, docs_dir: Path) -> str:
+def _nav_titles(nav) -> dict[str, str]:
+    """{page: its title in the navigation} (the short titles: "1. Matrix multiplication")."""
+    out = {}
+    for item in nav or []:
+        for title, target in (item.items() if isinstance(item, dict) else []):
+            out |= _nav_titles(target) if isinstance(target, list) else {target: title}
+    return out
+
+
+def _render_summary(match: re.Match, page_dir: str, docs_dir: Path, nav=None) -> str:
     from gpulab.chapters import all_chapters
 
     device = match.group(2)
@@ -341,7 +350,7 @@ def _render_summary(match: re.Match, page_dir: str, docs_dir: Path) -> str:
     for ch in all_chapters():
         result = results.get(ch.name)
         page = _chapter_page(docs_dir, ch.number)
-        title = f"{ch.number}. {ch.title}"
+        title = _nav_titles(nav).get(page, f"{ch.number}. {ch.title}")
         link = f"[{title}]({posixpath.relpath(page, page_dir or '.')})" if page else title
         if result is None:
             rows.append([link, "not measured yet", "—", "—", "—", "—", "—"])
@@ -352,9 +361,9 @@ def _render_summary(match: re.Match, page_dir: str, docs_dir: Path) -> str:
             peer = r["peer"] or "—"
             peers.setdefault(peer, []).append((ch, r))
             rows.append([f"{link}<br><small>{r['label']}</small>",
-                         f"{r['variant']} · {BACKENDS.get(r['backend'], r['backend'])}",
+                         f"{r['variant']}<br>{BACKENDS.get(r['backend'], r['backend'])}",
                          num(float(r["median_ms"])),
-                         f"{peer.split(' (')[0]}: {num(float(r['peer_median_ms']))} ms" if r["peer_median_ms"] else peer,
+                         f"{re.split(r' [(]|, ', peer)[0]}<br>{num(float(r['peer_median_ms']))} ms" if r["peer_median_ms"] else peer,
                          ratio(r["ratio_to_peer"]),
                          result["device"]["name"].removeprefix("NVIDIA "),
                          result["date"][:10]])
@@ -362,11 +371,12 @@ def _render_summary(match: re.Match, page_dir: str, docs_dir: Path) -> str:
         raise ValueError(f"summary marker: {len(rows)} rows, more than 12")
     out = _table(head, rows)
     out[1] = "|---|---|" + "---:|" + "---|" + "---:|" + "---|---|"
+    out = ['<div class="gpulab-summary" markdown>', ""] + out + ["", "</div>"]  # its padding: assets/summary.css
     out += ["", "*Each row: a chapter's headline case (under its title), the fastest GPU variant there whose "
                 "result was checked, its median time, and the peer's median time on the same inputs in the "
                 "same run. % of peer: the peer's time ÷ the variant's, as a percentage (100% = as fast as the "
-                "peer), as a factor from 2× up. From " + ", ".join(files) + ".*", "", "The peers, as the JSON "
-                "records them:", ""]
+                "peer), as a factor from 2× up. From " + ", ".join(files) + ".*", "", "The peers, as the "
+                "benchmarks record them:", ""]
     for peer, where in peers.items():
         chs = " and ".join(dict.fromkeys(f"chapter {ch.number}" for ch, _ in where))
         includes = "; ".join(dict.fromkeys(i for ch, r in where if (i := _peer_includes(results[ch.name], r))))
@@ -386,7 +396,7 @@ BACKENDS = {"numba": "numba", "cuda-c": "CUDA C", "cpu": "CPU"}
 def on_page_markdown(markdown, page, config, files):
     docs_dir = Path(config["docs_dir"])
     page_dir = posixpath.dirname(page.file.src_uri)
-    markdown = SUMMARY.sub(lambda m: _indent(m, _render_summary(m, page_dir, docs_dir)), markdown)
+    markdown = SUMMARY.sub(lambda m: _indent(m, _render_summary(m, page_dir, docs_dir, config.get("nav"))), markdown)
     markdown = MARKER.sub(lambda m: _indent(m, _render(m, page_dir, docs_dir)), markdown)
     return ROWS.sub(lambda m: _indent(m, _render_rows(m, docs_dir)), markdown)
 
