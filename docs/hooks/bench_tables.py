@@ -21,6 +21,12 @@ A marker may say what to open with (``key="value"`` after the stem):
 ``by="measured ms"`` (the column that ranks records), ``best="size"`` (the columns to group by,
 ``|``-separated), ``where="size=2^28"`` (open only those rows instead of the best per group),
 ``sizes="a|b"`` (a ``bench`` marker: the sizes shown open, at most 6).
+
+``<!-- gpulab:summary <device> -->`` is the Benchmarks page's opening table: one row per chapter
+(its headline case), the fastest GPU variant there, its time, the peer it measures itself against
+(the record's ``peer`` and ``peer_median_ms``), and its speed as a percentage of the peer's. A
+chapter's headline case is its largest case with a peer time, or the cases a ``<chapter>="a|b"``
+option names (at most two per chapter).
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ from pathlib import Path
 
 OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
 MARKER = re.compile(r"^([ \t]*)<!-- gpulab:bench (\S+) (\S+)" + OPTS + r" -->$", re.MULTILINE)
+SUMMARY = re.compile(r"^([ \t]*)<!-- gpulab:summary (\S+)" + OPTS + r" -->$", re.MULTILINE)
 ROWS = re.compile(r"^([ \t]*)<!-- gpulab:rows (\S+)" + OPTS + r" -->$", re.MULTILINE)
 OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 
@@ -287,9 +294,111 @@ def _render(match: re.Match, page_dir: str, docs_dir: Path) -> str:
     return "\n".join(out)
 
 
+# ---------------------------------------------------------------------- the summary table
+
+def headline(result: dict, labels: list[str] | None = None) -> list[dict]:
+    """The record each summary row shows: at each headline case (`labels`, default the case with
+    the most work among those with a peer time), the fastest GPU variant whose result was checked."""
+    recs = [r for r in result["records"] if r["backend"] != "cpu" and r["check"] is True
+            and not r["skipped"] and r["median_ms"] is not None]
+    if labels is None:
+        timed = [r for r in recs if r["peer_median_ms"] and r["throughput"]]
+        if not timed:
+            return []
+        labels = [max(timed, key=lambda r: r["throughput"] * r["median_ms"])["label"]]
+    rows = []
+    for label in labels:
+        at = [r for r in recs if r["label"] == label]
+        if not at:
+            known = list(dict.fromkeys(r["label"] for r in result["records"]))
+            raise ValueError(f"summary marker: {result['chapter']} has no checked GPU record at {label!r} "
+                             f"(its cases: {known})")
+        rows.append(min(at, key=lambda r: r["median_ms"]))
+    return rows
+
+
+def _bench_results(docs_dir: Path, device: str) -> dict[str, dict]:
+    out = {}
+    for path in sorted((docs_dir / "benchmarks").glob(f"*-{device}.json")):
+        data = json.loads(path.read_text())
+        if isinstance(data, dict) and data.get("schema") == "gpulab-bench/1" and data.get("records") \
+                and path.stem == f"{data['chapter']}-{device}":
+            out[data["chapter"]] = data | {"_file": path.name}
+    return out
+
+
+def _chapter_page(docs_dir: Path, number: int) -> str | None:
+    found = sorted((docs_dir / "chapters").glob(f"ch{number}-*.md"))
+    return found[0].relative_to(docs_dir).as_posix() if found else None
+
+
+def _nav_titles(nav) -> dict[str, str]:
+    """{page: its title in the navigation} (the short titles: "1. Matrix multiplication")."""
+    out = {}
+    for item in nav or []:
+        for title, target in (item.items() if isinstance(item, dict) else []):
+            out |= _nav_titles(target) if isinstance(target, list) else {target: title}
+    return out
+
+
+def _render_summary(match: re.Match, page_dir: str, docs_dir: Path, nav=None) -> str:
+    from gpulab.chapters import all_chapters
+
+    device = match.group(2)
+    opts = dict(OPT.findall(match.group(3) or ""))
+    results = _bench_results(docs_dir, device)
+    head = ["chapter", "best variant", "time (ms)", "peer", "% of peer", "device", "date"]
+    rows, peers, files = [], {}, []
+    for ch in all_chapters():
+        result = results.get(ch.name)
+        page = _chapter_page(docs_dir, ch.number)
+        title = _nav_titles(nav).get(page, f"{ch.number}. {ch.title}")
+        link = f"[{title}]({posixpath.relpath(page, page_dir or '.')})" if page else title
+        if result is None:
+            rows.append([link, "not measured yet", "—", "—", "—", "—", "—"])
+            continue
+        files.append(f"`{result['_file']}`")
+        labels = opts[ch.name].split("|") if ch.name in opts else None
+        for r in headline(result, labels):
+            peer = r["peer"] or "—"
+            peers.setdefault(peer, []).append((ch, r))
+            rows.append([f"{link}<br><small>{r['label']}</small>",
+                         f"{r['variant']}<br>{BACKENDS.get(r['backend'], r['backend'])}",
+                         num(float(r["median_ms"])),
+                         f"{re.split(r' [(]|, ', peer)[0]}<br>{num(float(r['peer_median_ms']))} ms" if r["peer_median_ms"] else peer,
+                         ratio(r["ratio_to_peer"]),
+                         result["device"]["name"].removeprefix("NVIDIA "),
+                         result["date"][:10]])
+    if len(rows) > 12:
+        raise ValueError(f"summary marker: {len(rows)} rows, more than 12")
+    out = _table(head, rows)
+    out[1] = "|---|---|" + "---:|" + "---|" + "---:|" + "---|---|"
+    out = ['<div class="gpulab-summary" markdown>', ""] + out + ["", "</div>"]  # its padding: assets/summary.css
+    out += ["", "*Each row: a chapter's headline case (under its title), the fastest GPU variant there whose "
+                "result was checked, its median time, and the peer's median time on the same inputs in the "
+                "same run. % of peer: the peer's time ÷ the variant's, as a percentage (100% = as fast as the "
+                "peer), as a factor from 2× up. From " + ", ".join(files) + ".*", "", "The peers, as the "
+                "benchmarks record them:", ""]
+    for peer, where in peers.items():
+        chs = " and ".join(dict.fromkeys(f"chapter {ch.number}" for ch, _ in where))
+        includes = "; ".join(dict.fromkeys(i for ch, r in where if (i := _peer_includes(results[ch.name], r))))
+        out.append(f"- {chs}: **{peer}**" + (f" (timed: {includes})" if includes else ""))
+    return "\n".join(out)
+
+
+def _peer_includes(result: dict, rec: dict) -> str | None:
+    """What the peer's time includes, where the peer is itself a record of the run (a CPU peer)."""
+    same = (r for r in result["records"] if r["label"] == rec["label"] and r["median_ms"] == rec["peer_median_ms"])
+    return next((r.get("peer_includes") for r in same), None)
+
+
+BACKENDS = {"numba": "numba", "cuda-c": "CUDA C", "cpu": "CPU"}
+
+
 def on_page_markdown(markdown, page, config, files):
     docs_dir = Path(config["docs_dir"])
     page_dir = posixpath.dirname(page.file.src_uri)
+    markdown = SUMMARY.sub(lambda m: _indent(m, _render_summary(m, page_dir, docs_dir, config.get("nav"))), markdown)
     markdown = MARKER.sub(lambda m: _indent(m, _render(m, page_dir, docs_dir)), markdown)
     return ROWS.sub(lambda m: _indent(m, _render_rows(m, docs_dir)), markdown)
 

@@ -1,6 +1,10 @@
 """Exercise matmul.1 — matrix–vector product with the vector in constant memory.
 
-Implement :func:`matvec`. See exercises/matmul/README.md for the task.
+Write `matvec(A, x, out=None)`: one thread per row of `A`, `x` in constant memory
+(`cuda.const.array_like`, captured when the kernel is compiled — so build the kernel inside a
+factory that closes over `x`). Every lane of a warp reads `x[k]` at the same `k`: the broadcast
+case of chapter 1's `constant` variant. Raise `LimitError` naming the 65536-byte limit when `x`
+does not fit, `ShapeError` / `DtypeError` for bad inputs.
 """
 
 import numpy as np

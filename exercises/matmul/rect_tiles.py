@@ -1,6 +1,10 @@
 """Exercise matmul.3 — shared-memory tiling with rectangular tiles.
 
-Implement :func:`matmul_rect`. See exercises/matmul/README.md for the task.
+Write `matmul_rect(A, B, out=None)` with a block of `TILE_N × TILE_M` threads (x over columns)
+computing a `TILE_M × TILE_N` tile of C, staging `TILE_M × TILE_K` tiles of A and
+`TILE_K × TILE_N` tiles of B in shared memory. The tiles have fewer elements than the block has
+threads: decide which threads load what (the load mapping need not be the compute mapping).
+Any M, K, N, with zeros loaded past the edges.
 """
 
 import numpy as np  # noqa: F401

@@ -1,4 +1,11 @@
-"""Exercise radix.2 — stream compaction: flag, scan, scatter. See exercises/radix/README.md."""
+"""Exercise radix.2 — stream compaction: flag, scan, scatter.
+
+Write `compact_greater(x, threshold)`: the elements of a float32 array greater than
+`threshold`, in input order, for **any length**: flag (1 where `x[i] > threshold`), exclusive
+scan of the flags (use `gpulab.radix.host.ScanPlan`, the chapter's multi-block scan), scatter
+`x[i]` to `out[scan[i]]` where flagged. The count is `scan[n-1] + flag[n-1]`. This is the
+split primitive with only one side kept — and the last step of the chapter's `distinct`.
+"""
 
 import numpy as np  # noqa: F401
 from numba import cuda  # noqa: F401

@@ -1,4 +1,12 @@
-"""Exercise subset.1 — revolving-door enumeration. See exercises/subset/README.md."""
+"""Exercise subset.1 — revolving-door enumeration.
+
+Write `revolving_door(n, k)`, a generator of all k-subsets of {0..n-1} (as sorted tuples) in
+an order where each subset differs from the previous one by exactly one element out and one
+element in (the revolving-door Gray code, e.g. Knuth's Algorithm R, or the recursive
+definition R(n, k) = R(n-1, k), then reversed R(n-1, k-1) with n-1 added). An incremental
+search walking this order updates its sum with k-1 subtractions and k-1 additions per step,
+however far the changed element is from the end. Raise `LimitError` unless 0 <= k <= n.
+"""
 
 from gpulab.errors import LimitError  # noqa: F401
 
