@@ -8,7 +8,8 @@ Run from the repository root:
   marker of the chapters (`gpulab.benchmark.chart`: one panel per size the table opens with,
   its ``sizes="a|b"`` option if it has one; the hook embeds the SVG under the table);
 * ``docs/benchmarks/distributed-h200x2.svg`` (`scripts/bench_distributed.py`'s ``plot``);
-* ``docs/benchmarks/gp-experiment-cpu.svg`` (`gpulab.gp.loop.plot_experiment`).
+* ``docs/benchmarks/gp-experiment-cpu.svg`` and ``gp-experiment-grid-h200.svg``
+  (`gpulab.gp.loop.plot_experiment`).
 
 Text stays text and the files carry no date: the output is byte-for-byte reproducible. Each
 SVG starts with a comment naming the JSON it was drawn from and its SHA-256
@@ -72,11 +73,15 @@ def distributed_chart() -> Path:
     return stamp(path, data)
 
 
-def experiment_chart() -> Path:
-    data = BENCH / "gp-experiment-cpu.json"
-    return stamp(plot_experiment(json.loads(data.read_text()), BENCH / "gp-experiment-cpu.svg"), data)
+def experiment_charts() -> list[Path]:
+    """The charts of the experiments the book shows as SVG (`gp-experiment-cpu`, the H200 grid)."""
+    out = []
+    for stem in ("gp-experiment-cpu", "gp-experiment-grid-h200"):
+        data = BENCH / f"{stem}.json"
+        out.append(stamp(plot_experiment(json.loads(data.read_text()), BENCH / f"{stem}.svg"), data))
+    return out
 
 
 if __name__ == "__main__":
-    for p in [*bench_charts(), distributed_chart(), experiment_chart()]:
+    for p in [*bench_charts(), distributed_chart(), *experiment_charts()]:
         print(p.relative_to(ROOT))
