@@ -127,13 +127,11 @@ def resources(policy, backend: str, params: dict) -> dict:
         kern = host.KERNELS.provider(backend, params).kernel(policy.kernel)
         if backend == "cuda-c":
             return {"registers": kern.num_regs, "local_bytes": kern.local_size_bytes, "smem": kern.shared_size_bytes}
-        from numba import cuda
-
-        from gpulab import compilecheck
         from gpulab.matmul.kernels_numba import SIG
 
-        ptx, _ = cuda.compile_ptx(kern.py_func, SIG, cc=(9, 0))
-        return next(iter(compilecheck.link_report(ptx).values()))
+        compiled = kern.compile(SIG)  # the overload the launches use
+        return {"registers": compiled.regs_per_thread, "local_bytes": compiled.local_mem_per_thread,
+                "smem": compiled.shared_mem_per_block}
     except Exception as exc:
         return {"error": str(exc)[:200]}
 
