@@ -15,7 +15,8 @@ SEED = dict(block=256, max_blocks=132 * 16, partition=1 << 24)
 # final_block: the threads of the one block that reduces the blocks' answers.
 INCREMENTAL = dict(block=512, max_blocks=132 * 64, chunk=1024, final_block=256)
 # On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
-SIM = dict(block=32, max_blocks=3, chunk=7, final_block=32)
+SEED_SIM = dict(block=32, max_blocks=3)
+INCREMENTAL_SIM = dict(SEED_SIM, chunk=7, final_block=32)
 
 # How each kernel launches (host.SubsetPolicy): where Q lives, the shared memory per thread, the
 # launch sequence (the seed's host partition loop, or the incremental scan's one launch).
@@ -23,29 +24,29 @@ INCREMENTAL_POLICY = dict(chunked=True, q_in="shared", signature="SIG_INCREMENTA
 _LADDER = [
     ("global", ("global",),
      "one subset per thread; selection, submatrix and every distance in global memory, argmin on the host",
-     SubsetPolicy("subset_global", per_subset=True, thread_bytes=(0, 0)), SEED, True, False),
+     SubsetPolicy("subset_global", per_subset=True, thread_bytes=(0, 0)), SEED, SEED_SIM, True, False),
     ("shared", ("global", "shared"),
      "Q and each thread's selection in shared memory; a block argmin sends one (value, rank) per block to the host",
-     SubsetPolicy("subset_shared", q_in="shared", thread_bytes=(16, 4), signature="SIG_SHARED"), SEED, False, False),
+     SubsetPolicy("subset_shared", q_in="shared", thread_bytes=(16, 4), signature="SIG_SHARED"), SEED, SEED_SIM, False, False),
     ("constant_local", ("constant", "local", "shared"),
      "Q in constant memory, the selection in a thread-local array: lanes read different constant addresses, so reads serialize",
-     SubsetPolicy("subset_constant_local", q_in="constant"), SEED, False, False),
+     SubsetPolicy("subset_constant_local", q_in="constant"), SEED, SEED_SIM, False, False),
     ("incremental", ("global", "shared", "registers"),
      "chunks of consecutive ranks: fix k-1 indices, loop the last (k-1 lookups per subset), squared sums, the whole search in one launch",
-     SubsetPolicy("subset_incremental", **INCREMENTAL_POLICY), INCREMENTAL, False, False),
+     SubsetPolicy("subset_incremental", **INCREMENTAL_POLICY), INCREMENTAL, INCREMENTAL_SIM, False, False),
     ("incremental_warp", ("global", "shared", "registers"),
      "the same with a warp-shuffle argmin: no shared memory or barrier until one value per warp is left",
-     SubsetPolicy("subset_incremental_warp", **INCREMENTAL_POLICY), INCREMENTAL, False, True),
+     SubsetPolicy("subset_incremental_warp", **INCREMENTAL_POLICY), INCREMENTAL, INCREMENTAL_SIM, False, True),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs).
 DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_parallel"}
 
 REGISTRY = Registry("subset", defaults=DEFAULTS)
-for name, memory, lesson, policy, params, teaching, warp in _LADDER:
+for name, memory, lesson, policy, params, sim_params, teaching, warp in _LADDER:
     for backend in ("numba", "cuda-c"):
         REGISTRY.add(Variant(name, backend, memory, lesson, host.launcher(policy, backend), params=params,
-                             sim_params=SIM, policy=policy, teaching_only=teaching,
+                             sim_params=sim_params, policy=policy, teaching_only=teaching,
                              needs_warp_intrinsics=warp and backend == "numba"))
 
 REGISTRY.add(Variant("cpu_parallel", "cpu", ("host",),
