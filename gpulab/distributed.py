@@ -235,14 +235,14 @@ def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -
     """The task: the single-GPU search of chapter 2 over the ranks [start, stop), on a worker."""
     from gpulab.subset import search_packed, unrank
     from gpulab.subset.reference import subset_sum
-    from gpulab.subset.variants import COMPARES_SUMS
+    from gpulab.subset.variants import REGISTRY
 
     bind_worker_gpu()
     t0 = time.perf_counter()
     distance, rank = search_packed(Q, n, k, variant, backend, params, ranks)
     seconds = time.perf_counter() - t0
     # the squared sum of the winner, in the kernels' order and with their additions: the same bits
-    key = subset_sum(Q, unrank(n, k, rank)) if variant in COMPARES_SUMS else distance
+    key = subset_sum(Q, unrank(n, k, rank)) if REGISTRY.get(variant, backend).policy.compares_sums else distance
     return ChunkResult(ranks[0], ranks[1], float(key), float(distance), int(rank), seconds, _worker_name())
 # --8<-- [end:task]
 

@@ -82,9 +82,9 @@ class KernelSource:
 
 
 class KernelProvider:
-    """`K(name, grid, block, *args, constant=None)`: launch the kernel `name` built with the
-    variant's parameters on `K.stream` (`constant`: bytes to copy into the source's constant
-    symbol first). A chapter's launch sequence is written once against it, so the numba and
+    """`K(name, grid, block, *args, constant=None, shared_bytes=0)`: launch the kernel `name`
+    built with the variant's parameters on `K.stream` (`constant`: bytes to copy into the
+    source's constant symbol first; `shared_bytes`: dynamic shared memory per block). A chapter's launch sequence is written once against it, so the numba and
     CUDA C variants of a step differ only inside the kernels. Kernels are built on first use."""
 
     backend = ""
@@ -100,16 +100,17 @@ class KernelProvider:
             k = self._kernels[name] = self._build(name)
         return k
 
-    def __call__(self, name: str, grid, block, *args, constant: np.ndarray | None = None) -> None:
+    def __call__(self, name: str, grid, block, *args, constant: np.ndarray | None = None,
+                 shared_bytes: int = 0) -> None:
         k = self.kernel(name)
         if constant is not None:
             self.set_constant(k, args, constant)
-        self._launch(k, grid, block, args)
+        self._launch(k, grid, block, args, shared_bytes)
 
     def _build(self, name: str):
         raise NotImplementedError
 
-    def _launch(self, kernel, grid, block, args) -> None:
+    def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
         raise NotImplementedError
 
     def set_constant(self, kernel, args, image: np.ndarray) -> None:
@@ -124,8 +125,8 @@ class NumbaKernels(KernelProvider):
     def _build(self, name: str):
         return self.source.numba_kernel(name, self.params)
 
-    def _launch(self, kernel, grid, block, args) -> None:
-        kernel[grid, block, self.stream](*args)
+    def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        kernel[grid, block, self.stream, shared_bytes](*args)
 
     # --8<-- [start:set_constant]
     def set_constant(self, kernel, args, image: np.ndarray) -> None:
@@ -159,8 +160,8 @@ class CudaCKernels(KernelProvider):
     def _build(self, name: str):
         return cudac.kernel(self.source.package, self.source.source, name, self.defines)
 
-    def _launch(self, kernel, grid, block, args) -> None:
-        cudac.launch(kernel, grid, block, *args, stream=self.stream)
+    def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
+        cudac.launch(kernel, grid, block, *args, shared_bytes=shared_bytes, stream=self.stream)
 
     def set_constant(self, kernel, args, image: np.ndarray) -> None:
         import pycuda.driver as drv

@@ -51,16 +51,14 @@ def main():
                     fn = mod.get_function(f"matmul_{name}")
                     row["registers"] = rep.resources.get(f"matmul_{name}", {}).get("registers")
                     from gpulab.matmul import host
-                    grid, block = (host._tiled_geometry(v.params, N, N) if name != "warptile" else
-                                   ((N // v.params["WT_BN"], N // v.params["WT_BM"]), (v.params["WT_THREADS"],)))
+                    grid, block = host.geometry(v.policy, v.params, N, N)
                     launch = lambda fn=fn, grid=grid, block=block: cudac.launch(fn, grid, block, dA, dB, dC, N, N, N)
                 else:
                     opts = tuple(cudac.define_flags(v.params)) + ("-std=c++17", "--gpu-architecture=sm_90")
                     mod = cp.RawModule(code=src, options=opts)
                     fn = mod.get_function(f"matmul_{name}")
                     from gpulab.matmul import host
-                    grid, block = (host._tiled_geometry(v.params, N, N) if name != "warptile" else
-                                   ((N // v.params["WT_BN"], N // v.params["WT_BM"]), (v.params["WT_THREADS"],)))
+                    grid, block = host.geometry(v.policy, v.params, N, N)
                     cA, cB = cp.asarray(A), cp.asarray(A.T.copy())
                     cC = cp.empty((N, N), cp.float32)
                     args = (cA, cB, cC, np.int32(N), np.int32(N), np.int32(N))

@@ -235,7 +235,7 @@ def test_an_error_on_a_worker_reaches_the_client(client, rng):
     """A limit only the worker checks (here: a block of 16 threads, under the incremental
     kernels' one warp) is raised on the client, with its type and message."""
     with pytest.raises(LimitError, match="at least one full warp"):
-        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, params=dict(block=16, sim_block=16))
+        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, params=dict(block=16))
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -58,7 +58,7 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
     s = numba_stream(stream)
     a, b = device_input(A, "A", stream=s), device_input(B, "B", stream=s)
     dC = cuda.device_array((M, N), dtype=np.float32, stream=s)
-    v.run(a.array, b.array, dC, None if b.on_device else b.source, v.params, stream=s)()
+    v.run(a.array, b.array, dC, None if b.on_device else b.source, v.launch_params(), stream=s)()
     return to_caller(dC, caller_of(a, b), stream=s)
 # --8<-- [end:entry]
 

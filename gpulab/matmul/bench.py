@@ -54,7 +54,7 @@ def _reference(state):
 
 
 def runner(variant, state):
-    return variant.run(state["dA"], state["dB"], state["dC"], state["B"], variant.params)
+    return variant.run(state["dA"], state["dB"], state["dC"], state["B"], variant.launch_params())
 
 
 def check(variant, state):

@@ -1,21 +1,27 @@
-"""Host side of chapter 1: validation, device buffers, and one launch function per kernel.
+"""Host side of chapter 1: validation, and the one launch path of every variant.
 
-Every launcher has the same shape: `prepare(dA, dB, dC, B_host, params, stream=0) -> launch`
-takes device arrays (and the host copy of B, which numba's constant-memory variants bake into
-the kernel; `None` when B lives on the device, which they then copy once) and returns a
-zero-argument function that enqueues the kernel on `stream`. The public
-[`matmul`][gpulab.matmul.matmul] and the benchmarks both go through these, so what is timed is
-what is tested.
+A variant's launch is data: its [`MatmulPolicy`][gpulab.matmul.host.MatmulPolicy] names the
+kernel, the tile of C each block computes and each thread's share of it, and whether B lives
+in constant memory. [`launcher`][gpulab.matmul.host.launcher]`(policy)` is the `run` of every
+variant, on both backends: `run(dA, dB, dC, B_host, params, stream=0) -> launch` takes device
+arrays (and the host copy of B, which numba's constant-memory kernels bake into the kernel;
+`None` when B lives on the device, which they then copy once) and returns a zero-argument
+function that enqueues the kernel on `stream` through the chapter's one
+[`KernelSource`][gpulab.launch.KernelSource]. The public [`matmul`][gpulab.matmul.matmul] and
+the benchmarks both go through it, so what is timed is what is tested.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from dataclasses import dataclass
+from typing import Union
+
 from gpulab import cudac, device
 from gpulab.arrays import check_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
-from gpulab.launch import ceil_div, check_block
+from gpulab.launch import KernelSource, ceil_div, check_block
 
 PACKAGE = "gpulab.matmul"
 SOURCE = "kernels.cu"
@@ -63,172 +69,117 @@ def check_fits_constant(K: int, N: int) -> None:
                          "use a variant that reads B from global or shared memory")
 
 
-def _dims(M, N, K):
-    return np.int32(M), np.int32(N), np.int32(K)
+# ----------------------------------------------------------------------------- launch policies
+
+Dim = Union[int, str]  # a size: a number, or the name of the variant's parameter that holds it
 
 
-# ----------------------------------------------------------------------------- numba
+@dataclass(frozen=True)
+class MatmulPolicy:
+    """How one variant launches (the same on both backends): the data its
+    [`launcher`][gpulab.matmul.host.launcher] reads.
+
+    Attributes:
+        kernel: the kernel's name (numba and CUDA C name a step's kernel alike).
+        tile: `(rows, cols)` of C one block computes (numbers or parameter names).
+        per_thread: `(rows, cols)` of C one thread computes: the block is
+            `tile / per_thread` threads, x over columns (or rows, with `rows_on_x`).
+        threads: a one-dimensional block of this many threads instead (the kernel lays its
+            threads over the tile itself, as the warp-tiled one does).
+        rows_on_x: x, the fastest thread index and the grid's first dimension, runs over rows
+            of C (the naive mapping and the broadcasting constant-memory one).
+        constant_b: B is read from constant memory (at most 64 KiB); the kernel takes no B.
+    """
+
+    kernel: str
+    tile: tuple[Dim, Dim] = (16, 16)
+    per_thread: tuple[Dim, Dim] = (1, 1)
+    threads: Dim | None = None
+    rows_on_x: bool = False
+    constant_b: bool = False
 
 
-def numba_naive(dA, dB, dC, B_host, params, stream=0):
-    from gpulab.matmul.kernels_numba import matmul_naive
+def _size(d: Dim, params: dict) -> int:
+    return params[d] if isinstance(d, str) else d
 
+
+def geometry(policy: MatmulPolicy, params: dict, M: int, N: int) -> tuple[tuple, tuple]:
+    """`(grid, block)` of `policy`'s launch for an M×N C with these parameters (the block
+    checked against the 1024-thread limit)."""
+    tr, tc = (_size(d, params) for d in policy.tile)
+    if policy.threads is not None:
+        block = (_size(policy.threads, params),)
+    else:
+        pr, pc = (_size(d, params) for d in policy.per_thread)
+        block = (tr // pr, tc // pc) if policy.rows_on_x else (tc // pc, tr // pr)
+    check_block(int(np.prod(block)))
+    grid = (ceil_div(M, tr), ceil_div(N, tc)) if policy.rows_on_x else (ceil_div(N, tc), ceil_div(M, tr))
+    return grid, block
+
+
+# ----------------------------------------------------------------------------- the kernels
+
+TILE_PARAMS = ("BM", "BN", "BK", "TM", "TN", "PAD")
+CONSTANT_DATA = "B_CONST"  # numba: the B its constant-memory kernels are compiled with (not a -D macro)
+
+
+def numba_kernel(name: str, p: dict):
+    """The numba kernel `name` built with the parameters `p`."""
+    from gpulab.matmul import kernels_numba as kn
+
+    tile = lambda: {k: p[k] for k in TILE_PARAMS}  # noqa: E731
+    factories = {
+        "matmul_naive": lambda: kn.matmul_naive, "matmul_coalesced": lambda: kn.matmul_coalesced,
+        "matmul_shared": lambda: kn.shared_kernel(p["TILE"]),
+        "matmul_constant": lambda: kn.constant_kernel(p[CONSTANT_DATA], True),
+        "matmul_constant_scattered": lambda: kn.constant_kernel(p[CONSTANT_DATA], False),
+        "matmul_register": lambda: kn.register_kernel(**tile()),
+        "matmul_prefetch": lambda: kn.prefetch_kernel(**tile()),
+        "matmul_wide": lambda: kn.wide_kernel(**tile()),
+    }
+    return factories[name]()
+
+
+KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, constant="B_const",
+                       defines=("TILE", *TILE_PARAMS, "WT_BM", "WT_BN", "WT_BK", "WT_WM", "WT_WN", "WT_WNITER",
+                                "WT_TM", "WT_TN", "WT_THREADS", "WT_MINBLOCKS", "WT_APAD"))
+
+
+# ----------------------------------------------------------------------------- the one launch path
+
+
+def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict, stream=0):
+    """Build `policy`'s kernel for `backend` and return `launch()`, which enqueues it on `stream`."""
     M, K = dA.shape
     N = dB.shape[1]
-    block = (16, 16)
-    grid = (ceil_div(M, 16), ceil_div(N, 16))  # x over rows: the uncoalesced mapping
-    args = (dA, dB, dC, *_dims(M, N, K))
-    return lambda: matmul_naive[grid, block, stream](*args)
-
-
-def numba_coalesced(dA, dB, dC, B_host, params, stream=0):
-    from gpulab.matmul.kernels_numba import matmul_coalesced
-
-    M, K = dA.shape
-    N = dB.shape[1]
-    block = (16, 16)
-    grid = (ceil_div(N, 16), ceil_div(M, 16))  # x over columns
-    args = (dA, dB, dC, *_dims(M, N, K))
-    return lambda: matmul_coalesced[grid, block, stream](*args)
-
-
-def numba_shared(dA, dB, dC, B_host, params, stream=0):
-    from gpulab.matmul.kernels_numba import shared_kernel
-
-    tile = params["tile"]
-    check_block(tile * tile)
-    M, K = dA.shape
-    N = dB.shape[1]
-    kern = shared_kernel(tile)
-    grid = (ceil_div(N, tile), ceil_div(M, tile))
-    args = (dA, dB, dC, *_dims(M, N, K))
-    return lambda: kern[grid, (tile, tile), stream](*args)
-
-
-def _numba_constant(lanes_on_rows):
-    def prepare(dA, dB, dC, B_host, params, stream=0):
-        from gpulab.matmul.kernels_numba import constant_kernel
-
-        M, K = dA.shape
-        N = dB.shape[1]
+    grid, block = geometry(policy, params, M, N)
+    if policy.constant_b:
         check_fits_constant(K, N)
-        # numba's constant arrays are compile-time data: B (at most 64 KiB) is baked into the
-        # kernel, so a B that lives on the device is copied to the host once, here.
-        kern = constant_kernel(B_host if B_host is not None else to_host(dB), lanes_on_rows)
-        if lanes_on_rows:
-            grid = (ceil_div(M, 32), ceil_div(N, 8))
-        else:
-            grid = (ceil_div(N, 32), ceil_div(M, 8))
-        args = (dA, dC, *_dims(M, N, K))
-        return lambda: kern[grid, (32, 8), stream](*args)
-
-    return prepare
-
-
-numba_constant = _numba_constant(True)
-numba_constant_scattered = _numba_constant(False)
+        if backend == "numba":
+            # numba's constant arrays are compile-time data: B (at most 64 KiB) is baked into the
+            # kernel, so a B that lives on the device is copied to the host once, here.
+            params = {**params, CONSTANT_DATA: B_host if B_host is not None else to_host(dB)}
+    kern = KERNELS.provider(backend, params, stream)
+    kern.kernel(policy.kernel)  # built now, not in the first (timed) launch
+    if policy.constant_b and backend == "cuda-c":
+        _copy_to_constant(kern, dB, K * N * 4)
+    args = (dA, dC) if policy.constant_b else (dA, dB, dC)
+    args = (*args, np.int32(M), np.int32(N), np.int32(K))
+    return lambda: kern(policy.kernel, grid, block, *args)
 
 
-def _tiled_geometry(params, M, N):
-    BM, BN, TM, TN = params["BM"], params["BN"], params["TM"], params["TN"]
-    block = (BN // TN, BM // TM)
-    check_block(block[0] * block[1])
-    return (ceil_div(N, BN), ceil_div(M, BM)), block
+def _copy_to_constant(kern, dB, nbytes: int) -> None:
+    """B -> the CUDA C source's `__constant__ B_const`, once, untimed (device to device)."""
+    import pycuda.driver as drv
+
+    symbol, _size = cudac.load(PACKAGE, SOURCE, kern.defines).get_global(KERNELS.constant)
+    drv.memcpy_dtod(symbol, cudac.ptr(dB), nbytes)
 
 
-def _numba_tiled(factory_name):
-    def prepare(dA, dB, dC, B_host, params, stream=0):
-        from gpulab.matmul import kernels_numba
+def launcher(policy: MatmulPolicy, backend: str):
+    """The `run` of a variant: `run(dA, dB, dC, B_host, params, stream=0) -> launch`."""
 
-        M, K = dA.shape
-        N = dB.shape[1]
-        kern = getattr(kernels_numba, factory_name)(**params)
-        grid, block = _tiled_geometry(params, M, N)
-        args = (dA, dB, dC, *_dims(M, N, K))
-        return lambda: kern[grid, block, stream](*args)
+    def run(dA, dB, dC, B_host, params, stream=0):
+        return prepare(policy, backend, dA, dB, dC, B_host, params, stream)
 
-    return prepare
-
-
-numba_register = _numba_tiled("register_kernel")
-numba_prefetch = _numba_tiled("prefetch_kernel")
-numba_wide = _numba_tiled("wide_kernel")
-
-
-# ----------------------------------------------------------------------------- CUDA C
-
-
-def _cuda_kernel(name, params):
-    return cudac.kernel(PACKAGE, SOURCE, name, params)
-
-
-def _cuda_simple(name, rows_on_x):
-    def prepare(dA, dB, dC, B_host, params, stream=0):
-        M, K = dA.shape
-        N = dB.shape[1]
-        fn = _cuda_kernel(name, params)
-        grid = (ceil_div(M, 16), ceil_div(N, 16)) if rows_on_x else (ceil_div(N, 16), ceil_div(M, 16))
-        return lambda: cudac.launch(fn, grid, (16, 16), dA, dB, dC, M, N, K, stream=stream)
-
-    return prepare
-
-
-cuda_naive = _cuda_simple("matmul_naive", rows_on_x=True)
-cuda_coalesced = _cuda_simple("matmul_coalesced", rows_on_x=False)
-
-
-def cuda_shared(dA, dB, dC, B_host, params, stream=0):
-    M, K = dA.shape
-    N = dB.shape[1]
-    tile = params["TILE"]
-    check_block(tile * tile)
-    fn = _cuda_kernel("matmul_shared", params)
-    grid = (ceil_div(N, tile), ceil_div(M, tile))
-    return lambda: cudac.launch(fn, grid, (tile, tile), dA, dB, dC, M, N, K, stream=stream)
-
-
-def _cuda_constant(name, lanes_on_rows):
-    def prepare(dA, dB, dC, B_host, params, stream=0):
-        import pycuda.driver as drv
-
-        M, K = dA.shape
-        N = dB.shape[1]
-        check_fits_constant(K, N)
-        module = cudac.load(PACKAGE, SOURCE, params)
-        fn = module.get_function(name)
-        sym, size = module.get_global("B_const")
-        drv.memcpy_dtod(sym, cudac.ptr(dB), K * N * 4)  # B -> __constant__ B_const, once, untimed
-        grid = (ceil_div(M, 32), ceil_div(N, 8)) if lanes_on_rows else (ceil_div(N, 32), ceil_div(M, 8))
-        return lambda: cudac.launch(fn, grid, (32, 8), dA, dC, M, N, K, stream=stream)
-
-    return prepare
-
-
-cuda_constant = _cuda_constant("matmul_constant", True)
-cuda_constant_scattered = _cuda_constant("matmul_constant_scattered", False)
-
-
-def _cuda_tiled(name):
-    def prepare(dA, dB, dC, B_host, params, stream=0):
-        M, K = dA.shape
-        N = dB.shape[1]
-        fn = _cuda_kernel(name, params)
-        grid, block = _tiled_geometry(params, M, N)
-        return lambda: cudac.launch(fn, grid, block, dA, dB, dC, M, N, K, stream=stream)
-
-    return prepare
-
-
-cuda_register = _cuda_tiled("matmul_register")
-cuda_prefetch = _cuda_tiled("matmul_prefetch")
-cuda_vec4 = _cuda_tiled("matmul_vec4")
-
-
-def cuda_warptile(dA, dB, dC, B_host, params, stream=0):
-    M, K = dA.shape
-    N = dB.shape[1]
-    fn = _cuda_kernel("matmul_warptile", params)
-    threads = params["WT_THREADS"]
-    check_block(threads)
-    grid = (ceil_div(N, params["WT_BN"]), ceil_div(M, params["WT_BM"]))
-    return lambda: cudac.launch(fn, grid, (threads,), dA, dB, dC, M, N, K, stream=stream)
+    return run

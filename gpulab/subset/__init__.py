@@ -79,7 +79,7 @@ def check(C, k: int, variant: str | None = None, backend: str = "numba",
 
     A device `C` is copied to the host once (n² values). The device's limits are checked where
     they are known without a CUDA context: always the kernels' own (n, k), and on the simulator
-    (whose limits are the H200's) the shared memory of the `shared` and `incremental` variants;
+    (whose limits are the H200's) the shared memory of the variants that copy Q into it;
     on a GPU that one is left to the search itself. [`gpulab.distributed`][gpulab.distributed]
     checks a search here, on its client, before any task is submitted.
     """
@@ -92,12 +92,12 @@ def check(C, k: int, variant: str | None = None, backend: str = "numba",
     v = REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
     if params is not None and not isinstance(params, dict):
         raise DtypeError(f"params must be a dict, got {type(params).__name__}")
-    if backend != "cpu":
+    if v.policy.kernel is not None:
         host.check_gpu_limits(n, k)
         if device.on_simulator():
             # the simulator's limits are the H200's; on a GPU, reading the limits here would
             # make a CUDA context in a process (a Dask client) that never launches
-            host.check_shared_layout(variant, n, k, dict(v.params, **(params or {})))
+            host.check_shared_layout(v.policy, n, k, v.launch_params(params))
     return C, n, k
 
 
@@ -108,8 +108,7 @@ def search_packed(Q, n: int, k: int, variant: str | None = None, backend: str = 
     v = REGISTRY.resolve(variant, backend)
     if v.backend == "cpu":
         Q = to_host(Q)
-    p = dict(v.params, **(params or {}))
-    return v.run(Q, n, k, p, ranks=ranks)()
+    return v.run(Q, n, k, v.launch_params(params), ranks=ranks)()
 
 
 def variants(backend: str | None = None) -> list[str]:

@@ -50,7 +50,7 @@ def setup(case: Case, rng: np.random.Generator):
 def runner(variant, state):
     key = variant.key
     if key not in state["launch"]:
-        state["launch"][key] = variant.run(state["Q"], state["n"], state["k"], variant.params)
+        state["launch"][key] = variant.run(state["Q"], state["n"], state["k"], variant.launch_params())
     return state["launch"][key]
 
 

@@ -1,23 +1,32 @@
 """Host side of chapter 2: validation (errors that name the limit), buffers and launches.
 
-Every launcher has the shape `prepare(Q, n, k, params) -> launch` where `Q` is the packed
-squared correlation matrix — a host numpy array, or a device array when the caller's matrix
-lives on the device — and `launch()` runs the whole search end to end: upload Q (a host Q) and
-the binomial table, run the kernels (and the host partition loop of the seed variants), and
-return `(distance, rank)`. [`least_correlated`][gpulab.subset.least_correlated] and the
-benchmarks both go through these, so what is timed is what is tested.
+A variant's launch is data: its [`SubsetPolicy`][gpulab.subset.host.SubsetPolicy] names the
+kernel, where Q lives (global, shared or constant memory), the shared memory a block needs, and
+which of the two launch sequences runs it — the seed's host partition loop
+([`seed_search`][gpulab.subset.host.seed_search]) or the incremental scan's one launch
+([`incremental_search`][gpulab.subset.host.incremental_search]). Both are written once, for both
+backends, against the chapter's [`KernelSource`][gpulab.launch.KernelSource].
+
+Every variant's `run` has the shape `run(Q, n, k, params, ranks=None) -> launch` where `Q` is
+the packed squared correlation matrix — a host numpy array, or a device array when the caller's
+matrix lives on the device — and `launch()` runs the whole search end to end: upload Q (a host
+Q) and the binomial table, run the kernels (and the host partition loop of the seed variants),
+and return `(distance, rank)`. [`least_correlated`][gpulab.subset.least_correlated] and the
+benchmarks both go through these, so what is timed is what is tested. (The CPU variants' `run`
+is in [`gpulab.subset.reference`][gpulab.subset.reference].)
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
 from gpulab import cudac, device
 from gpulab.arrays import check_array, is_device_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
-from gpulab.launch import ceil_div, check_block
+from gpulab.launch import KernelSource, ceil_div, check_block
 from gpulab.subset import reference
 from gpulab.subset.combinatorics import binomial_table, choose, rank_range  # noqa: F401  (rank_range: host.rank_range)
 
@@ -181,24 +190,59 @@ def shared_limit() -> int:
     return device.info().shared_memory_per_block_optin
 
 
-def shared_bytes_shared(n: int, k: int, block: int) -> int:
-    """``shared`` layout: Q (8·n(n-1)/2) + block values and ranks (16·block) + selections (4·k·block)."""
-    return 8 * npairs(n) + 16 * block + 4 * k * block
+# ----------------------------------------------------------------------------- launch policies
 
 
-def shared_bytes_incremental(n: int, block: int) -> int:
-    """``incremental`` layout: Q (8·n(n-1)/2) + block values and ranks (16·block)."""
-    return 8 * npairs(n) + 16 * block
+@dataclass(frozen=True)
+class SubsetPolicy:
+    """How one variant launches (the same on both backends): the data its
+    [`launcher`][gpulab.subset.host.launcher] reads.
+
+    Attributes:
+        kernel: the search kernel's name (numba and CUDA C alike); `None` for a CPU variant.
+        chunked: the incremental scan — chunks of consecutive ranks, the whole search in one
+            launch, then `final` reduces the blocks' answers; its kernels are compiled for k
+            (`SUBSET_K`). Otherwise the seed's host loop: one launch per partition of ranks.
+        per_subset: one distance per subset comes back and the argmin runs on the host
+            (`global`); otherwise one (value, rank) per block.
+        q_in: where the kernel reads Q: `"global"`, `"shared"` (copied there by every block:
+            the layout grows with n, so the device's shared memory caps n) or `"constant"`
+            (64 KiB: at most n = 128).
+        thread_bytes: dynamic shared memory per thread, `(a, b)`: a + b·k bytes (the block
+            argmin's value and rank; the selections of the `shared` kernel).
+        signature: numba's launch signature (a `SIG_*` name of `kernels_numba`), compiled
+            first to opt the kernel into more than 48 KiB of dynamic shared memory.
+        final: the kernel that reduces the blocks' answers (`chunked`).
+        compares_sums: the argmin compares squared sums (the incremental scans and the CPU
+            baseline), not distances: sqrt maps neighbouring doubles to one, so on ties the two
+            orders differ, and a merge of partial searches must compare what the variant compares.
+    """
+
+    kernel: str | None = None
+    chunked: bool = False
+    per_subset: bool = False
+    q_in: str = "global"
+    thread_bytes: tuple[int, int] = (16, 0)
+    signature: str = ""
+    final: str = "final_argmin"
+    compares_sums: bool = False
 
 
-def check_shared_layout(variant: str, n: int, k: int, params: dict) -> None:
-    """The shared-memory check of the `shared` and `incremental*` variants' launches, made
-    without launching (other variants keep nothing in shared memory that grows with n)."""
+def shared_bytes(policy: SubsetPolicy, n: int, k: int, block: int) -> int:
+    """Dynamic shared memory of `policy`'s launch: Q (8·n(n-1)/2 bytes, where it is copied into
+    shared memory) + `thread_bytes` per thread."""
+    a, b = policy.thread_bytes
+    return (8 * npairs(n) if policy.q_in == "shared" else 0) + (a + b * k) * block
+
+
+def check_shared_layout(policy: SubsetPolicy, n: int, k: int, params: dict) -> int:
+    """The shared-memory check of a launch, made without launching; returns its bytes. Only a
+    layout that holds Q grows with n, so only that one is checked against the device."""
     block = geometry(params)[0]
-    if variant == "shared":
-        check_shared(shared_bytes_shared(n, k, block), f"the shared variant (n = {n}, k = {k}, block = {block})")
-    elif variant.startswith("incremental"):
-        check_shared(shared_bytes_incremental(n, block), f"the incremental variant (n = {n}, block = {block})")
+    nbytes = shared_bytes(policy, n, k, block)
+    if policy.q_in == "shared":
+        check_shared(nbytes, f"a search with Q in shared memory (n = {n}, k = {k}, block = {block})")
+    return nbytes
 
 
 def check_shared(nbytes: int, what: str) -> None:
@@ -208,11 +252,10 @@ def check_shared(nbytes: int, what: str) -> None:
                          f"{limit} bytes; use fewer strategies (n) or a smaller block")
 
 
-def max_n_shared(k: int, block: int, incremental: bool = False) -> int:
-    """The largest n whose ``shared`` (or ``incremental``) layout fits this device's shared memory."""
+def max_n_shared(policy: SubsetPolicy, k: int, block: int) -> int:
+    """The largest n whose `policy` layout fits this device's shared memory."""
     n = 1
-    f = (lambda n: shared_bytes_incremental(n, block)) if incremental else (lambda n: shared_bytes_shared(n, k, block))
-    while f(n + 1) <= shared_limit():
+    while shared_bytes(policy, n + 1, k, block) <= shared_limit():
         n += 1
     return n
 
@@ -235,13 +278,11 @@ def max_n_constant() -> int:
 
 
 def geometry(params: dict) -> tuple[int, int, int]:
-    """(block, max_blocks, partition) for this machine; the simulator gets tiny blocks and grids."""
+    """(block, max_blocks, partition) of these parameters (the simulator's smaller ones come
+    from the variant's `sim_params`, through `Variant.launch_params`)."""
     block = params.get("block", 256)
     max_blocks = params.get("max_blocks", 132 * 16)
     partition = params.get("partition", 1 << 24)
-    if device.on_simulator():
-        block = min(block, params.get("sim_block", 32))
-        max_blocks = min(max_blocks, params.get("sim_max_blocks", 3))
     check_block(block)
     if block & (block - 1):
         raise LimitError(f"block = {block} must be a power of two (tree reduction)")
@@ -314,40 +355,95 @@ def _poisoned_dist(count):
     return cuda.to_device(poisoned(count, np.float64))
 
 
+# ----------------------------------------------------------------------------- the kernels
+
+
+def numba_kernel(name: str, p: dict):
+    """The numba kernel `name` built with the parameters `p` (`SUBSET_K`; `Q_CONST`: the Q the
+    constant-memory kernel is compiled with)."""
+    from gpulab.subset import kernels_numba as kn
+
+    factories = {
+        "subset_global": lambda: kn.subset_global, "subset_shared": lambda: kn.subset_shared,
+        "subset_constant_local": lambda: kn.constant_local_kernel(p["Q_CONST"]),
+        "subset_incremental": lambda: kn.incremental_kernel(p["SUBSET_K"], False),
+        "subset_incremental_warp": lambda: kn.incremental_kernel(p["SUBSET_K"], True),
+        "final_argmin": lambda: kn.final_argmin,
+    }
+    return factories[name]()
+
+
+KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, defines=("SUBSET_K",), constant="Q_const")
+
+
+def launcher(policy: SubsetPolicy, backend: str):
+    """The `run` of a GPU variant: `run(Q, n, k, params, ranks=None) -> launch`."""
+
+    def run(Q, n, k, params, ranks=None):
+        return prepare(policy, backend, Q, n, k, params, ranks)
+
+    return run
+
+
+def prepare(policy: SubsetPolicy, backend: str, Q, n: int, k: int, params: dict, ranks=None):
+    """Check the limits, build `policy`'s kernels for `backend`, and return `launch()`."""
+    check_gpu_limits(n, k)
+    if policy.q_in == "constant":
+        check_constant(n)
+    nbytes = check_shared_layout(policy, n, k, params)
+    kparams = {"SUBSET_K": k} if policy.chunked else {}
+    if policy.q_in == "constant" and backend == "numba":
+        # numba's constant arrays are compile-time data: Q (at most 64 KiB) is baked into the
+        # kernel, so a Q computed on the device is copied to the host once, here.
+        kparams["Q_CONST"] = to_host(Q)
+    K = KERNELS.provider(backend, kparams)
+    kern = K.kernel(policy.kernel)  # built now, not in the first (timed) search
+    if backend == "numba" and policy.signature:
+        from gpulab.subset import kernels_numba
+
+        _numba_optin(kern, getattr(kernels_numba, policy.signature), nbytes)
+    search = incremental_search if policy.chunked else seed_search
+    return search(policy, K, Q, n, k, params, nbytes, ranks)
+
+
+def _copy_q_to_constant(K, Q, n: int) -> None:
+    """CUDA C: Q -> `__constant__ Q_const`, from wherever Q lies (numba compiles Q into its kernel)."""
+    import pycuda.driver as drv
+
+    if npairs(n) == 0:
+        return
+    sym, _size = cudac.load(PACKAGE, SOURCE, K.defines).get_global(KERNELS.constant)
+    if is_device_array(Q):
+        drv.memcpy_dtod(sym, cudac.ptr(Q), 8 * npairs(n))
+    else:
+        drv.memcpy_htod(sym, np.ascontiguousarray(Q, dtype=np.float64))
+
+
 # ----------------------------------------------------------------------------- the seed variants' host loop
 
 
-def _numba_launcher(kern):
-    """`launch(grid, block, shared_bytes, *args)` for a numba kernel."""
-    return lambda grid, block, nbytes, *args: kern[grid, block, 0, nbytes](*args)
-
-
-def _cuda_launcher(fn):
-    """`launch(grid, block, shared_bytes, *args)` for a CUDA C kernel (pycuda)."""
-    return lambda grid, block, nbytes, *args: cudac.launch(fn, (grid,), (block,), *args, shared_bytes=nbytes)
-
-
 # --8<-- [start:seed_host]
-def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=True, extra=(), shared_bytes=0,
-                before=None, ranks=None):
+def seed_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes=0, ranks=None):
     """The host side of the three seed variants (`global`, `shared`, `constant_local`), written
     once for both backends: partitions of `params["partition"]` ranks, one launch each.
 
-    Every seed kernel takes `([Q,] T, n, k, *extra, base, count, *outputs)`. With `per_subset`
-    (`global`) the outputs are the per-thread temporaries and one distance per subset, and the
-    argmin happens on the host; otherwise one (value, rank) pair per block comes back.
-    `launch_kernel(grid, block, shared_bytes, *args)` launches the numba or CUDA C kernel;
-    `before()` runs at the start of every search (CUDA C's copy of Q into constant memory).
+    Every seed kernel takes `([Q,] T, n, k, [npairs,] base, count, *outputs)` (Q unless it is
+    in constant memory, npairs where every block copies Q into shared memory). With
+    `per_subset` (`global`) the outputs are the per-thread temporaries and one distance per
+    subset, and the argmin happens on the host; otherwise one (value, rank) pair per block
+    comes back. `K(name, grid, block, *args, shared_bytes=...)` launches the numba or CUDA C
+    kernel; a CUDA C search first copies Q into constant memory where the kernel reads it there.
     `ranks`: search only the ranks [start, stop) (see [`rank_range`][gpulab.subset.combinatorics.rank_range]).
     """
     from numba import cuda
 
-    check_gpu_limits(n, k)
     block, max_blocks, partition = geometry(params)
     start, stop = rank_range(n, k, ranks)
     part = min(partition, stop - start)
     grid = min(ceil_div(part, block), max_blocks)
-    if per_subset:
+    reads_q = policy.q_in != "constant"
+    extra = (np.int32(npairs(n)),) if policy.q_in == "shared" else ()
+    if policy.per_subset:
         threads = grid * block
         sel = cuda.device_array(threads * k, np.int32)
         sub = cuda.device_array(max(threads * k * (k - 1) // 2, 1), np.float64)
@@ -358,23 +454,23 @@ def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=Tru
         outputs = (vals, ranks)
 
     def partition_best(base, count):
-        if per_subset:
+        if policy.per_subset:
             d = dist[:count].copy_to_host()  # every distance crosses PCIe ...
             i = int(np.argmin(d))  # ... for an argmin on the host (first minimum = lowest rank)
             return float(d[i]), base + i
         return _host_best(vals.copy_to_host(), ranks.copy_to_host())  # one pair per block
 
     def launch():
-        if before is not None:
-            before()
+        if not reads_q and K.backend == "cuda-c":
+            _copy_q_to_constant(K, Q, n)
         if reads_q:
             inputs = _upload(Q, n, k)
         else:  # Q is in constant memory
             inputs = (cuda.to_device(binomial_table(n, k)),)
         best = None
         for base, count in _partitions(start, stop, part):  # the host partition loop
-            launch_kernel(grid, block, shared_bytes, *inputs, np.int32(n), np.int32(k), *extra,
-                          np.uint64(base), np.int64(count), *outputs)
+            K(policy.kernel, (grid,), (block,), *inputs, np.int32(n), np.int32(k), *extra,
+              np.uint64(base), np.int64(count), *outputs, shared_bytes=nbytes)
             best = _merge(best, partition_best(base, count))
         return best
 
@@ -382,221 +478,35 @@ def seed_search(Q, n, k, params, launch_kernel, *, per_subset=False, reads_q=Tru
 # --8<-- [end:seed_host]
 
 
-# ----------------------------------------------------------------------------- numba
+# ----------------------------------------------------------------------------- the incremental scan
 
 
-def numba_global(Q, n, k, params, ranks=None):
-    from gpulab.subset.kernels_numba import subset_global
-
-    return seed_search(Q, n, k, params, _numba_launcher(subset_global), per_subset=True, ranks=ranks)
-
-
-def _shared_layout_bytes(n, k, params) -> int:
-    """Dynamic shared memory of the `shared` variant, checked against the device's limit."""
-    check_gpu_limits(n, k)
-    block = geometry(params)[0]
-    nbytes = shared_bytes_shared(n, k, block)
-    check_shared(nbytes, f"the shared variant (n = {n}, k = {k}, block = {block})")
-    return nbytes
-
-
-def numba_shared(Q, n, k, params, ranks=None):
-    from gpulab.subset.kernels_numba import SIG_SHARED, subset_shared
-
-    nbytes = _shared_layout_bytes(n, k, params)
-    _numba_optin(subset_shared, SIG_SHARED, nbytes)
-    return seed_search(Q, n, k, params, _numba_launcher(subset_shared), extra=(np.int32(npairs(n)),),
-                       shared_bytes=nbytes, ranks=ranks)
-
-
-def numba_constant_local(Q, n, k, params, ranks=None):
-    from gpulab.subset.kernels_numba import constant_local_kernel
-
-    check_gpu_limits(n, k)
-    check_constant(n)
-    block = geometry(params)[0]
-    # numba's constant arrays are compile-time data: Q (at most 64 KiB) is baked into the
-    # kernel, so a Q computed on the device is copied to the host once, here.
-    kern = constant_local_kernel(to_host(Q))
-    return seed_search(Q, n, k, params, _numba_launcher(kern), reads_q=False, shared_bytes=16 * block, ranks=ranks)
-
-
-def _incremental_geometry(n, k, params, ranks=None):
+def incremental_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes, ranks=None):
+    """The incremental variants' search, for both backends: chunks of `params["chunk"]`
+    consecutive ranks per thread (shorter for small problems, so that every SM gets threads),
+    the whole search in one launch, then `policy.final` reduces the blocks' answers in one
+    block of `params["final_block"]` threads."""
     block, max_blocks, _ = geometry(params)
     if block < 32:
         raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
     start, stop = rank_range(n, k, ranks)
-    total = stop - start
     chunk = params.get("chunk", 256)
-    if device.on_simulator():
-        chunk = min(chunk, params.get("sim_chunk", 7))
-    else:
-        # small problems: shorter chunks, so that every SM gets threads (2048 per SM when full)
-        target = device.info().sm_count * 2048
-        chunk = max(min(chunk, params.get("chunk_min", 32)), min(chunk, ceil_div(total, target)))
-    nchunks = ceil_div(total, chunk)
+    target = device.info().sm_count * 2048  # threads that fill every SM
+    chunk = max(min(chunk, params.get("chunk_min", 32)), min(chunk, ceil_div(stop - start, target)))
+    nchunks = ceil_div(stop - start, chunk)
     grid = max(1, min(ceil_div(nchunks, block), max_blocks))
-    return block, grid, (start, stop), chunk, nchunks
+    fb = params["final_block"]
+    vals, block_ranks = _block_results(grid)
+    out_v, out_r = _block_results(1)
 
-
-def _numba_incremental(warp):
-    def prepare(Q, n, k, params, ranks=None):
-        from gpulab.subset.kernels_numba import SIG_INCREMENTAL, final_argmin, incremental_kernel
-
-        check_gpu_limits(n, k)
-        block, grid, (start, stop), chunk, nchunks = _incremental_geometry(n, k, params, ranks)
-        nbytes = shared_bytes_incremental(n, block)
-        check_shared(nbytes, f"the incremental variant (n = {n}, block = {block})")
-        kern = incremental_kernel(k, warp)
-        _numba_optin(kern, SIG_INCREMENTAL, nbytes)
-        vals, block_ranks = _block_results(grid)
-        out_v, out_r = _block_results(1)
-        fb = 256 if not device.on_simulator() else 32
-
-        # --8<-- [start:incremental_host]
-        def launch():
-            dQ, dT = _upload(Q, n, k)
-            kern[grid, block, 0, nbytes](dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(start), np.uint64(stop),
-                                         np.uint64(chunk), np.int64(nchunks), vals, block_ranks)
-            final_argmin[1, fb, 0, 16 * fb](vals, block_ranks, np.int32(grid), out_v, out_r)
-            s, r = out_v.copy_to_host()[0], out_r.copy_to_host()[0]  # the one host sync
-            return math.sqrt(2.0 * float(s)), int(r)
-        # --8<-- [end:incremental_host]
-
-        return launch
-
-    return prepare
-
-
-numba_incremental = _numba_incremental(False)
-numba_incremental_warp = _numba_incremental(True)
-
-
-# ----------------------------------------------------------------------------- CUDA C
-
-
-def _cu(name, defines=None):
-    return cudac.kernel(PACKAGE, SOURCE, name, defines or {})
-
-
-def cuda_global(Q, n, k, params, ranks=None):
-    check_gpu_limits(n, k)
-    return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_global")), per_subset=True, ranks=ranks)
-
-
-def cuda_shared(Q, n, k, params, ranks=None):
-    nbytes = _shared_layout_bytes(n, k, params)
-    return seed_search(Q, n, k, params, _cuda_launcher(_cu("subset_shared")), extra=(np.int32(npairs(n)),),
-                       shared_bytes=nbytes, ranks=ranks)
-
-
-def cuda_constant_local(Q, n, k, params, ranks=None):
-    import pycuda.driver as drv
-
-    check_gpu_limits(n, k)
-    check_constant(n)
-    block = geometry(params)[0]
-    module = cudac.load(PACKAGE, SOURCE, {})
-    sym, _size = module.get_global("Q_const")
-
-    def copy_q():  # Q -> __constant__ Q_const, from wherever Q lies
-        if npairs(n) == 0:
-            return
-        if is_device_array(Q):
-            drv.memcpy_dtod(sym, cudac.ptr(Q), 8 * npairs(n))
-        else:
-            drv.memcpy_htod(sym, np.ascontiguousarray(Q, dtype=np.float64))
-
-    return seed_search(Q, n, k, params, _cuda_launcher(module.get_function("subset_constant_local")),
-                       reads_q=False, shared_bytes=16 * block, before=copy_q, ranks=ranks)
-
-
-def _cuda_incremental(name):
-    def prepare(Q, n, k, params, ranks=None):
-        check_gpu_limits(n, k)
-        block, grid, (start, stop), chunk, nchunks = _incremental_geometry(n, k, params, ranks)
-        nbytes = shared_bytes_incremental(n, block)
-        check_shared(nbytes, f"the incremental variant (n = {n}, block = {block})")
-        fn = _cu(name, {"SUBSET_K": k})
-        fin = _cu("final_argmin", {"SUBSET_K": k})
-        vals, block_ranks = _block_results(grid)
-        out_v, out_r = _block_results(1)
-
-        def launch():
-            dQ, dT = _upload(Q, n, k)
-            cudac.launch(fn, (grid,), (block,), dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(start),
-                         np.uint64(stop), np.uint64(chunk), np.int64(nchunks), vals, block_ranks, shared_bytes=nbytes)
-            cudac.launch(fin, (1,), (256,), vals, block_ranks, np.int32(grid), out_v, out_r, shared_bytes=16 * 256)
-            s, r = out_v.copy_to_host()[0], out_r.copy_to_host()[0]
-            return math.sqrt(2.0 * float(s)), int(r)
-
-        return launch
-
-    return prepare
-
-
-cuda_incremental = _cuda_incremental("subset_incremental")
-cuda_incremental_warp = _cuda_incremental("subset_incremental_warp")
-
-
-# ----------------------------------------------------------------------------- CPU
-
-
-def cpu_parallel(Q, n, k, params, ranks=None):
-    from gpulab.subset.reference import least_correlated_cpu
-
-    chunk = params.get("chunk", 1 << 16)
-    ranks = rank_range(n, k, ranks)
-
+    # --8<-- [start:incremental_host]
     def launch():
-        s, r = least_correlated_cpu(Q, n, k, chunk=chunk, ranks=ranks)
-        return math.sqrt(2.0 * s), r
+        dQ, dT = _upload(Q, n, k)
+        K(policy.kernel, (grid,), (block,), dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(start),
+          np.uint64(stop), np.uint64(chunk), np.int64(nchunks), vals, block_ranks, shared_bytes=nbytes)
+        K(policy.final, (1,), (fb,), vals, block_ranks, np.int32(grid), out_v, out_r, shared_bytes=16 * fb)
+        s, r = out_v.copy_to_host()[0], out_r.copy_to_host()[0]  # the one host sync
+        return math.sqrt(2.0 * float(s)), int(r)
+    # --8<-- [end:incremental_host]
 
     return launch
-
-
-REFERENCE_LIMIT = 3_000_000
-
-
-def cpu_reference(Q, n, k, params, ranks=None):
-    from gpulab.subset.reference import distance_from_sum, subset_sum
-
-    total = choose(n, k)
-    start, stop = rank_range(n, k, ranks)
-    if stop - start > REFERENCE_LIMIT:
-        what = f"C({n}, {k}) = {total} subsets" if ranks is None else f"the ranks [{start}, {stop})"
-        raise LimitError(f"{what} is over the itertools reference's limit of "
-                         f"{REFERENCE_LIMIT} (pure Python: seconds per million subsets)")
-
-    def launch():
-        import itertools
-
-        q = Q.tolist()
-        best, best_rank = math.inf, -1
-        from gpulab.subset.combinatorics import unrank
-
-        first = unrank(n, k, start)  # the first subset of the range, then itertools' lexicographic order on
-        subsets = itertools.islice(_lexicographic_from(n, k, first), stop - start)
-        for m, c in enumerate(subsets, start):
-            d = distance_from_sum(subset_sum(q, c))
-            if d < best:
-                best, best_rank = d, m
-        return best, best_rank
-
-    return launch
-
-
-def _lexicographic_from(n: int, k: int, c):
-    """The k-subsets of range(n) in lexicographic order, from ``c`` on (what
-    `itertools.combinations` yields after it, without walking the ones before)."""
-    c = list(c)
-    while True:
-        yield tuple(c)
-        i = k - 1
-        while i >= 0 and c[i] == n - k + i:
-            i -= 1
-        if i < 0:
-            return
-        c[i] += 1
-        for t in range(i + 1, k):
-            c[t] = c[t - 1] + 1

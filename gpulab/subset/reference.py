@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulab.errors import ShapeError
+from gpulab.errors import LimitError, ShapeError
 from gpulab.subset.combinatorics import binomial_table, choose, pack, rank_range, unrank
 
 
@@ -275,3 +275,62 @@ def least_correlated_cpu(Q: np.ndarray, n: int, k: int, chunk: int = 1 << 16, ra
 
 def result_from(n: int, k: int, s: float, rank: int) -> SubsetResult:
     return SubsetResult(unrank(n, k, rank), distance_from_sum(s), int(rank))
+
+
+# ----------------------------------------------------------------------------- the CPU variants
+
+
+def cpu_parallel(Q, n, k, params, ranks=None):
+    """The `run` of the `cpu_parallel` variant: [`least_correlated_cpu`][gpulab.subset.reference.least_correlated_cpu]
+    over chunks of `params["chunk"]` ranks; `launch()` returns `(distance, rank)`."""
+    chunk = params.get("chunk", 1 << 16)
+    ranks = rank_range(n, k, ranks)
+
+    def launch():
+        s, r = least_correlated_cpu(Q, n, k, chunk=chunk, ranks=ranks)
+        return math.sqrt(2.0 * s), r
+
+    return launch
+
+
+REFERENCE_LIMIT = 3_000_000
+
+
+def cpu_reference(Q, n, k, params, ranks=None):
+    """The `run` of the `reference` variant: every subset of the ranks, in itertools'
+    lexicographic order, in pure Python (at most `REFERENCE_LIMIT` subsets)."""
+    total = choose(n, k)
+    start, stop = rank_range(n, k, ranks)
+    if stop - start > REFERENCE_LIMIT:
+        what = f"C({n}, {k}) = {total} subsets" if ranks is None else f"the ranks [{start}, {stop})"
+        raise LimitError(f"{what} is over the itertools reference's limit of "
+                         f"{REFERENCE_LIMIT} (pure Python: seconds per million subsets)")
+
+    def launch():
+        q = Q.tolist()
+        best, best_rank = math.inf, -1
+        first = unrank(n, k, start)  # the first subset of the range, then itertools' lexicographic order on
+        subsets = itertools.islice(_lexicographic_from(n, k, first), stop - start)
+        for m, c in enumerate(subsets, start):
+            d = distance_from_sum(subset_sum(q, c))
+            if d < best:
+                best, best_rank = d, m
+        return best, best_rank
+
+    return launch
+
+
+def _lexicographic_from(n: int, k: int, c):
+    """The k-subsets of range(n) in lexicographic order, from ``c`` on (what
+    `itertools.combinations` yields after it, without walking the ones before)."""
+    c = list(c)
+    while True:
+        yield tuple(c)
+        i = k - 1
+        while i >= 0 and c[i] == n - k + i:
+            i -= 1
+        if i < 0:
+            return
+        c[i] += 1
+        for t in range(i + 1, k):
+            c[t] = c[t - 1] + 1

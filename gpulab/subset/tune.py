@@ -11,7 +11,6 @@ import json
 import math
 from pathlib import Path
 
-import numpy as np
 
 import gpulab  # noqa: F401
 
@@ -35,26 +34,25 @@ def main(argv=None) -> int:
         C = correlation(synthetic_returns(500, n, factors=3, strength=0.5, seed=n * 100 + k))
         Q = squared_packed(C)
         s, r = least_correlated_cpu(Q, n, k)
-        for name in ("incremental", "incremental_warp"):
-            for backend in ("numba", "cuda-c"):
-                v = REGISTRY.get(name, backend)
-                if v.unavailable_reason():
-                    continue
-                for block in map(int, args.blocks.split(",")):
-                    for chunk in map(int, args.chunks.split(",")):
-                        p = dict(v.params, block=block, chunk=chunk, chunk_min=chunk, max_blocks=132 * 64)
-                        row = {"n": n, "k": k, "variant": name, "backend": backend, "block": block, "chunk": chunk}
-                        try:
-                            launch = v.run(Q, n, k, p)
-                            d, rr = launch()
-                            row["check"] = rr == r and math.isclose(d, math.sqrt(2 * s), rel_tol=1e-9)
-                            t = measure(launch, warmup=1, repeat=7)
-                            row["median_ms"] = t.median_ms
-                            row["subsets_per_s"] = math.comb(n, k) / (t.median_ms * 1e-3)
-                        except Exception as exc:  # a block too large for the shared memory, etc.
-                            row["error"] = f"{type(exc).__name__}: {exc}"[:300]
-                        rows.append(row)
-                        print(json.dumps(row), flush=True)
+        for v in REGISTRY:
+            name, backend = v.name, v.backend
+            if not v.policy.chunked or v.unavailable_reason():
+                continue
+            for block in map(int, args.blocks.split(",")):
+                for chunk in map(int, args.chunks.split(",")):
+                    p = v.launch_params(dict(block=block, chunk=chunk, chunk_min=chunk, max_blocks=132 * 64))
+                    row = {"n": n, "k": k, "variant": name, "backend": backend, "block": block, "chunk": chunk}
+                    try:
+                        launch = v.run(Q, n, k, p)
+                        d, rr = launch()
+                        row["check"] = rr == r and math.isclose(d, math.sqrt(2 * s), rel_tol=1e-9)
+                        t = measure(launch, warmup=1, repeat=7)
+                        row["median_ms"] = t.median_ms
+                        row["subsets_per_s"] = math.comb(n, k) / (t.median_ms * 1e-3)
+                    except Exception as exc:  # a block too large for the shared memory, etc.
+                        row["error"] = f"{type(exc).__name__}: {exc}"[:300]
+                    rows.append(row)
+                    print(json.dumps(row), flush=True)
     res = {}
     try:
         from gpulab.subset.kernels_numba import incremental_kernel

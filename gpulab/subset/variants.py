@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from gpulab.registry import Registry, Variant
-from gpulab.subset import host
+from gpulab.subset import host, reference
+from gpulab.subset.host import SubsetPolicy
 
 SEED = dict(block=256, max_blocks=132 * 16, partition=1 << 24)
 # Incremental: up to 1024 consecutive ranks per thread (fewer, down to 32, for small problems so
@@ -11,48 +12,54 @@ SEED = dict(block=256, max_blocks=132 * 16, partition=1 << 24)
 # subset-tuning-h200.json) measured C(200,5) at 13.8 ms with 1024-thread blocks and 15.2 ms with
 # 512, but 1024 threads only launch while the kernel needs <= 64 registers (k <= 5 in CUDA C; the
 # numba kernel needs 70 at k = 5): 1024-thread launches failed with LAUNCH_OUT_OF_RESOURCES.
-INCREMENTAL = dict(block=512, max_blocks=132 * 64, chunk=1024)
+# final_block: the threads of the one block that reduces the blocks' answers.
+INCREMENTAL = dict(block=512, max_blocks=132 * 64, chunk=1024, final_block=256)
+# On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
+SEED_SIM = dict(block=32, max_blocks=3)
+INCREMENTAL_SIM = dict(SEED_SIM, chunk=7, final_block=32)
 
+# How each kernel launches (host.SubsetPolicy): where Q lives, the shared memory per thread, the
+# launch sequence (the seed's host partition loop, or the incremental scan's one launch).
+INCREMENTAL_POLICY = dict(chunked=True, q_in="shared", signature="SIG_INCREMENTAL", compares_sums=True)
 _LADDER = [
     ("global", ("global",),
      "one subset per thread; selection, submatrix and every distance in global memory, argmin on the host",
-     host.numba_global, host.cuda_global, SEED, True, False),
+     SubsetPolicy("subset_global", per_subset=True, thread_bytes=(0, 0)), SEED, SEED_SIM, True, False),
     ("shared", ("global", "shared"),
      "Q and each thread's selection in shared memory; a block argmin sends one (value, rank) per block to the host",
-     host.numba_shared, host.cuda_shared, SEED, False, False),
+     SubsetPolicy("subset_shared", q_in="shared", thread_bytes=(16, 4), signature="SIG_SHARED"), SEED, SEED_SIM, False, False),
     ("constant_local", ("constant", "local", "shared"),
      "Q in constant memory, the selection in a thread-local array: lanes read different constant addresses, so reads serialize",
-     host.numba_constant_local, host.cuda_constant_local, SEED, False, False),
+     SubsetPolicy("subset_constant_local", q_in="constant"), SEED, SEED_SIM, False, False),
     ("incremental", ("global", "shared", "registers"),
      "chunks of consecutive ranks: fix k-1 indices, loop the last (k-1 lookups per subset), squared sums, the whole search in one launch",
-     host.numba_incremental, host.cuda_incremental, INCREMENTAL, False, False),
+     SubsetPolicy("subset_incremental", **INCREMENTAL_POLICY), INCREMENTAL, INCREMENTAL_SIM, False, False),
     ("incremental_warp", ("global", "shared", "registers"),
      "the same with a warp-shuffle argmin: no shared memory or barrier until one value per warp is left",
-     host.numba_incremental_warp, host.cuda_incremental_warp, INCREMENTAL, False, True),
+     SubsetPolicy("subset_incremental_warp", **INCREMENTAL_POLICY), INCREMENTAL, INCREMENTAL_SIM, False, True),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs).
 DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_parallel"}
 
 REGISTRY = Registry("subset", defaults=DEFAULTS)
-for name, memory, lesson, numba_prepare, cuda_prepare, params, teaching, warp in _LADDER:
-    REGISTRY.add(Variant(name, "numba", memory, lesson, numba_prepare, params=params, teaching_only=teaching,
-                         needs_warp_intrinsics=warp))
-    REGISTRY.add(Variant(name, "cuda-c", memory, lesson, cuda_prepare, params=params, teaching_only=teaching))
+for name, memory, lesson, policy, params, sim_params, teaching, warp in _LADDER:
+    for backend in ("numba", "cuda-c"):
+        REGISTRY.add(Variant(name, backend, memory, lesson, host.launcher(policy, backend), params=params,
+                             sim_params=sim_params, policy=policy, teaching_only=teaching,
+                             needs_warp_intrinsics=warp and backend == "numba"))
 
 REGISTRY.add(Variant("cpu_parallel", "cpu", ("host",),
                      "the fast CPU baseline: numba njit(parallel=True) over chunks, the same incremental scan",
-                     host.cpu_parallel, params=dict(chunk=1 << 16)))
+                     reference.cpu_parallel, params=dict(chunk=1 << 16), policy=SubsetPolicy(compares_sums=True)))
 REGISTRY.add(Variant("reference", "cpu", ("host",),
                      "the exact reference: itertools.combinations in pure Python",
-                     host.cpu_reference, teaching_only=True))
+                     reference.cpu_reference, teaching_only=True, policy=SubsetPolicy()))
 
-GPU_VARIANTS = ("global", "shared", "constant_local", "incremental", "incremental_warp")
-# What each variant's argmin compares: the incremental scans (and the CPU baseline, the same
-# scan) compare squared sums s; the seed variants and the reference compare distances
-# sqrt(2 s). sqrt maps neighbouring doubles to one double, so the two orders can differ on
-# ties; a merge of partial searches (gpulab.distributed) must compare what the variant compares.
-COMPARES_SUMS = frozenset({"incremental", "incremental_warp", "cpu_parallel"})
+GPU_VARIANTS = tuple(dict.fromkeys(v.name for v in REGISTRY if v.policy.kernel))
+# What each variant's argmin compares (SubsetPolicy.compares_sums): a merge of partial searches
+# (gpulab.distributed) must compare what the variant compares.
+COMPARES_SUMS = frozenset(v.name for v in REGISTRY if v.policy.compares_sums)
 # K values the CUDA C incremental kernels are compiled for in the NVRTC check (any K <= MAX_K works).
 CHECK_KS = (1, 2, 5, 6, 16)
 

@@ -125,7 +125,7 @@ def test_block_of_512x512_threads_is_refused_before_launch():
     with pytest.raises(LimitError, match="262144 threads exceeds the limit of 1024"):
         check_block(512 * 512)
     with pytest.raises(LimitError, match="1024"):
-        host.numba_shared(None, None, None, None, {"tile": 64})
+        host.geometry(REGISTRY.get("shared", "numba").policy, {"TILE": 64}, 1, 1)
 
 
 # ----------------------------------------------------------------------------- device arrays in, device arrays out

@@ -76,14 +76,12 @@ def test_packed_distance_is_the_frobenius_norm(rng):
 
 
 def _limit_case(variant):
-    block = host.geometry(variant.params)[0]
-    if variant.name == "constant_local":
+    block = host.geometry(variant.launch_params())[0]
+    if variant.policy.q_in == "constant":
         return host.max_n_constant(), "65536 bytes"
-    if variant.name == "shared":
-        k = 1 if ON_SIMULATOR else 2
-        return host.max_n_shared(k, block), "shared memory per block"
-    if variant.name.startswith("incremental"):
-        return host.max_n_shared(2, block, incremental=True), "shared memory per block"
+    if variant.policy.q_in == "shared":
+        k = 1 if (ON_SIMULATOR and variant.name == "shared") else 2
+        return host.max_n_shared(variant.policy, k, block), "shared memory per block"
     return None, None
 
 
@@ -105,7 +103,8 @@ def test_n_at_the_memory_limit_and_one_past(variant, rng):
 
 def test_limits_are_those_of_the_h200():
     assert host.max_n_constant() == 128  # 128*127/2*8 = 65024 bytes; 129 -> 66048
-    assert host.max_n_shared(2, 512, incremental=True) >= 200  # C(200, 5) fits the incremental kernels
+    policy = REGISTRY.get("incremental", "numba").policy
+    assert host.max_n_shared(policy, 2, 512) >= 200  # C(200, 5) fits the incremental kernels
 
 
 # ----------------------------------------------------------------------------- beyond 2**32
