@@ -434,9 +434,7 @@ def trace_chapter(name: str, variants: list[str] | None = None) -> dict:
     and `seconds`, the traced run's time), and `not_traced` (variants of other backends and
     why). `variants`: only these names; an unknown one raises a `GpulabError` naming the known.
     """
-    import time
-
-    from gpulab import chapters
+    from gpulab import chapters, progress
     from gpulab.errors import GpulabError
 
     if name not in chapters.CHAPTERS:
@@ -446,30 +444,38 @@ def trace_chapter(name: str, variants: list[str] | None = None) -> dict:
     unknown = [v for v in variants or () if v not in numba_names]
     if unknown:
         raise GpulabError(f"{name}: no numba variant {unknown[0]!r} to trace; known: {', '.join(numba_names)}")
+
     rows, not_traced = [], []
-    for case in chapter.tour_cases(True):
-        v = case.variant
-        if variants and v.name not in variants:
-            continue
-        if v.backend != "numba":
-            why = ("CUDA C cannot run on numba's simulator" if v.backend == "cuda-c" else "runs on the CPU, not in a kernel")
-            not_traced.append({"variant": v.name, "backend": v.backend, "reason": why})
-            continue
-        reason = v.unavailable_reason()
-        if reason:
-            not_traced.append({"variant": v.name, "backend": v.backend, "reason": reason})
-            continue
-        state = case.setup()
-        launch = case.runner(v, state)
-        t0 = time.perf_counter()
-        with recording() as rec:
-            launch()
-        seconds = time.perf_counter() - t0
-        for rep in merge(rec.reports):
-            d = rep.as_dict()
-            del d["by_line"]
-            rows.append({"variant": v.name, "size": case.label, "seconds": seconds, **d})
+    cases = [c for c in chapter.tour_cases(True) if not variants or c.variant.name in variants]
+    with progress.bar(total=len(cases), desc=f"trace {name}", unit="variant") as bar:
+        for case in cases:
+            _trace_case(case, rows, not_traced)
+            bar.update(1)
     return {"chapter": name, "rows": rows, "not_traced": not_traced}
+
+
+def _trace_case(case, rows: list, not_traced: list) -> None:
+    import time
+
+    v = case.variant
+    if v.backend != "numba":
+        why = ("CUDA C cannot run on numba's simulator" if v.backend == "cuda-c" else "runs on the CPU, not in a kernel")
+        not_traced.append({"variant": v.name, "backend": v.backend, "reason": why})
+        return
+    reason = v.unavailable_reason()
+    if reason:
+        not_traced.append({"variant": v.name, "backend": v.backend, "reason": reason})
+        return
+    state = case.setup()
+    launch = case.runner(v, state)
+    t0 = time.perf_counter()
+    with recording() as rec:
+        launch()
+    seconds = time.perf_counter() - t0
+    for rep in merge(rec.reports):
+        d = rep.as_dict()
+        del d["by_line"]
+        rows.append({"variant": v.name, "size": case.label, "seconds": seconds, **d})
 
 
 def format_table(result: dict) -> str:
