@@ -7,9 +7,9 @@ import json
 
 import numpy as np
 import pytest
-from numba import cuda, float32, float64, complex128
 
-from gpulab import device, trace
+from gpulab import device, trace  # (gpulab first: it chooses the simulator before numba loads)
+from numba import cuda, float32, float64, complex128  # noqa: E402
 
 pytestmark = pytest.mark.skipif(not device.on_simulator(), reason="the tracer runs on numba's simulator")
 
@@ -246,3 +246,11 @@ def test_cli_trace_bad_input(args, fragments, tmp_path):
     from tests.test_cli import assert_one_line_error, gpulab
 
     assert_one_line_error(gpulab(*args, cwd=tmp_path), *fragments)
+
+
+def test_docstring_example_runs():
+    """The example on the API page is what the code returns."""
+    import doctest
+
+    result = doctest.testmod(trace, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=True)
+    assert result.attempted >= 5 and result.failed == 0, result
