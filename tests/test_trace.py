@@ -211,7 +211,7 @@ def test_matmul_coalesced_needs_fewer_sectors_than_naive():
     import gpulab.matmul as mm
 
     rng = np.random.default_rng()
-    A, B = rng.random((19, 33), dtype=np.float32), rng.random((33, 40), dtype=np.float32)
+    A, B = rng.random((17, 20), dtype=np.float32), rng.random((20, 18), dtype=np.float32)
     per = {}
     for v in ("naive", "coalesced", "shared"):
         with trace.recording() as rec:
@@ -219,7 +219,7 @@ def test_matmul_coalesced_needs_fewer_sectors_than_naive():
         np.testing.assert_allclose(C, A @ B, rtol=1e-4)
         [rep] = trace.merge(rec.reports)
         per[v] = rep
-    # naive: lanes walk down a column of A (33 floats apart, a sector each); coalesced: along a row of B
+    # naive: lanes walk down a column of A (80 bytes apart, a sector each); coalesced: along a row of B
     assert per["coalesced"].per_request("load") < per["naive"].per_request("load")
     # shared tiles: every global value is read once per tile instead of once per output
     assert per["shared"].totals["global_load_sectors"] < per["coalesced"].totals["global_load_sectors"]
