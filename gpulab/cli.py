@@ -108,7 +108,10 @@ def cmd_trace(args) -> int:
     _chapters([args.chapter], "trace")
     if not device.on_simulator():
         raise UsageError("gpulab trace: the tracer runs on numba's simulator; run it with GPULAB_DEVICE=sim")
-    result = trace.trace_chapter(args.chapter, args.variants or None)
+    try:
+        result = trace.trace_chapter(args.chapter, args.variants or None)
+    except GpulabError as exc:  # an unknown variant
+        raise UsageError(f"gpulab trace: {exc}") from None
     print(json.dumps(result) if args.json else trace.format_table(result))
     return 0
 
@@ -329,7 +332,7 @@ def build_parser() -> argparse.ArgumentParser:
     s = sub.add_parser("trace", help="count each numba variant's memory requests, sectors and bank conflicts on the simulator",
                        epilog=exit_statuses(None))
     s.add_argument("chapter", help="matmul, subset, gp, radix or euler")
-    s.add_argument("variants", nargs="*", help="only these numba variants (default: all)")
+    s.add_argument("variants", nargs="*", default=[], help="only these numba variants (default: all)")
     s.add_argument("--json", action="store_true", help="one JSON object on stdout (every kernel's counts), nothing else")
     s.set_defaults(fn=cmd_trace)
 

@@ -240,7 +240,7 @@ def test_cli_trace_json(tmp_path):
 
 @pytest.mark.parametrize("args,fragments", [
     (["trace", "nope"], ["gpulab trace: unknown chapter 'nope'"]),
-    (["trace", "matmul", "vec4"], ["no numba variant 'vec4'", "known: naive"]),
+    (["trace", "matmul", "vec4"], ["gpulab trace: matmul: no numba variant 'vec4'", "known: naive"]),
 ])
 def test_cli_trace_bad_input(args, fragments, tmp_path):
     from tests.test_cli import assert_one_line_error, gpulab
