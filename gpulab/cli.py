@@ -112,7 +112,7 @@ def cmd_trace(args) -> int:
         result = trace.trace_chapter(args.chapter, args.variants or None)
     except GpulabError as exc:  # an unknown variant
         raise UsageError(f"gpulab trace: {exc}") from None
-    print(json.dumps(result) if args.json else trace.format_table(result))
+    print(json.dumps(result) if args.json else trace.format_table(result, lines=args.lines))
     return 0
 
 
@@ -333,7 +333,9 @@ def build_parser() -> argparse.ArgumentParser:
                        epilog=exit_statuses(None))
     s.add_argument("chapter", help="matmul, subset, gp, radix or euler")
     s.add_argument("variants", nargs="*", default=[], help="only these numba variants (default: all)")
-    s.add_argument("--json", action="store_true", help="one JSON object on stdout (every kernel's counts), nothing else")
+    s.add_argument("--lines", action="store_true", help="under each kernel, its counts per source line and array")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object on stdout (every kernel's counts, also per line), nothing else")
     s.set_defaults(fn=cmd_trace)
 
     s = sub.add_parser("bench", help="benchmark a chapter's variants; writes JSON and a PNG chart",

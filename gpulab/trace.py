@@ -230,7 +230,17 @@ class Report:
                 "shared_wavefronts_per_request": self.per_request("shared"),
                 "constant_wavefronts_per_request": self.per_request("constant"),
                 "outputs": self.outputs, "bytes_moved": self.bytes_moved, "bytes_per_output": self.bytes_per_output,
-                "by_line": [{"file": f, "line": ln, "array": a, **c} for (f, ln, a), c in sorted(self.by_line.items())]}
+                "by_line": [{"file": _short(f), "line": ln, "array": a, **c}
+                            for (f, ln, a), c in sorted(self.by_line.items())]}
+
+
+def _short(filename: str) -> str:
+    """A source file relative to the checkout gpulab runs from (`gpulab/matmul/kernels_numba.py`)."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    path = os.path.abspath(filename)
+    return os.path.relpath(path, root) if path.startswith(root + os.sep) else filename
 
 
 class _Launch:
@@ -247,6 +257,8 @@ class _Launch:
         stored: dict[_ArrayInfo, set] = defaultdict(set)
         for (_, (filename, line, info, kind), _), offs in requests.items():
             offs = [int(x) for o in offs for x in (o.ravel().tolist() if type(o) is np.ndarray else (o,))]
+            if not offs:  # (an empty slice: no memory touched)
+                continue
             size = info.itemsize
             if info.space == "global":
                 units = {s for o in offs for s in range(o // SECTOR_BYTES, (o + size - 1) // SECTOR_BYTES + 1)}
@@ -460,10 +472,11 @@ def merge(reports: list[Report]) -> list[Report]:
 def trace_chapter(name: str, variants: list[str] | None = None) -> dict:
     """Trace each numba variant of chapter `name` once at its simulator tour size.
 
-    Returns a JSON-ready dict: `rows` (one per variant and kernel: the counts and ratios of
-    [`Report.as_dict`][gpulab.trace.Report.as_dict] without `by_line`, plus `variant`, `size`
+    Returns a JSON-ready dict: `rows` (one per variant and kernel: the counts, ratios and
+    per-line counts of [`Report.as_dict`][gpulab.trace.Report.as_dict], plus `variant`, `size`
     and `seconds`, the traced run's time), and `not_traced` (variants of other backends and
-    why). `variants`: only these names; an unknown one raises a `GpulabError` naming the known.
+    why). "Bytes per output" is the kernel's global traffic (32 bytes a sector, loads and
+    stores) over the distinct global elements it stored. `variants`: only these names; an unknown one raises a `GpulabError` naming the known.
     """
     from gpulab import chapters, progress
     from gpulab.errors import GpulabError
@@ -505,21 +518,32 @@ def _trace_case(case, rows: list, not_traced: list) -> None:
     seconds = time.perf_counter() - t0
     for rep in merge(rec.reports):
         d = rep.as_dict()
-        del d["by_line"]
         rows.append({"variant": v.name, "size": case.label, "seconds": seconds, **d})
 
 
-def format_table(result: dict) -> str:
-    """`gpulab trace`'s table: one row per variant and kernel."""
+def format_table(result: dict, lines: bool = False) -> str:
+    """`gpulab trace`'s table: one row per variant and kernel (`lines`: and under each, one
+    per source line and array)."""
     def f(x, spec=".3g"):
         return "—" if x is None else format(x, spec)
 
     header = ["variant", "kernel", "launches", "ld req", "ld sect/req", "st req", "st sect/req",
               "shared wf/req", "const wf/req", "bytes/output"]
-    table = [header] + [[r["variant"], r["kernel"], str(r["launches"]), str(r["totals"]["global_load_requests"]),
-                         f(r["sectors_per_request"]["load"]), str(r["totals"]["global_store_requests"]),
-                         f(r["sectors_per_request"]["store"]), f(r["shared_wavefronts_per_request"]),
-                         f(r["constant_wavefronts_per_request"]), f(r["bytes_per_output"])] for r in result["rows"]]
+    def ratio(c, n, d):
+        return f(c[n] / c[d] if c[d] else None)
+
+    table = [header]
+    for r in result["rows"]:
+        table.append([r["variant"], r["kernel"], str(r["launches"]), str(r["totals"]["global_load_requests"]),
+                      f(r["sectors_per_request"]["load"]), str(r["totals"]["global_store_requests"]),
+                      f(r["sectors_per_request"]["store"]), f(r["shared_wavefronts_per_request"]),
+                      f(r["constant_wavefronts_per_request"]), f(r["bytes_per_output"])])
+        for c in r["by_line"] if lines else ():
+            table.append(["", f"  {c['file'].rsplit('/', 1)[-1]}:{c['line']} {c['array']}", "",
+                          str(c["global_load_requests"]), ratio(c, "global_load_sectors", "global_load_requests"),
+                          str(c["global_store_requests"]), ratio(c, "global_store_sectors", "global_store_requests"),
+                          ratio(c, "shared_wavefronts", "shared_requests"),
+                          ratio(c, "constant_wavefronts", "constant_requests"), ""])
     widths = [max(len(t[i]) for t in table) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(t, widths)).rstrip() for t in table]
     lines.insert(1, "  ".join("-" * w for w in widths))

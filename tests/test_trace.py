@@ -236,6 +236,13 @@ def test_cli_trace_json(tmp_path):
     assert row["variant"] == "coalesced" and row["kernel"] == "matmul_coalesced"
     assert row["totals"]["global_load_requests"] > 0 and row["sectors_per_request"]["load"] >= 1
     assert any(n["backend"] == "cuda-c" and "simulator" in n["reason"] for n in out["not_traced"])
+    # per line: the inner product's line of the kernel's source, both of its arrays
+    from gpulab.matmul.kernels_numba import matmul_coalesced
+
+    line = line_of(matmul_coalesced, "acc += A[row, k]")
+    here = {(c["file"], c["line"], c["array"]) for c in row["by_line"]}
+    assert {("gpulab/matmul/kernels_numba.py", line, "A"), ("gpulab/matmul/kernels_numba.py", line, "B")} <= here
+    assert f"kernels_numba.py:{line} B" in trace.format_table(out, lines=True)
 
 
 @pytest.mark.parametrize("args,fragments", [
