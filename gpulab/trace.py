@@ -34,20 +34,22 @@ Examples:
 How requests are formed. The lanes of a warp are the threads of a block with linear index
 `x + bx·(y + by·z)` in `[32w, 32w + 32)`. Each thread counts its own executions of each
 (source line, array, load/store); the *k*-th executions of that triple by the lanes of one warp
-form one request. That is exact for straight-line code and for loops, including loops whose
-trip count differs between lanes (the request of iteration *k* has the lanes still looping:
-the active lanes, as on the hardware). It is an approximation where one line holds the same
-access to the same array on two divergent paths (`x = A[i] if c else A[j]`: the hardware
-issues two instructions, here they merge into one request), and where a line's accesses run
-in a lane-dependent order.
+form one request. That is what the hardware does while the warp runs converged: for
+straight-line code, branches, early returns and loops, including loops whose trip count differs
+between lanes (the request of iteration *k* has the lanes still looping: the active lanes, as
+on the hardware). It is an approximation where one line holds the same access to the same
+array on two divergent paths (`x = A[i] if c else A[j]`: the hardware issues two
+instructions, here they merge into one request), where a line's accesses run in a
+lane-dependent order, and where the lanes of a warp drift apart (independent thread scheduling
+may split what is counted here as one request into several).
 
 Wider accesses. An 8- or 16-byte element (float64, int64, complex64 ...) is one access that
 covers 2 or 4 consecutive 4-byte words: in global memory it counts every sector those bytes
 touch (a warp of stride-1 float64 loads: 8 sectors); in shared memory each of its words counts
 in its own bank, so a conflict-free warp of 8-byte loads needs 2 wavefronts and of 16-byte
-loads 4, as on the hardware (which serves them per half- and quarter-warp; a conflict between
-lanes of different half-warps counts here too, so a figure above the minimum is a lower bound
-of the hardware's). In constant memory it is one address.
+loads 4, as on the hardware. The hardware serves them per half- and quarter-warp, and here
+the whole warp's words are spread over the banks at once: where the lanes of one half-warp
+collide the count here is a lower bound of the hardware's. In constant memory it is one address.
 
 Constant memory is what `cuda.const.array_like` returns and every array a kernel captures (an
 array global of its module, an array in its closure): numba compiles those into constant
@@ -80,7 +82,7 @@ import numpy as np
 
 from gpulab.errors import BackendUnavailable
 
-__all__ = ["COUNTS", "Report", "run", "recording", "merge"]
+__all__ = ["COUNTS", "Report", "Recorder", "run", "recording", "merge", "trace_chapter", "format_table"]
 
 COUNTS = ("global_load_requests", "global_load_sectors", "global_store_requests", "global_store_sectors",
           "shared_requests", "shared_wavefronts", "constant_requests", "constant_wavefronts")
