@@ -408,11 +408,12 @@ def recording():
         restore = _captured_as_constant(self.fn)
         _current = launch
         try:
-            return original_call(self, *traced)
+            result = original_call(self, *traced)
         finally:
             _current = None
             restore()
-            recorder.reports.append(launch.report())
+        recorder.reports.append(launch.report())  # (not for a launch that raised)
+        return result
 
     patches = [(simkernel.FakeCUDAKernel, "__call__", traced_call),
                (kernelapi.FakeCUDAShared, "array", _shared_array),

@@ -261,3 +261,34 @@ def test_docstring_example_runs():
 
     result = doctest.testmod(trace, optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE, report=True)
     assert result.attempted >= 5 and result.failed == 0, result
+
+
+def test_a_failing_kernel_leaves_the_simulator_as_it_was():
+    @cuda.jit
+    def bad(x):
+        x[cuda.threadIdx.x + 100] = 1  # out of bounds: the simulator raises
+
+    x = np.zeros(4, np.float32)
+    with pytest.raises(IndexError):
+        trace.run(bad, 1, 4, x)
+    src, dst = np.arange(32, dtype=np.float32), np.zeros(32, np.float32)
+    gather[1, 32](src, dst, 1)  # untraced again, and still a working simulator
+    np.testing.assert_array_equal(dst, src)
+    assert trace.run(gather, 1, 32, src, dst, 1).totals["global_load_sectors"] == 4
+
+
+TABLE = np.random.default_rng().random(64).astype(np.float32)  # numba compiles a captured array into constant memory
+
+
+def test_captured_arrays_are_constant_memory():
+    @cuda.jit
+    def k(idx, out):
+        t = cuda.threadIdx.x
+        out[t] = TABLE[idx[t]]
+
+    idx = np.arange(32, dtype=np.int32) * 2
+    out = np.zeros(32, np.float32)
+    rep = trace.run(k, 1, 32, idx, out)
+    np.testing.assert_array_equal(out, TABLE[idx])
+    assert rep.totals["constant_requests"] == 1 and rep.totals["constant_wavefronts"] == 32
+    assert type(TABLE) is np.ndarray  # given back after the launch
