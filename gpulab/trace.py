@@ -64,7 +64,7 @@ elements. Two arguments that are views of one host buffer count as two arrays.
 Speed: a traced run takes about twice the plain simulator's CPU time (matmul's `naive`,
 `coalesced`, `shared` and `register` at the tour size 37×29×41: 1.8 to 2.1 times), so a
 chapter's whole ladder at its simulator tour size traces in seconds to a few minutes (`gpulab
-trace radix`, the slowest, ran in 155 s on two busy CPU cores).
+trace radix`, the slowest, took 76 s on two shared CPU cores, `gpulab trace matmul` 16 s).
 """
 
 from __future__ import annotations
