@@ -1,4 +1,4 @@
-"""The `gpulab` command: `info`, `tour`, `bench`, `grade`, `exercises`, `compile-check`.
+"""The `gpulab` command: `info`, `tour`, `trace`, `bench`, `grade`, `exercises`, `compile-check`.
 
 A mistake on the command line (an unknown chapter, variant or size, a bad argument, exercises
 that cannot be found ...) is reported in one line on stderr with exit status 2 — never a
@@ -113,6 +113,20 @@ def cmd_tour(args) -> int:
     if unknown:
         raise UsageError(f"gpulab tour: unknown variant {unknown[0]!r} in {', '.join(chapters) or 'any chapter'}")
     return 1 if tour(chapters or None, as_json=args.json, variants=args.variants) else 0
+
+
+def cmd_trace(args) -> int:
+    from gpulab import device, trace
+
+    _chapters([args.chapter], "trace")
+    if not device.on_simulator():
+        raise UsageError("gpulab trace: the tracer runs on numba's simulator; run it with GPULAB_DEVICE=sim")
+    try:
+        result = trace.trace_chapter(args.chapter, args.variants or None)
+    except GpulabError as exc:  # an unknown variant
+        raise UsageError(f"gpulab trace: {exc}") from None
+    print(json.dumps(result) if args.json else trace.format_table(result, lines=args.lines))
+    return 0
 
 
 def cmd_bench(args) -> int:
@@ -333,6 +347,15 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--json", action="store_true",
                    help="one JSON object on stdout (every variant's result and a summary), nothing else")
     s.set_defaults(fn=cmd_tour)
+
+    s = sub.add_parser("trace", help="count each numba variant's memory requests, sectors and bank conflicts on the simulator",
+                       epilog=exit_statuses(None))
+    s.add_argument("chapter", help="matmul, subset, gp, radix or euler")
+    s.add_argument("variants", nargs="*", default=[], help="only these numba variants (default: all)")
+    s.add_argument("--lines", action="store_true", help="under each kernel, its counts per source line and array")
+    s.add_argument("--json", action="store_true",
+                   help="one JSON object on stdout (every kernel's counts, also per line), nothing else")
+    s.set_defaults(fn=cmd_trace)
 
     s = sub.add_parser("bench", help="benchmark a chapter's variants; writes JSON and a PNG chart",
                        epilog=exit_statuses("a variant's result failed its check"))
