@@ -178,15 +178,16 @@ provider = KERNELS.provider  # provider(backend, params, stream=0): K(name, grid
 # --8<-- [start:scan_plan]
 class ScanPlan:
     """Exclusive / inclusive scan of ``n`` int32 values of any length: scan blocks, scan the
-    block totals (recursively: a scan of scans), add the scanned totals back."""
+    block totals (recursively: a scan of scans), add the scanned totals back. SCAN_BLOCK: the
+    threads of a scan block (the kernels' compile-time parameter of that name)."""
 
-    def __init__(self, K, n: int, block: int, method: str = "blelloch"):
+    def __init__(self, K, n: int, SCAN_BLOCK: int, method: str = "blelloch"):
         from numba import cuda
 
         if method not in ("blelloch", "hillis_steele"):
             raise ValueError(f"unknown scan method {method!r}; expected 'blelloch' or 'hillis_steele'")
-        self.K, self.block, self.method = K, block, method
-        self.per_block = 2 * block if method == "blelloch" else block
+        self.K, self.SCAN_BLOCK, self.method = K, SCAN_BLOCK, method
+        self.per_block = 2 * SCAN_BLOCK if method == "blelloch" else SCAN_BLOCK
         self.levels = []  # (length, block-sums buffer) per level
         m = n
         while m > 0:
@@ -201,7 +202,7 @@ class ScanPlan:
             return
         n, sums = self.levels[level]
         name = "scan_blelloch" if self.method == "blelloch" else "scan_hs"
-        self.K(name, (sums.size,), (self.block,), d_in, d_out, sums, _i(n), _i(inclusive))
+        self.K(name, (sums.size,), (self.SCAN_BLOCK,), d_in, d_out, sums, _i(n), _i(inclusive))
         if sums.size > 1:
             self.run(sums, sums, False, level + 1)  # exclusive scan of the block totals, in place
             self.K("add_offsets", grid_1d(n, EW_BLOCK), (EW_BLOCK,), d_out, sums, _i(n), _i(self.per_block))
