@@ -232,7 +232,7 @@ class SortPlan:
         params = tile_shape(params, has_vals)
         check_params(params)
         if policy.max_keys is not None and n > policy.max_keys:
-            raise LimitError(f"the {policy.family.value} sort sorts up to {policy.max_keys} keys "
+            raise LimitError(f"a {policy.family.value} plan sorts up to {policy.max_keys} keys "
                              f"({policy.max_keys_why}); got {n}")
         self.policy, self.backend, self.n, self.has_vals, self.params = policy, backend, n, has_vals, dict(params)
         family = policy.family

@@ -1,9 +1,9 @@
 """Chapter 4's launch policies: what each radix-sort variant runs, as data.
 
-A registry entry ([`gpulab.radix.variants`][gpulab.radix.variants]) pairs a name with a
+A registry entry (`gpulab.radix.variants`) pairs a name with a
 [`RadixPolicy`][gpulab.radix.policy.RadixPolicy] (CUB's *policy*): the algorithm family whose
 kernel sequence [`SortPlan`][gpulab.radix.host.SortPlan] launches, the kernels it compiles,
-the inputs of the bytes-moved model ([`bytes_per_key`][gpulab.radix.bench.bytes_per_key]) and
+the inputs of the bytes-moved model (`gpulab.radix.bench.bytes_per_key`) and
 its limits. The host code, the benchmark and the compile checks read these fields and never a
 variant's name, so a new variant of an existing family is one registry entry.
 """
