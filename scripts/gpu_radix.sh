@@ -7,7 +7,7 @@
 #   4. a short table, printed last
 # On the lent H200:  source .gpukit/env.sh && bash scripts/gpu_radix.sh
 # Stages can be chosen: STAGES="tests bench profile" (default "tests bench"), BENCH_ARGS="--quick" etc.
-# tune: scripts/tune_radix.py (tile shapes); ncu: Nsight Compute sections of one onesweep pass and
+# tune: python -m gpulab.radix.tune (tile shapes); ncu: Nsight Compute sections of one onesweep pass and
 # one local downsweep; sanitize: compute-sanitizer memcheck / racecheck / synccheck on small sorts.
 # profile (python -m gpulab.radix.profile) runs last: it times the stages of the register/warp sort.
 set -uo pipefail
@@ -41,7 +41,7 @@ fi
 
 if [[ " $stages " == *" tune "* ]]; then
   echo "== tune: radix (tile shape, MIN_BLOCKS, ranking; keys and pairs; vs CUB alone)"
-  timeout "${TUNE_TIMEOUT:-240}" $py scripts/tune_radix.py --out "$out" > "$out/tune-radix.log" 2>&1 || status=1
+  timeout "${TUNE_TIMEOUT:-240}" $py -m gpulab.radix.tune --out "$out" > "$out/tune-radix.log" 2>&1 || status=1
   sed -n '/^best per/,$p' "$out/tune-radix.log"
   grep -E "WRONG|Traceback" "$out/tune-radix.log" | head -5
 fi
@@ -56,7 +56,7 @@ from gpulab.radix.variants import REGISTRY
 keys = cuda.to_device(np.random.default_rng(1).integers(0, 2**32, 2**26, dtype=np.uint64).astype(np.uint32))
 for name in ("onesweep", "local"):
     v = REGISTRY.get(name, "cuda-c")
-    plan = host.SortPlan(v.run.kind, "cuda-c", 2**26, False, v.params)
+    plan = host.SortPlan(v.policy, "cuda-c", 2**26, False, v.params)
     plan.sort(keys); plan.sort(keys)
 cuda.synchronize()
 PY

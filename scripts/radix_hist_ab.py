@@ -62,7 +62,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) hist_priv(const u32 *keys, i
 n = 2**28
 d = cuda.to_device(np.random.default_rng(3).integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32))
 v = REGISTRY.get("onesweep", "cuda-c")
-plan = host.SortPlan("onesweep", "cuda-c", n, False, v.params)
+plan = host.SortPlan(v.policy, "cuda-c", n, False, v.params)
 B = plan.params["BLOCK"]
 G = min(plan.nb, host.HIST_GRID)
 src = cudac.source_text("gpulab.radix", "kernels.cu") + PRIV

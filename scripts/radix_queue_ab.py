@@ -63,7 +63,7 @@ def main():
         want_v = np.argsort(k, kind="stable") if pairs else None  # the values are positions
         d_keys = cuda.to_device(k)
         v = REGISTRY.get("onesweep", backend)
-        plan = host.SortPlan("onesweep", backend, N, pairs, v.params)
+        plan = host.SortPlan(v.policy, backend, N, pairs, v.params)
         dv = d_pos if pairs else None
         ways = {
             "wait pageable": lambda: wait_then_launch(plan, d_keys, dv, False),

@@ -77,11 +77,7 @@ def _gp_cases(v, sim):
 
 
 def _radix_tile(v, sim):
-    from gpulab.radix import bench
-
-    p = dict(v.params)
-    if sim:
-        p.update({k: x for k, x in bench.SIM_PARAMS.items() if k in p})
+    p = v.launch_params()  # on the simulator (sim) its sim_params
     if "ITEMS" in p:
         return p["BLOCK"] * p["ITEMS"]
     return p.get("BLOCK") or 2 * p["SCAN_BLOCK"]

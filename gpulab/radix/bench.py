@@ -35,6 +35,7 @@ import numpy as np
 from gpulab import device
 from gpulab.benchmark import BenchSpec, Case
 from gpulab.errors import GpulabError
+from gpulab.radix.policy import RadixPolicy
 
 COPY_BW = 4.24e12  # bytes/s, device-to-device copy (read + write) measured on the H200
 IDEAL_BYTES_PER_KEY = 32.0  # 4 passes x (read 4 + write 4)
@@ -79,19 +80,12 @@ def setup(case: Case, rng: np.random.Generator):
 def _plan(variant, state):
     key = variant.key
     if key not in state["plans"]:
-        params = dict(variant.params)
-        if state["sim"]:  # small blocks: the simulator pays per thread and per barrier
-            params.update({k: v for k, v in SIM_PARAMS.items() if k in params})
-            if "ITEMS" in params:
-                params["BITS"] = min(params["BITS"], 5)
+        params = variant.launch_params()  # on the simulator its sim_params: small blocks
         plan = variant.run(state["n"], state["kind"] == "pairs", params)
         from gpulab.radix import host
 
         state["plans"][key] = host.distinct_plan(plan) if state["kind"] == "distinct" else plan
     return state["plans"][key]
-
-
-SIM_PARAMS = {"SCAN_BLOCK": 8, "BLOCK": 32, "ITEMS": 2}
 
 
 def runner(variant, state):
@@ -247,50 +241,50 @@ def _cub_version():
 
 
 # --8<-- [start:model]
-def bytes_per_key(name: str, params: dict, pairs: bool = False) -> tuple[float, float]:
-    """(bytes per key once per sort, bytes per key per pass) that a variant moves through DRAM.
+def bytes_per_key(policy: RadixPolicy, params: dict, pairs: bool = False) -> tuple[float, float]:
+    """(bytes per key once per sort, bytes per key per pass) that a variant with this launch
+    policy moves through DRAM.
 
     Once per sort: the max reduction (read 4); an argsort writes the initial positions (4).
-    The first pass reads the input in place, so there is no copy. Per pass, with R = 2**BITS digits:
+    The first pass reads the input in place, so there is no copy. Per pass, with R = 2**BITS
+    digits and TILE keys a block, the policy's `pass_bytes + 4·value_words + count_bytes·R / TILE`:
 
-    * split1_global: flags (read key 4, write flag 4), multi-block scan of the flags (read 4,
-      write 4, then add-back read 4 + write 4), scatter (read key, flag, position: 12; write 4).
-    * split1_shared / radix4_shared: tile sort (read 4, write 4), digit counts and starts
-      (2·4·R per BLOCK keys), their scan (16 bytes per count), scatter (read 4, write 4, read
-      counts and starts again).
-    * local / local4: upsweep (read 4, write counts), scan of the counts, downsweep (read 4,
-      read counts, write 4): 12 + 24·R / TILE.
-    * onesweep: once more, the histogram of every pass in one read of the keys (4). Per pass
-      one kernel: read 4, write 4, and per tile R status words written twice (aggregate,
-      prefix), read at least once by the look-back, zeroed in the next table, plus R digit
-      offsets read: 8 + 20·R / TILE.
+    * global split (split1_global): flags (read key 4, write flag 4), multi-block scan of the
+      flags (read 4, write 4, then add-back read 4 + write 4), scatter (read key, flag,
+      position: 12; write 4).
+    * tile split (split1_shared / radix4_shared): tile sort (read 4, write 4), digit counts and
+      starts (2·4·R per BLOCK keys), their scan (16 bytes per count), scatter (read 4, write 4,
+      read counts and starts again).
+    * reduce-then-scan (local / local4): upsweep (read 4, write counts), scan of the counts,
+      downsweep (read 4, read counts, write 4): 12 + 24·R / TILE.
+    * one-sweep (onesweep): once more, the histogram of every pass in one read of the keys (4).
+      Per pass one kernel: read 4, write 4, and per tile R status words written twice
+      (aggregate, prefix), read at least once by the look-back, zeroed in the next table, plus
+      R digit offsets read: 8 + 20·R / TILE.
     Values add 4 bytes per key to every read and write of a key.
     """
+    if not policy.pass_bytes:  # the CPU baseline: no model
+        return 0.0, 0.0
     R = 2 ** params.get("BITS", 1)
     v = 4.0 if pairs else 0.0
-    once = 4.0 + v  # max reduction; positions of an argsort
-    if name == "split1_global":
-        return once, 40.0 + 2 * v
-    if name in ("split1_shared", "radix4_shared"):
-        return once, 16.0 + 4 * v + 32.0 * R / params["BLOCK"]
-    if name in ("local", "local4"):
-        return once, 12.0 + 2 * v + 24.0 * R / (params["BLOCK"] * params["ITEMS"])
-    if name == "onesweep":  # the histogram read replaces the max reduction
-        return once, 8.0 + 2 * v + 20.0 * R / (params["BLOCK"] * params["ITEMS"])
-    return 0.0, 0.0
+    once = 4.0 + v  # max reduction (one-sweep: the histogram read replaces it); positions of an argsort
+    per = policy.pass_bytes + policy.value_words * v
+    if policy.count_bytes:
+        per += policy.count_bytes * R / policy.tile_keys(params)
+    return once, per
 
 
-def passes(name: str, params: dict, max_key: int = 2**32 - 1) -> int:
-    bits = 1 if name == "split1_global" else params.get("BITS", 32)
+def passes(policy: RadixPolicy, params: dict, max_key: int = 2**32 - 1) -> int:
+    bits = policy.digit_bits or params.get("BITS", 32)
     return -(-int(max_key).bit_length() // bits)
 
 
-def passes_for(name: str, params: dict, keys: np.ndarray) -> int:
-    """Passes a sort of `keys` runs: up to the largest key's top digit; onesweep (which decides
-    from its histograms) the first, queued before the histograms reach the host, and every
-    later one whose digit differs between keys."""
-    if name != "onesweep":
-        return passes(name, params, int(keys.max()))
+def passes_for(policy: RadixPolicy, params: dict, keys: np.ndarray) -> int:
+    """Passes a sort of `keys` runs: up to the largest key's top digit; a policy that decides
+    from its histograms (one-sweep) the first, queued before the histograms reach the host, and
+    every later one whose digit differs between keys."""
+    if not policy.histograms_first:
+        return passes(policy, params, int(keys.max()))
     if keys.size < 2:  # nothing to sort: no pass runs
         return 0
     bits = params["BITS"]
@@ -298,11 +292,11 @@ def passes_for(name: str, params: dict, keys: np.ndarray) -> int:
     return 1 + sum(int(d.min() != d.max()) for d in digits)
 
 
-def model_ms(name: str, params: dict, n: int, pairs: bool = False, bw: float = COPY_BW) -> float | None:
-    once, per = bytes_per_key(name, params, pairs)
+def model_ms(policy: RadixPolicy, params: dict, n: int, pairs: bool = False, bw: float = COPY_BW) -> float | None:
+    once, per = bytes_per_key(policy, params, pairs)
     if not per:
         return None
-    return n * (once + passes(name, params) * per) / bw * 1e3
+    return n * (once + passes(policy, params) * per) / bw * 1e3
 # --8<-- [end:model]
 
 
@@ -317,9 +311,9 @@ def model_rows(result: dict) -> list[dict]:
             continue
         v = REGISTRY.get(r["variant"], r["backend"])
         n = r["size"]["n"]
-        once, per = bytes_per_key(v.name, v.params, kind == "pairs")
-        p = passes(v.name, v.params)
-        m = model_ms(v.name, v.params, n, kind == "pairs")
+        once, per = bytes_per_key(v.policy, v.params, kind == "pairs")
+        p = passes(v.policy, v.params)
+        m = model_ms(v.policy, v.params, n, kind == "pairs")
         rows.append({"label": r["label"], "variant": r["variant"], "backend": r["backend"], "passes": p,
                      "bytes_per_key": once + p * per, "model_ms": m, "measured_ms": r["median_ms"],
                      "model_over_measured": m / r["median_ms"],

@@ -25,11 +25,12 @@ from gpulab.arrays import check_array
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, grid_1d
 from gpulab.launch import i32 as _i
+from gpulab.radix.policy import Family, RadixPolicy
+from gpulab.radix.reference import CpuPlan  # the CPU baseline (numpy), in the reference module
 
 PACKAGE = "gpulab.radix"
 SOURCE = "kernels.cu"
 INT32_MAX = 2**31 - 1
-ONESWEEP_MAX = 2**30 - 1  # the look-back's status words hold counts in 30 bits
 HIST_GRID = 1024  # blocks of the one-sweep histogram kernel (tile-strided)
 EW_BLOCK = 256  # threads per block of the element-wise kernels (flags, scatter, iota ...)
 KEY_DTYPES = (np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.float32))
@@ -177,15 +178,16 @@ provider = KERNELS.provider  # provider(backend, params, stream=0): K(name, grid
 # --8<-- [start:scan_plan]
 class ScanPlan:
     """Exclusive / inclusive scan of ``n`` int32 values of any length: scan blocks, scan the
-    block totals (recursively: a scan of scans), add the scanned totals back."""
+    block totals (recursively: a scan of scans), add the scanned totals back. SCAN_BLOCK: the
+    threads of a scan block (the kernels' compile-time parameter of that name)."""
 
-    def __init__(self, K, n: int, block: int, method: str = "blelloch"):
+    def __init__(self, K, n: int, SCAN_BLOCK: int, method: str = "blelloch"):
         from numba import cuda
 
         if method not in ("blelloch", "hillis_steele"):
             raise ValueError(f"unknown scan method {method!r}; expected 'blelloch' or 'hillis_steele'")
-        self.K, self.block, self.method = K, block, method
-        self.per_block = 2 * block if method == "blelloch" else block
+        self.K, self.SCAN_BLOCK, self.method = K, SCAN_BLOCK, method
+        self.per_block = 2 * SCAN_BLOCK if method == "blelloch" else SCAN_BLOCK
         self.levels = []  # (length, block-sums buffer) per level
         m = n
         while m > 0:
@@ -200,7 +202,7 @@ class ScanPlan:
             return
         n, sums = self.levels[level]
         name = "scan_blelloch" if self.method == "blelloch" else "scan_hs"
-        self.K(name, (sums.size,), (self.block,), d_in, d_out, sums, _i(n), _i(inclusive))
+        self.K(name, (sums.size,), (self.SCAN_BLOCK,), d_in, d_out, sums, _i(n), _i(inclusive))
         if sums.size > 1:
             self.run(sums, sums, False, level + 1)  # exclusive scan of the block totals, in place
             self.K("add_offsets", grid_1d(n, EW_BLOCK), (EW_BLOCK,), d_out, sums, _i(n), _i(self.per_block))
@@ -213,50 +215,50 @@ class ScanPlan:
 class SortPlan:
     """Every buffer and launch of one variant's sort of ``n`` keys (with or without values).
 
-    `kind` is the algorithm: `"split1_global"`, `"tile"` (per-block split(s) in shared
-    memory: `split1_shared` with BITS=1, `radix4_shared` with BITS=4), `"warp"`
-    (reduce-then-scan with keys in registers ranked by warp intrinsics) or `"onesweep"` (the
-    histograms of every pass in one read, then one kernel per pass with decoupled look-back).
-    Launches and copies go to `stream`.
+    `policy` (the registry entry's [`RadixPolicy`][gpulab.radix.policy.RadixPolicy]) names the
+    algorithm: its `family` is the global split (one bit per pass, flags in global memory), the
+    tile split (per-block split(s) in shared memory: `split1_shared` with BITS=1,
+    `radix4_shared` with BITS=4), reduce-then-scan (keys in registers ranked by warp
+    intrinsics) or one-sweep (the histograms of every pass in one read, then one kernel per
+    pass with decoupled look-back). Launches and copies go to `stream`.
 
     The first pass writes `keys[0]`, so `keys[1][:n]` may hold the input itself: that is where
     the public functions put keys they had to transform ([`scratch`][gpulab.radix.host.SortPlan.scratch]).
     """
 
-    def __init__(self, kind: str, backend: str, n: int, has_vals: bool, params: dict, stream=0):
+    def __init__(self, policy: RadixPolicy, backend: str, n: int, has_vals: bool, params: dict, stream=0):
         from numba import cuda
 
         params = tile_shape(params, has_vals)
         check_params(params)
-        if kind == "onesweep" and n > ONESWEEP_MAX:
-            raise LimitError(f"onesweep sorts up to {ONESWEEP_MAX} keys (its look-back packs counts in 30 bits); "
-                             f"got {n}")
-        self.kind, self.backend, self.n, self.has_vals, self.params = kind, backend, n, has_vals, dict(params)
+        if policy.max_keys is not None and n > policy.max_keys:
+            raise LimitError(f"a {policy.family.value} plan sorts up to {policy.max_keys} keys "
+                             f"({policy.max_keys_why}); got {n}")
+        self.policy, self.backend, self.n, self.has_vals, self.params = policy, backend, n, has_vals, dict(params)
+        family = policy.family
         self.stream = stream
         # PAIRS: a keys-only sort compiles its tiles without the shared buffer for values
         self.K = K = provider(backend, {**params, "PAIRS": int(has_vals)}, stream)
-        self.bits = 1 if kind == "split1_global" else params["BITS"]
+        self.bits = policy.bits(params)
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]
         self.vals = [alloc(n), alloc(n)] if has_vals else [alloc(1), alloc(1)]
         self.d_max = cuda.device_array(1, np.uint32)
         self.passes_run = 0
         R = 1 << self.bits
-        if kind == "split1_global":
+        self.nb = ceil_div(n, policy.tile_keys(params)) if policy.tile else 1  # tiles of a pass
+        if family is Family.GLOBAL_SPLIT:
             self.flags, self.pos = alloc(n, np.int32), alloc(n, np.int32)
             self.scan = ScanPlan(K, n, params["SCAN_BLOCK"])
-        elif kind == "tile":
-            self.nb = ceil_div(n, params["BLOCK"])
+        elif family is Family.TILE_SPLIT:
             self.tkeys, self.tvals = alloc(n), (alloc(n) if has_vals else alloc(1))
             self.counts = alloc(R * self.nb, np.int32)
             self.starts = alloc(R * self.nb, np.int32)
             self.scan = ScanPlan(K, R * self.nb, params["SCAN_BLOCK"])
-        elif kind == "warp":
-            self.nb = ceil_div(n, params["BLOCK"] * params["ITEMS"])
+        elif family is Family.REDUCE_THEN_SCAN:
             self.counts = alloc(R * self.nb, np.int32)
             self.scan = ScanPlan(K, R * self.nb, params["SCAN_BLOCK"])
-        elif kind == "onesweep":
-            self.nb = ceil_div(n, params["BLOCK"] * params["ITEMS"])
+        elif family is Family.ONE_SWEEP:
             self.max_passes = ceil_div(32, self.bits)
             # ctl: one tile counter per pass, then the R digit counts (then offsets) of each pass
             self.ctl = alloc(self.max_passes * (1 + R), np.int32)
@@ -269,8 +271,8 @@ class SortPlan:
             self.hist_host = cuda.pinned_array(self.hist.size, np.int32)
             self.hist_arrived = device.wait_event()
         else:
-            raise ValueError(f"unknown sort kind {kind!r}")
-        if R * max(self.nb if kind != "split1_global" else 1, 1) > INT32_MAX:
+            raise ValueError(f"no sort plan for the {family.value} family")
+        if R * max(self.nb, 1) > INT32_MAX:
             raise LimitError(f"{R} digits x {self.nb} tiles of counts exceed the int32 limit {INT32_MAX}")
 
     @property
@@ -308,14 +310,15 @@ class SortPlan:
         if hv and iota:
             K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1], _i(n))
         queued = 0  # passes launched before the number of passes was known
-        if n > 1 and self.kind == "onesweep" and max_key is None:
+        first = self.policy.histograms_first
+        if n > 1 and first and max_key is None:
             shifts = self.queue_first_pass(ks, vs)
             ks, vs, queued = self.keys[0], self.vals[0], 1
         elif n > 1:
             if max_key is None:
                 max_key = self.max_key(d_keys_in)
             shifts = [p * self.bits for p in range(self.passes(max_key))]
-            if self.kind == "onesweep" and shifts:
+            if first and shifts:
                 self.histograms(d_keys_in, len(shifts))
         else:
             shifts = []
@@ -344,18 +347,18 @@ class SortPlan:
 
     def one_pass(self, shift, ks, vs, kd, vd, run: int = 0):
         """One digit pass, the `run`-th of this sort (onesweep: its status table's parity)."""
-        K, n, hv = self.K, _i(self.n), _i(self.has_vals)
-        if self.kind == "split1_global":
+        K, n, hv, family = self.K, _i(self.n), _i(self.has_vals), self.policy.family
+        if family is Family.GLOBAL_SPLIT:
             g = grid_1d(self.n, EW_BLOCK)
             K("split_flags", g, (EW_BLOCK,), ks, n, _i(shift), self.flags)
             self.scan.run(self.flags, self.pos)
             K("split_scatter", g, (EW_BLOCK,), ks, vs, kd, vd, self.pos, self.flags, n, _i(shift), hv)
-        elif self.kind == "tile":
+        elif family is Family.TILE_SPLIT:
             nb, B = _i(self.nb), self.params["BLOCK"]
             K("tile_sort", (self.nb,), (B,), ks, vs, self.tkeys, self.tvals, self.counts, self.starts, n, _i(shift), nb, hv)
             self.scan.run(self.counts, self.counts)
             K("tile_scatter", (self.nb,), (B,), self.tkeys, self.tvals, kd, vd, self.counts, self.starts, n, _i(shift), nb, hv)
-        elif self.kind == "onesweep":
+        elif family is Family.ONE_SWEEP:
             B, p = self.params["BLOCK"], shift // self.bits
             K("onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist, self.counters, self.tables[run % 2],
               self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
@@ -429,13 +432,13 @@ def _start_fetch(d_small, pinned, arrived, stream):
     return wait
 
 
-def plan_factory(kind: str, backend: str):
+def plan_factory(policy: RadixPolicy, backend: str):
     """The `run` callable of a registry entry: `(n, has_vals, params, stream=0) -> SortPlan`."""
 
     def make(n: int, has_vals: bool, params: dict, stream=0) -> SortPlan:
-        return SortPlan(kind, backend, n, has_vals, params, stream)
+        return SortPlan(policy, backend, n, has_vals, params, stream)
 
-    make.kind, make.backend = kind, backend
+    make.policy, make.backend = policy, backend
     return make
 
 
@@ -471,41 +474,6 @@ class DistinctPlan:
         last_pos, last_flag = _fetch(self.pos[n - 1:n], sp.stream), _fetch(self.flags[n - 1:n], sp.stream)
         return out, int(last_pos[0] + last_flag[0])
 # --8<-- [end:distinct]
-
-
-# ----------------------------------------------------------------------------- the CPU baseline
-
-
-class CpuPlan:
-    """numpy on the host, with the [`SortPlan`][gpulab.radix.host.SortPlan] interface: the seed's CPU baseline."""
-
-    kind, backend = "cpu", "cpu"
-
-    def __init__(self, n: int, has_vals: bool, params: dict, stream=0):
-        self.n, self.has_vals, self.params, self.passes_run = n, has_vals, dict(params), 0
-
-    @staticmethod
-    def _host(a):
-        return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
-
-    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False):
-        keys = self._host(d_keys_in)[: self.n]
-        if not self.has_vals:
-            return np.sort(keys, kind="stable"), None
-        perm = np.argsort(keys, kind="stable")
-        vals = perm.astype(np.uint32) if iota else self._host(d_vals_in)[perm]
-        return keys[perm], vals
-
-    def distinct(self, d_keys_in):
-        out = np.unique(self._host(d_keys_in)[: self.n])
-        return out, out.size
-
-
-def cpu_factory(n: int, has_vals: bool, params: dict, stream=0) -> CpuPlan:
-    return CpuPlan(n, has_vals, params)
-
-
-cpu_factory.kind, cpu_factory.backend = "cpu", "cpu"
 
 
 def distinct_plan(plan):

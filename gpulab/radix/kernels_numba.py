@@ -499,21 +499,29 @@ def tile_counts(tile, TILE, ITEMS, w, n):
     return m, min(max(m - w * 32 * ITEMS, 0), 32 * ITEMS)
 
 
+def register_tile_sizes(BLOCK: int, ITEMS: int, BITS: int, PAIRS: int, KERNEL: str):
+    """The compile-time sizes of a tile held in registers (`downsweep`, `onesweep`): R digits,
+    TILE keys, NWR per-warp digit counters, DIGIT_WARPS warps of the digit scan, VITEMS values
+    per thread (1 in a keys-only build). Needs whole warps and a thread per digit."""
+    R = 1 << BITS
+    assert BLOCK % 32 == 0 and BLOCK >= R, f"{KERNEL} needs whole warps and BLOCK >= 2**BITS"
+    return R, BLOCK * ITEMS, (BLOCK // 32) * R, (R + 31) // 32, ITEMS if PAIRS else 1
+
+
+def full_and_last_tiles(tile_body, BLOCK: int, ITEMS: int, BITS: int, BALLOT: int, PAIRS: int):
+    """`tile_body(*steps)` built twice: with the `tile_steps` of a full tile (no bounds checks)
+    and with those of the last, partial tile (the kernels choose per tile)."""
+    return tuple(tile_body(*tile_steps(BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL)) for FULL in (True, False))
+
+
 @lru_cache(maxsize=None)
 def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
     """Rank a tile's keys held in registers with warp intrinsics (match_any, or BITS ballots),
     exchange them through shared memory into digit order, then write each digit's run to its
     global offset. `PAIRS=0` builds a keys-only kernel (values never move)."""
-    R = 1 << BITS
-    TILE = BLOCK * ITEMS
-    NWR = (BLOCK // 32) * R
-    DIGIT_WARPS = (R + 31) // 32
-    VITEMS = ITEMS if PAIRS else 1
-    assert BLOCK % 32 == 0 and BLOCK >= R, "downsweep needs whole warps and BLOCK >= 2**BITS"
+    R, TILE, NWR, DIGIT_WARPS, VITEMS = register_tile_sizes(BLOCK, ITEMS, BITS, PAIRS, "downsweep")
 
-    def tile_body(FULL):
-        load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(
-            BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL)
+    def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile):
 
         # --8<-- [start:downsweep_tile]
         @cuda.jit(device=True, inline="always")
@@ -544,7 +552,7 @@ def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: 
 
         return downsweep_tile
 
-    full_tile, last_tile = tile_body(True), tile_body(False)
+    full_tile, last_tile = full_and_last_tiles(tile_body, BLOCK, ITEMS, BITS, BALLOT, PAIRS)
 
     # --8<-- [start:downsweep]
     @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))
@@ -625,16 +633,9 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
     """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
     (as `downsweep`), publish per-digit counts, stage the tile, decoupled look-back over earlier
     tiles, scatter."""
-    R = 1 << BITS
-    TILE = BLOCK * ITEMS
-    NWR = (BLOCK // 32) * R
-    DIGIT_WARPS = (R + 31) // 32
-    VITEMS = ITEMS if PAIRS else 1
-    assert BLOCK % 32 == 0 and BLOCK >= R, "onesweep needs whole warps and BLOCK >= 2**BITS"
+    R, TILE, NWR, DIGIT_WARPS, VITEMS = register_tile_sizes(BLOCK, ITEMS, BITS, PAIRS, "onesweep")
 
-    def tile_body(FULL):
-        load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile = tile_steps(
-            BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL)
+    def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile):
 
         # --8<-- [start:onesweep_tile]
         @cuda.jit(device=True, inline="always")
@@ -684,7 +685,7 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
 
         return onesweep_tile
 
-    full_tile, last_tile = tile_body(True), tile_body(False)
+    full_tile, last_tile = full_and_last_tiles(tile_body, BLOCK, ITEMS, BITS, BALLOT, PAIRS)
 
     # --8<-- [start:onesweep]
     @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))

@@ -18,6 +18,7 @@ import numpy as np
 import gpulab  # noqa: F401
 from gpulab.launch import grid_1d  # noqa: F401
 from gpulab.radix import bench, host
+from gpulab.radix.policy import REDUCE_THEN_SCAN
 from gpulab.timing import measure
 
 CONFIGS = [
@@ -55,7 +56,7 @@ def main():
         cub = copy = None
     for backend, extra in CONFIGS:
         p = dict(SCAN_BLOCK=512, BLOCK=256, **extra)
-        plan = host.SortPlan("warp", backend, n, False, p)
+        plan = host.SortPlan(REDUCE_THEN_SCAN, backend, n, False, p)
         out, _ = plan.sort(d)
         ok = bool(np.array_equal(out.copy_to_host(), ref))
         total = measure(lambda: plan.sort(d), repeat=10).median_ms
@@ -71,7 +72,7 @@ def main():
         row = {"backend": backend, **p, "ok": ok, "sort_ms": total, "Gkeys/s": n / total / 1e6,
                "pct_of_CUB": (100 * cub / total) if cub else None, "max_ms": mx, "upsweep_ms": up, "scan_ms": sc,
                "downsweep_ms": dn, "upsweep_TBps": 4 * n / up / 1e9, "downsweep_TBps": 8 * n / dn / 1e9,
-               "model_ms": bench.model_ms("local", p, n)}
+               "model_ms": bench.model_ms(REDUCE_THEN_SCAN, p, n)}
         rows.append(row)
         print(f"{backend:7s} BITS={p['BITS']} ITEMS={p['ITEMS']:2d} BALLOT={p['BALLOT']} ok={ok} sort {total:7.3f} ms "
               f"{row['Gkeys/s']:6.2f} Gkeys/s {row['pct_of_CUB'] or 0:5.1f}% CUB | max {mx:.3f} up {up:.3f} "

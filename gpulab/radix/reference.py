@@ -34,3 +34,40 @@ def split_reference(keys: np.ndarray, bit: int) -> np.ndarray:
     keys = to_host(keys)
     b = (keys.astype(np.uint32) >> np.uint32(bit)) & 1
     return np.concatenate([keys[b == 0], keys[b == 1]])
+
+
+# ----------------------------------------------------------------------------- the CPU baseline
+
+
+class CpuPlan:
+    """numpy on the host, with the [`SortPlan`][gpulab.radix.host.SortPlan] interface: the seed's CPU baseline
+    (the registry's `numpy` variant)."""
+
+    backend = "cpu"
+
+    def __init__(self, n: int, has_vals: bool, params: dict, stream=0):
+        self.n, self.has_vals, self.params, self.passes_run = n, has_vals, dict(params), 0
+
+    @staticmethod
+    def _host(a):
+        return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
+
+    def sort(self, d_keys_in, d_vals_in=None, iota: bool = False):
+        keys = self._host(d_keys_in)[: self.n]
+        if not self.has_vals:
+            return np.sort(keys, kind="stable"), None
+        perm = np.argsort(keys, kind="stable")
+        vals = perm.astype(np.uint32) if iota else self._host(d_vals_in)[perm]
+        return keys[perm], vals
+
+    def distinct(self, d_keys_in):
+        out = np.unique(self._host(d_keys_in)[: self.n])
+        return out, out.size
+
+
+def cpu_factory(n: int, has_vals: bool, params: dict, stream=0) -> CpuPlan:
+    """The `run` callable of the CPU baseline's registry entry."""
+    return CpuPlan(n, has_vals, params)
+
+
+cpu_factory.backend = "cpu"

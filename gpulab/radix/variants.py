@@ -2,26 +2,20 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpulab.radix import host
+from gpulab.radix.policy import GLOBAL_SPLIT, HOST, ONE_SWEEP, REDUCE_THEN_SCAN, TILE_SPLIT, RadixPolicy
+from gpulab.radix.reference import cpu_factory
 from gpulab.registry import Registry, Variant
 
 # Compile-time parameters, the same for numba and CUDA C. SCAN_BLOCK: threads of the block
 # scans (a Blelloch block scans 2*SCAN_BLOCK values). BLOCK: threads of a sorting block.
 # BITS: digit width. ITEMS: keys each thread holds in registers.
-PARAMS = {
-    "split1_global": dict(SCAN_BLOCK=512),
-    "split1_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=1),
-    "radix4_shared": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4),
-    "local": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, DOWNSWEEP_MIN_BLOCKS=3,
-                  PAIRS_DOWNSWEEP_MIN_BLOCKS=2),
-    "local4": dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16),
-    "onesweep": dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, ONESWEEP_MIN_BLOCKS=3,
-                     PAIRS_ONESWEEP_MIN_BLOCKS=2),
-}
-
+#
 # The tile shapes of local and onesweep (*_MIN_BLOCKS: __launch_bounds__(BLOCK, MIN_BLOCKS) of the
 # kernel named, which caps registers so that that many blocks share an SM; PAIRS_*: the shape of key-value sorts,
-# whose tile holds more registers) come from the H200 sweep, scripts/tune_radix.py
+# whose tile holds more registers) come from the H200 sweep, `python -m gpulab.radix.tune`
 # (docs/benchmarks/radix-tuning-h200.json, round 5 of the sweep): occupancy decided it -- at 256 x 16
 # with every load issued first, onesweep used 94 registers and ran 2 blocks (25% occupancy) per SM.
 # Since values pass through the keys' shared buffer after them, a key-value tile has the keys'
@@ -30,42 +24,70 @@ PARAMS = {
 # match_any_sync in CUDA C (10.4 against 14.1 ms for 2^28 keys, run 2) and in numba (14.8 against
 # 16.1 ms for onesweep at 256 x 16, sweep round 1). numba's ballot build crashed until its masks
 # were kept 32 bits wide (chapter 4, "the numba ballot crash").
-BACKEND_PARAMS = {(name, backend): dict(BALLOT=1) for name in ("local", "local4", "onesweep")
-                  for backend in ("numba", "cuda-c")}
+#
+# On numba's simulator (sim_params) the blocks are small: it pays per thread and per barrier.
+# Tiles, multi-level scans and partial tiles then all occur at a few dozen keys. The
+# register-resident tiles take at most 5-bit digits there (BLOCK=32 must be >= 2**BITS).
+SIM_SCAN = dict(SCAN_BLOCK=8)
+SIM_TILE = dict(SCAN_BLOCK=8, BLOCK=32)
+SIM_REGISTERS = dict(SCAN_BLOCK=8, BLOCK=32, ITEMS=2)
 
-KIND = {"split1_global": "split1_global", "split1_shared": "tile", "radix4_shared": "tile",
-        "local": "warp", "local4": "warp", "onesweep": "onesweep"}
 
-_LADDER = [
-    ("split1_global", ("global", "shared"),
-     "the seed's algorithm: one bit per pass, flags in global memory, a multi-block scan, a scatter (~32 passes)"),
-    ("split1_shared", ("global", "shared"),
-     "split each block's keys in shared memory, then merge blocks with a scan of per-block counts: coalesced writes"),
-    ("radix4_shared", ("global", "shared"),
-     "4-bit digits: four shared-memory splits per pass, a scan over (digit, block) counts, 8 passes instead of 32"),
-    ("local4", ("global", "shared", "registers"),
-     "16 keys per thread in registers, ranked with warp match_any/popc; 4-bit digits, reduce-then-scan"),
-    ("local", ("global", "shared", "registers"),
-     "8-bit digits (4 passes), 16 keys per thread in registers ranked by warp intrinsics, exchanged through shared memory"),
-    ("onesweep", ("global", "shared", "registers"),
-     "every pass's histogram in one read, then one kernel per pass: tile ids from an atomic counter, decoupled look-back"),
+@dataclass(frozen=True)
+class Rung:
+    """One step of the ladder: one registry entry per GPU backend."""
+
+    name: str
+    memory: tuple[str, ...]
+    lesson: str
+    policy: RadixPolicy
+    params: dict
+    sim_params: dict
+    teaching_only: bool = False
+
+    def variant(self, backend: str) -> Variant:
+        return Variant(self.name, backend, self.memory, self.lesson, host.plan_factory(self.policy, backend),
+                       params=dict(self.params), needs_warp_intrinsics=self.policy.needs_warp_intrinsics,
+                       teaching_only=self.teaching_only, sim_params=dict(self.sim_params), policy=self.policy)
+
+
+LADDER = [
+    Rung("split1_global", ("global", "shared"),
+         "the seed's algorithm: one bit per pass, flags in global memory, a multi-block scan, a scatter (~32 passes)",
+         GLOBAL_SPLIT, dict(SCAN_BLOCK=512), SIM_SCAN, teaching_only=True),
+    Rung("split1_shared", ("global", "shared"),
+         "split each block's keys in shared memory, then merge blocks with a scan of per-block counts: coalesced writes",
+         TILE_SPLIT, dict(SCAN_BLOCK=512, BLOCK=256, BITS=1), SIM_TILE),
+    Rung("radix4_shared", ("global", "shared"),
+         "4-bit digits: four shared-memory splits per pass, a scan over (digit, block) counts, 8 passes instead of 32",
+         TILE_SPLIT, dict(SCAN_BLOCK=512, BLOCK=256, BITS=4), SIM_TILE),
+    Rung("local4", ("global", "shared", "registers"),
+         "16 keys per thread in registers, ranked with warp match_any/popc; 4-bit digits, reduce-then-scan",
+         REDUCE_THEN_SCAN, dict(SCAN_BLOCK=512, BLOCK=256, BITS=4, ITEMS=16, BALLOT=1), SIM_REGISTERS),
+    Rung("local", ("global", "shared", "registers"),
+         "8-bit digits (4 passes), 16 keys per thread in registers ranked by warp intrinsics, exchanged through shared memory",
+         REDUCE_THEN_SCAN, dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, DOWNSWEEP_MIN_BLOCKS=3,
+                                PAIRS_DOWNSWEEP_MIN_BLOCKS=2, BALLOT=1), {**SIM_REGISTERS, "BITS": 5}),
+    Rung("onesweep", ("global", "shared", "registers"),
+         "every pass's histogram in one read, then one kernel per pass: tile ids from an atomic counter, decoupled look-back",
+         ONE_SWEEP, dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, ONESWEEP_MIN_BLOCKS=3,
+                         PAIRS_ONESWEEP_MIN_BLOCKS=2, BALLOT=1), {**SIM_REGISTERS, "BITS": 5}),
 ]
-
-WARP = ("local", "local4", "onesweep")
 
 # Each backend's default (what a call naming a backend but no variant runs; on the simulator
 # gpulab.radix falls back to a quicker GPU variant, see gpulab.radix.FALLBACK_VARIANT).
 DEFAULTS = {"numba": "local", "cuda-c": "local", "cpu": "numpy"}
 
 REGISTRY = Registry("radix", defaults=DEFAULTS)
-for name, memory, lesson in _LADDER:
+for rung in LADDER:
     for backend in ("numba", "cuda-c"):
-        REGISTRY.add(Variant(name, backend, memory, lesson, host.plan_factory(KIND[name], backend),
-                             params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})}, needs_warp_intrinsics=name in WARP,
-                             teaching_only=name == "split1_global"))
+        REGISTRY.add(rung.variant(backend))
 
 REGISTRY.add(Variant("numpy", "cpu", ("host",), "numpy.sort / argsort / unique on the CPU: the seed's baseline",
-                     host.cpu_factory))
+                     cpu_factory, policy=HOST))
+
+# The variants that rank keys with warp intrinsics (the tests exercise both rankings of each).
+WARP = tuple(dict.fromkeys(v.name for v in REGISTRY if v.needs_warp_intrinsics))
 
 
 def cuda_builds() -> list[tuple[str, dict]]:
@@ -81,12 +103,27 @@ def cuda_builds() -> list[tuple[str, dict]]:
     return out
 
 
+# The numba signatures of the kernels a policy names (uint32 keys, int32 counts, int32 scalars);
+# RANKED: those built in both rankings (BALLOT) and for keys-only and key-value tiles (PAIRS).
+_U, _I, _S = "uint32[::1]", "int32[::1]", "int32"
+SIGNATURES = {
+    "tile_sort": f"void({_U}, {_U}, {_U}, {_U}, {_I}, {_I}, {_S}, {_S}, {_S}, {_S})",
+    "tile_scatter": f"void({_U}, {_U}, {_U}, {_U}, {_I}, {_I}, {_S}, {_S}, {_S}, {_S})",
+    "upsweep": f"void({_U}, {_I}, {_S}, {_S}, {_S})",
+    "downsweep": f"void({_U}, {_U}, {_U}, {_U}, {_I}, {_S}, {_S}, {_S}, {_S})",
+    "onesweep_hist": f"void({_U}, {_I}, {_S}, {_S})",
+    "onesweep_scan": f"void({_I})",
+    "onesweep": f"void({_U}, {_U}, {_U}, {_U}, {_I}, {_I}, {_U}, {_U}, {_S}, {_S}, {_S}, {_S})",
+}
+RANKED = ("downsweep", "onesweep")
+
+
 def ptx_targets() -> list[tuple[str, object, str]]:
     """Every numba kernel of this chapter with the parameters the registry uses (for the PTX
     check, `gpulab.compilecheck`)."""
     from gpulab.radix import kernels_numba as kn
 
-    U32, I32, s = kn.U32, kn.I32, "int32"
+    U32, I32, s = _U, _I, _S
     targets = kn.fixed_targets()
     seen = set()
 
@@ -101,28 +138,15 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         add(f"max_reduce[{sb}]", kn.max_kernel(sb), f"void({U32}, {s}, {U32})")
         add(f"scan_hs[{sb}]", kn.scan_hs_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
         add(f"scan_blelloch[{sb}]", kn.scan_blelloch_kernel(sb), f"void({I32}, {I32}, {I32}, {s}, {s})")
-        if v.name == "onesweep":
-            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
-                hk, sk = kn.onesweep_hist_kernel(q["BLOCK"], q["ITEMS"], q["BITS"])
-                add(f"onesweep_hist{q}", hk, f"void({U32}, {I32}, {s}, {s})")
-                add(f"onesweep_scan{q}", sk, f"void({I32})")
-            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
-                q = host.tile_shape(p, bool(pairs))  # a key-value plan's own shape
-                add(f"onesweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    kn.onesweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("ONESWEEP_MIN_BLOCKS", 1)),
-                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {U32}, {U32}, {s}, {s}, {s}, {s})")
-        elif "ITEMS" in p:
-            for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
-                add(f"upsweep{q}", kn.upsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"]), f"void({U32}, {I32}, {s}, {s}, {s})")
-            # both rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
-            for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
-                q = host.tile_shape(p, bool(pairs))
-                add(f"downsweep{ {**q, 'BALLOT': ballot, 'PAIRS': pairs} }",
-                    kn.downsweep_kernel(q["BLOCK"], q["ITEMS"], q["BITS"], ballot, pairs, q.get("DOWNSWEEP_MIN_BLOCKS", 1)),
-                    f"void({U32}, {U32}, {U32}, {U32}, {I32}, {s}, {s}, {s}, {s})")
-        elif "BITS" in p:
-            add(f"tile_sort{p}", kn.tile_sort_kernel(p["BLOCK"], p["BITS"]),
-                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
-            add(f"tile_scatter{p}", kn.tile_scatter_kernel(p["BLOCK"], p["BITS"]),
-                f"void({U32}, {U32}, {U32}, {U32}, {I32}, {I32}, {s}, {s}, {s}, {s})")
+        # the policy's tile kernels: keys-only and pairs shapes; the ranking kernels in both
+        # rankings (match_any_sync, BITS ballot_sync), keys-only and pairs builds
+        shaped = [k for k in v.policy.kernels if k not in RANKED]
+        for q in (host.tile_shape(p, False), host.tile_shape(p, True)):
+            for k in shaped:
+                add(f"{k}{q}", host.numba_kernel(k, q), SIGNATURES[k])
+        for ballot, pairs in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            q = {**host.tile_shape(p, bool(pairs)), "BALLOT": ballot, "PAIRS": pairs}  # a key-value plan's own shape
+            for k in v.policy.kernels:
+                if k in RANKED:
+                    add(f"{k}{q}", host.numba_kernel(k, q), SIGNATURES[k])
     return targets

@@ -1,6 +1,6 @@
 """Chapter 4: scan, split, and every radix-sort variant against numpy's stable sort.
 
-On the simulator the variants run with small compile-time blocks (SIM_PARAMS) so that tiles,
+On the simulator the variants run with small compile-time blocks (their sim_params) so that tiles,
 multi-level scans and partial tiles all occur at a few dozen keys; on a GPU they run with the
 registry's parameters at sizes up to millions of keys.
 """
@@ -15,17 +15,13 @@ from gpulab.radix import bench, host
 from gpulab.radix.variants import REGISTRY, WARP
 from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
-SIM_PARAMS = {"SCAN_BLOCK": 8, "BLOCK": 32, "ITEMS": 2}
 GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
 
 
 def params_for(variant):
-    p = dict(variant.params)
-    if ON_SIMULATOR:  # small tiles; a pairs-only shape (PAIRS_*) is tested on its own below
+    p = variant.launch_params()  # on the simulator its sim_params: small tiles
+    if ON_SIMULATOR:  # a pairs-only shape (PAIRS_*) is tested on its own below
         p = {k: v for k, v in p.items() if not k.startswith("PAIRS_")}
-        p.update({k: v for k, v in SIM_PARAMS.items() if k in p})
-        if "ITEMS" in p:
-            p["BITS"] = min(p["BITS"], 5)  # BLOCK (32 here) must be >= 2**BITS
     return p
 
 
@@ -111,7 +107,7 @@ def test_variant_sorts_stably(variant, case, rng):
     assert ok, f"{variant.key} {case}: {detail}"
     assert np.array_equal(perm, np.argsort(keys, kind="stable"))
     if n > 1:  # the early exit: only the significant bits are sorted
-        assert plan.passes_run == bench.passes_for(variant.name, p, keys)
+        assert plan.passes_run == bench.passes_for(variant.policy, p, keys)
 
 
 @pytest.mark.parametrize("name", WARP)
@@ -187,7 +183,7 @@ def test_keys_only_and_pairs_shapes(name, backend, rng):
     assert plan.params["ITEMS"] == p["ITEMS"]
     dk, _ = plan.sort(cuda.to_device(keys))
     assert np.array_equal(dk.copy_to_host(), np.sort(keys))
-    assert plan.passes_run == bench.passes_for(name, p, keys)
+    assert plan.passes_run == bench.passes_for(v.policy, p, keys)
     if name == "onesweep":
         assert plan.passes_run == -(-32 // p["BITS"]) - 1
     ks, perm, plan = run_plan(v, keys, small)
@@ -250,7 +246,7 @@ def test_onesweep_queued_first_pass(backend, rng):
     keys = rng.integers(0, R * R, n, dtype=np.uint32) & ~np.uint32(R - 1)  # pass 0 moves nothing, runs anyway
     check(plan, keys, 2, None, "max key given, low digit shared", max_key=R * R - 1)
     # one key: nothing to sort, the result still copied where asked; `out` may hold the input keys
-    one = host.SortPlan("onesweep", backend, 1, True, p)
+    one = host.SortPlan(v.policy, backend, 1, True, p)
     key = rng.integers(0, 2**32, 1, dtype=np.uint64).astype(np.uint32)
     check(one, key, 0, None, "one key")
     d_key, vals_out = cuda.to_device(key), poison(1)
@@ -291,7 +287,8 @@ def test_onesweep_public_calls_on_a_stream(backend, rng):
 
 def test_onesweep_limit():
     with pytest.raises(LimitError, match="30 bits"):
-        host.SortPlan("onesweep", "numba", 2**30, False, REGISTRY.get("onesweep", "numba").params)
+        v = REGISTRY.get("onesweep", "numba")
+        host.SortPlan(v.policy, "numba", 2**30, False, v.params)
 
 
 # --------------------------------------------------------------------------- public API, signed and float keys

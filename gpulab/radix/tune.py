@@ -1,7 +1,7 @@
 """Chapter 4 tuning sweep on the GPU: the register-resident sorts (`local`, `onesweep`) over their
 tile shape and ranking, keys-only and key-value, against CUB's sort alone in the same run.
 
-    python scripts/tune_radix.py --out gpu-out [--log2n 28]
+    python -m gpulab.radix.tune --out gpu-out [--log2n 28]
         -> radix-tuning-<device>.json   every configuration of the round (--round, default 3): whole sort, the one-sweep preamble
                                         (all histograms + their scans) and the per-pass time
         and prints a table, best first per (variant, backend, keys/pairs).
@@ -10,7 +10,9 @@ Swept: BLOCK x ITEMS (the tile), MIN_BLOCKS (CUDA C: `__launch_bounds__(BLOCK, M
 which caps registers so that many blocks fit an SM), BALLOT (BITS ballots or one match_any to
 find a lane's digit peers). Every configuration's result is checked against numpy's sort of
 the same keys before it is timed; configurations that do not fit (shared memory) are listed
-with the reason. Dry run on a CPU: GPULAB_DEVICE=sim python scripts/tune_radix.py --log2n 13.
+with the reason. Dry run on a CPU: GPULAB_DEVICE=sim python -m gpulab.radix.tune --log2n 13.
+(It was scripts/tune_radix.py in the recorded rounds 1 to 5.) Each configuration runs the launch
+policy of the registry entry it names (`SortPlan(REGISTRY.get(variant, backend).policy, ...)`).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ import gpulab  # noqa: F401  (device selection first)
 from gpulab import benchmark, device
 from gpulab.errors import GpulabError
 from gpulab.radix import host, peer
+from gpulab.radix.variants import REGISTRY
 from gpulab.timing import measure
 
 # (BLOCK, ITEMS, MIN_BLOCKS). Round 1 (docs/benchmarks/radix-runs/tune1-h200.log) swept
@@ -78,31 +81,33 @@ def _shape(t):
 
 
 def configs(sim: bool, rnd: int):
+    """(variant, backend, pairs, parameters) of every configuration of round `rnd`. A round
+    names each variant's shapes `<variant>_keys` / `<variant>_pairs` (local: the first six
+    onesweep shapes and `pairs` where it names none of its own)."""
     if sim:  # a handful, to prove the script on the simulator
         yield ("onesweep", "numba", False, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=1))
-        yield ("warp", "numba", True, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=0))
+        yield ("local", "numba", True, dict(BLOCK=64, ITEMS=4, BITS=4, BALLOT=0))
         return
     r = ROUNDS[rnd]
-    for kind in ("onesweep", "warp"):
-        keys = r["onesweep_keys"] if kind == "onesweep" else r.get("local_keys", r["onesweep_keys"][:6])
-        for t in keys:
-            yield (kind, "cuda-c", False, _shape(t))
-        for t in (r["pairs"] if kind == "onesweep" else r.get("local_pairs", r["pairs"])):
-            yield (kind, "cuda-c", True, _shape(t))
+    for name in ("onesweep", "local"):
+        for t in r.get(f"{name}_keys", r["onesweep_keys"][:6]):
+            yield (name, "cuda-c", False, _shape(t))
+        for t in r.get(f"{name}_pairs", r["pairs"]):
+            yield (name, "cuda-c", True, _shape(t))
         for ballot in r["ballots"]:
             for pairs, shapes in ((False, r["numba_keys"]), (True, r["numba_pairs"])):
                 for t in shapes:
-                    yield (kind, "numba", pairs, {**_shape(t), "BALLOT": ballot})
+                    yield (name, "numba", pairs, {**_shape(t), "BALLOT": ballot})
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gpulab.radix.tune", description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=".")
     ap.add_argument("--log2n", type=int, default=28)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--round", type=int, default=3, choices=sorted(ROUNDS))
     ap.add_argument("--tag", default="", help="suffix of the output file's name")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     from numba import cuda
 
     sim = device.on_simulator()
@@ -124,16 +129,17 @@ def main() -> int:
                                   "input already on the device, no copy in the timed region",
                           "keys_ms": cub[False], "pairs_ms": cub[True], "version": peer.version()}
     vals = cuda.to_device(np.arange(n, dtype=np.uint32))
-    for kind, backend, pairs, p in configs(sim, args.round):
+    for name, backend, pairs, p in configs(sim, args.round):
+        policy = REGISTRY.get(name, backend).policy
         params = dict(SCAN_BLOCK=512, **p)
-        row = {"variant": "onesweep" if kind == "onesweep" else "local", "backend": backend, "pairs": pairs,
+        row = {"variant": name, "backend": backend, "pairs": pairs,
                **params, "ok": None, "sort_ms": None, "error": None}
         mb = params.pop("MIN_BLOCKS", 1)  # the kernel each variant runs gets it
         params.update(DOWNSWEEP_MIN_BLOCKS=mb, ONESWEEP_MIN_BLOCKS=mb)
         result["rows"].append(row)
         plan = None
         try:
-            plan = host.SortPlan(kind, backend, n, pairs, params)
+            plan = host.SortPlan(policy, backend, n, pairs, params)
             kd, vd = plan.sort(d, vals if pairs else None)
             got = kd.copy_to_host()
             row["ok"] = bool(np.array_equal(got, ref))
@@ -145,7 +151,7 @@ def main() -> int:
             mk = int(ref[-1])
             row["sort_ms"] = measure(lambda: plan.sort(d, vals if pairs else None, max_key=mk),
                                      repeat=args.repeat).median_ms
-            if kind == "onesweep":
+            if policy.histograms_first:
                 row["preamble_ms"] = measure(lambda: plan.histograms(d, plan.passes(mk)), repeat=args.repeat).median_ms
                 row["pass_ms"] = (row["sort_ms"] - row["preamble_ms"]) / plan.passes(mk)
             if cub.get(pairs):
