@@ -39,6 +39,7 @@ from gpulab.gp.policy import INTERPRETER_MAX_WORK
 from gpulab.gp.programs import Population
 
 POP_SEED, MARKET_SEED = 2010, 768
+PEER_VARIANT = "interpreter"  # the peer column is this CPU variant's algorithm, on the whole population
 CHECK_ROWS = 500  # at the large size the CPU checks these individuals (and every variant agrees with the first)
 
 
@@ -141,7 +142,7 @@ def peer(state):
     """The numba parallel=True CPU interpreter on the whole population (compiled beforehand)."""
     from gpulab.gp.variants import REGISTRY
 
-    v = REGISTRY.get("interpreter", "cpu")
+    v = REGISTRY.get(PEER_VARIANT, "cpu")
     ev = v.run(v, state["market"], v.launch_params())
     ev(Population(state["pop"].code[:state["pop"].offsets[2]], state["pop"].offsets[:3]))  # JIT outside the timing
     pop = state["pop"]
@@ -171,6 +172,10 @@ def finalize(result: dict) -> None:
     """Derived fields per record: word operations for the bit-sliced variants, the compile time
     of ``compiled``, and the speedup over the CPU version of the same algorithm."""
     recs = result["records"]
+    timed: dict = {}  # (label, CPU variant) -> its first timed record
+    for q in recs:
+        if q["backend"] == "cpu" and q["median_ms"] is not None:
+            timed.setdefault((q["label"], q["variant"]), q)
     for r in recs:
         if r["median_ms"] is None:
             continue
@@ -183,9 +188,8 @@ def finalize(result: dict) -> None:
             r["op_convention"] = "throughput: tree nodes × stock-days; word_ops_per_s: tree nodes × stocks × 64-day words"
         cpu_peer = pol.same_algorithm_cpu
         if r["backend"] != "cpu":
-            same = next((q for q in recs if q["label"] == r["label"] and q["variant"] == cpu_peer
-                         and q["median_ms"] is not None), None)
-            base = same["median_ms"] if same else (r["peer_median_ms"] if cpu_peer == "interpreter" else None)
+            same = timed.get((r["label"], cpu_peer))
+            base = same["median_ms"] if same else (r["peer_median_ms"] if cpu_peer == PEER_VARIANT else None)
             if base:
                 r["speedup_same_algorithm"] = base / r["median_ms"]
                 r["same_algorithm_cpu"] = cpu_peer

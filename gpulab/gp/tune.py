@@ -193,6 +193,7 @@ def main(argv=None) -> int:
                                 "versions": benchmark.versions(),
                                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1) + "\n")
     (out / "gp-params.json").write_text(json.dumps(winners, indent=1) + "\n")
+    split_of = {(t["variant"], t["backend"]): t for t in splits}
     table = []  # the breakdown as the book's table (<!-- gpulab:rows gp-breakdown-<device> -->)
     for b in parts:
         row = {"variant": f"{b['variant']}[{b['backend']}]", "individuals": b["population"],
@@ -201,8 +202,7 @@ def main(argv=None) -> int:
                          ("host_only_ms", "host only ms")):
             if k in b:
                 row[label] = b[k]
-        split = next((t for t in splits if t["variant"] == b["variant"] and t["backend"] == b["backend"]
-                      and b["population"] == len(pop)), None)
+        split = split_of.get((b["variant"], b["backend"])) if b["population"] == len(pop) else None
         if split:
             row["of which trading ms"] = split["trading_ms"]
         table.append(row)
