@@ -8,6 +8,9 @@ That is one generation's evaluation: what the benchmark times and what the GP lo
 The launch sequence is written once for both backends through a kernel provider
 ``K(name, grid, block, *args, constant=bytes)`` (``constant``: the batch to copy into constant
 memory first), so the simulator tests of the numba path run every line the CUDA C path also runs.
+What a variant launches — its kernel, where the programs live, the grid, the inputs' layout, the
+stacks and the limits — is its [`GPPolicy`][gpulab.gp.policy.GPPolicy], read here as data: no line
+of the launch sequence names a variant.
 """
 
 from __future__ import annotations
