@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Chapter 3 on the GPU machine, the stages beyond scripts/gpu_run.sh gp:
 #   final     ONE call that tunes and measures everything (about 7-8 minutes on the H200):
-#             tune (scripts/tune_gp.py: block shapes, days per pass, words per trading pass, both
+#             tune (python -m gpulab.gp.tune: block shapes, days per pass, words per trading pass, both
 #             backends, at seed size; a breakdown of one evaluation) -> gpulab bench gp with the
 #             winners (GPULAB_GP_PARAMS) -> 50 generations of gpulab gp evolve at seed size (default
 #             variant) -> the train/test experiment in the time left -> ONE tarball
@@ -9,7 +9,7 @@
 #   compile   the compile report (registers / local memory / spills of every kernel)
 #   evolve    50 generations at seed size (25,000 × 32 stocks × 768 days), timed end to end,
 #             breeding included, for the default variant (and register numba, for comparison)
-#   tune      the sweep alone (scripts/tune_gp.py)
+#   tune      the sweep alone (python -m gpulab.gp.tune)
 #   experiment the chapter's train/test experiment on the GPU at the paper's population
 #   all       compile, evolve, tune, experiment
 # Usage:  bash scripts/gpu_gp.sh [final|compile|evolve|tune|experiment|all]    (writes under $OUT)
@@ -33,7 +33,7 @@ if [[ $stage == compile || $stage == all || $stage == final ]]; then
   echo "compile-check exit $? ($(elapsed) s)"; grep -E "gp_(register|bitsliced|fitness)" "$OUT/compile-gp.txt" | head -12
 fi
 if [[ $stage == tune || $stage == all || $stage == final ]]; then
-  timeout "${GP_TUNE_TIMEOUT:-200}" $py scripts/tune_gp.py --out "$OUT" --population "$POP" --stocks "$STOCKS" \
+  timeout "${GP_TUNE_TIMEOUT:-200}" $py -m gpulab.gp.tune --out "$OUT" --population "$POP" --stocks "$STOCKS" \
     --days "$DAYS" --budget "${GP_TUNE_BUDGET:-140}" > "$OUT/tune-gp.txt" 2>&1
   echo "tune exit $? ($(elapsed) s)"; sed -n '/^winners/,$p' "$OUT/tune-gp.txt"
 fi

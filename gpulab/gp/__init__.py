@@ -24,6 +24,7 @@ import numpy as np
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.errors import GpulabError
+from gpulab.launch import PlanCache
 from gpulab.gp import host
 from gpulab.gp.market import DataError, Market, load_csv, sample_market, synthetic_market
 from gpulab.gp.opcodes import BOOL_TERMINALS, FLOAT_TERMINALS, FUNCTIONS
@@ -37,7 +38,7 @@ __all__ = ["CHAPTER", "parse", "to_rpn", "to_sexpr", "Tree", "Individual", "Popu
            "load_csv", "sample_market", "evaluate", "evaluate_detail", "check", "evolve", "experiment", "GPParams",
            "EvolutionResult", "EvolutionInterrupted", "variants", "Evaluation",
            "ProgramError", "ProgramLimitError", "DataError", "FLOAT_TERMINALS", "BOOL_TERMINALS", "FUNCTIONS",
-           "REGISTRY", "DEFAULT_VARIANT"]
+           "REGISTRY", "DEFAULT_VARIANT", "clear_cache"]
 
 
 def _population(population) -> Population:
@@ -64,29 +65,36 @@ def check(population, market: Market, variant: str | None = None, backend: str =
     host.check_market_arg(market)
     host.check_variant_args(variant, backend, params)
     v = REGISTRY.get(variant or REGISTRY.default(backend), backend)
-    p = dict(v.params, **(params or {}))
-    if backend != "cpu":
+    p = v.launch_params(params)
+    if v.policy.path == "gpu":
         host.check_market(market, v.name)
-    host.check_limits(v.name, pop, host.geometry(p) if backend != "cpu" else p)
+        p = host.geometry(p)
+    host.check_limits(v, pop, p)
     return pop
 
 
-_EVALUATORS: dict = {}
+# The evaluators of the last calls: a variant bound to a market (its arrays on the device, its
+# buffers), kept while the same market is evaluated again; each holds its market, so the market's
+# id in the key is not reused while the entry lives.
+_EVALUATORS = PlanCache(maxsize=16)
 
 
 def _evaluator(market, variant, backend, params):
     host.check_market_arg(market)
     host.check_variant_args(variant, backend, params)
     v = REGISTRY.resolve(variant, backend)
-    variant = v.name
-    p = dict(v.params, **(params or {}))
-    key = (id(market), variant, backend, repr(sorted(p.items())))
-    hit = _EVALUATORS.get(key)
-    if hit is None or hit[0] is not market:
-        if len(_EVALUATORS) > 16:
-            _EVALUATORS.clear()
-        hit = _EVALUATORS[key] = (market, v.run(variant, market, p))
-    return hit[1]
+    p = v.launch_params(params)
+    key = (id(market), v.key, repr(sorted(p.items())))
+    return _EVALUATORS.get(key, lambda: v.run(v, market, p))
+
+
+def clear_cache() -> None:
+    """Free what the evaluations keep between calls: the evaluators (each a market's arrays on the
+    device and its buffers) and the populations compiled by the `compiled` variant."""
+    from gpulab.gp import compiled
+
+    _EVALUATORS.clear()
+    compiled.clear_cache()
 
 
 # --8<-- [start:entry]

@@ -35,12 +35,12 @@ from gpulab.benchmark import BenchSpec, Case
 from gpulab.errors import GpulabError
 from gpulab.gp.breeding import ramped_half_and_half
 from gpulab.gp.market import synthetic_market
+from gpulab.gp.policy import INTERPRETER_MAX_WORK
 from gpulab.gp.programs import Population
 
 POP_SEED, MARKET_SEED = 2010, 768
+PEER_VARIANT = "interpreter"  # the peer column is this CPU variant's algorithm, on the whole population
 CHECK_ROWS = 500  # at the large size the CPU checks these individuals (and every variant agrees with the first)
-REFERENCE_MAX_WORK = 2e6  # the pure-Python reference is timed only up to this many (individual, stock, day)s
-INTERPRETER_MAX_WORK = 1e10  # the CPU interpreter record beyond this: its time is the peer column
 
 
 def _population(P: int) -> Population:
@@ -94,20 +94,23 @@ def setup(case: Case, rng: np.random.Generator):
             "evaluators": {}, "work": work}
 
 
-def runner(variant, state):
+def _over_cap(variant, state) -> str | None:
+    """Why the variant's policy does not time it at this case (its `bench_cap`), or None."""
+    cap = variant.policy.bench_cap
+    if cap is None:
+        return None
     z = state["case"].size
-    if variant.name == "reference" and state["work"] > REFERENCE_MAX_WORK:
-        raise GpulabError(f"the pure-Python reference is timed only up to {REFERENCE_MAX_WORK:.0e} individual-stock-days "
-                          "(it is the tests' oracle, not a contender)")
-    if variant.name == "interpreter" and state["case"].work > INTERPRETER_MAX_WORK:
-        raise GpulabError("at this size one CPU interpreter evaluation takes minutes: its time is the peer column "
-                          "(measured once, in this run)")
-    if variant.name == "compiled" and z["population"] > 1024:
-        raise GpulabError(f"compiling {z['population']} individuals takes minutes per generation (NVRTC time grows "
-                          "with the population; see the P=1024 case for compile time against run time)")
+    value = {"pair_days": state["work"], "ops": state["case"].work, "population": z["population"]}[cap.measure]
+    return cap.reason.format(value=value, limit=cap.limit) if value > cap.limit else None
+
+
+def runner(variant, state):
+    reason = _over_cap(variant, state)
+    if reason:
+        raise GpulabError(reason)
     key = variant.key
     if key not in state["evaluators"]:
-        state["evaluators"][key] = variant.run(variant.name, state["market"], variant.params)
+        state["evaluators"][key] = variant.run(variant, state["market"], variant.launch_params())
     ev, pop = state["evaluators"][key], state["pop"]
     return lambda: ev(pop)
 
@@ -130,8 +133,8 @@ def check(variant, state):
             state["consensus"] = money
         elif not np.array_equal(money.view(np.uint64), state["consensus"].view(np.uint64)):
             return False, "money differs from the first variant's beyond the CPU-checked rows"
-    if variant.name == "compiled":  # the first call compiled the population: report it with the record
-        COMPILE_MS[(state["case"].label, variant.backend)] = state["evaluators"][variant.key].compile_ms
+    if variant.policy.compiled:  # the first call compiled the population: report it with the record
+        COMPILE_MS[(state["case"].label, variant.key)] = state["evaluators"][variant.key].compile_ms
     return True, f"bit-identical money on {rows} individuals" + ("" if rows == P else f", and all {P} agree")
 
 
@@ -139,8 +142,8 @@ def peer(state):
     """The numba parallel=True CPU interpreter on the whole population (compiled beforehand)."""
     from gpulab.gp.variants import REGISTRY
 
-    v = REGISTRY.get("interpreter", "cpu")
-    ev = v.run(v.name, state["market"], v.params)
+    v = REGISTRY.get(PEER_VARIANT, "cpu")
+    ev = v.run(v, state["market"], v.launch_params())
     ev(Population(state["pop"].code[:state["pop"].offsets[2]], state["pop"].offsets[:3]))  # JIT outside the timing
     pop = state["pop"]
     return lambda: ev(pop)
@@ -155,37 +158,52 @@ def teardown(state):
     state["evaluators"].clear()
 
 
+def _policy(record):
+    """The policy of a record's variant (None: a variant no longer registered)."""
+    from gpulab.gp.variants import REGISTRY
+
+    try:
+        return REGISTRY.get(record["variant"], record["backend"]).policy
+    except GpulabError:
+        return None
+
+
 def finalize(result: dict) -> None:
     """Derived fields per record: word operations for the bit-sliced variants, the compile time
     of ``compiled``, and the speedup over the CPU version of the same algorithm."""
     recs = result["records"]
+    timed: dict = {}  # (label, CPU variant) -> its first timed record
+    for q in recs:
+        if q["backend"] == "cpu" and q["median_ms"] is not None:
+            timed.setdefault((q["label"], q["variant"]), q)
     for r in recs:
         if r["median_ms"] is None:
             continue
-        z = r["size"]
         r["ms_per_generation"] = r["median_ms"]
-        if "bitsliced" in r["variant"]:
+        z, pol = r["size"], _policy(r)
+        if pol is None:
+            continue
+        if pol.word_ops:
             r["word_ops_per_s"] = z["nodes"] * z["stocks"] * z["words"] / (r["median_ms"] * 1e-3)
             r["op_convention"] = "throughput: tree nodes × stock-days; word_ops_per_s: tree nodes × stocks × 64-day words"
-        cpu_peer = "cpu_bitsliced" if r["variant"] == "bitsliced" else "interpreter"
+        cpu_peer = pol.same_algorithm_cpu
         if r["backend"] != "cpu":
-            same = next((q for q in recs if q["label"] == r["label"] and q["variant"] == cpu_peer
-                         and q["median_ms"] is not None), None)
-            base = same["median_ms"] if same else (r["peer_median_ms"] if cpu_peer == "interpreter" else None)
+            same = timed.get((r["label"], cpu_peer))
+            base = same["median_ms"] if same else (r["peer_median_ms"] if cpu_peer == PEER_VARIANT else None)
             if base:
                 r["speedup_same_algorithm"] = base / r["median_ms"]
                 r["same_algorithm_cpu"] = cpu_peer
-    for r in recs:
-        if r["variant"] == "compiled" and (r["label"], r["backend"]) in COMPILE_MS:
-            r["compile_ms"] = COMPILE_MS[(r["label"], r["backend"])]
+        key = (r["label"], f"{r['variant']}[{r['backend']}]")
+        if key in COMPILE_MS:
+            r["compile_ms"] = COMPILE_MS[key]
 
 
-COMPILE_MS: dict = {}  # (case label, backend) -> ms to build the compiled variant's kernels
+COMPILE_MS: dict = {}  # (case label, variant key) -> ms to build the compiled variant's kernels
 
 
 def annotate(variant, state, rec) -> None:
     """The compile-time parameters each record was measured with (they are tuned)."""
-    rec["params"] = {k: x for k, x in variant.params.items() if k != "sim"}
+    rec["params"] = dict(variant.params)
 
 
 def _overrides() -> dict:

@@ -241,6 +241,11 @@ def _build_cuda(pop: Population, chunk: int = CHUNK) -> CompiledKernel:
 _built = PlanCache(maxsize=_CACHE_SIZE)
 
 
+def clear_cache() -> None:
+    """Drop the compiled populations' kernels."""
+    _built.clear()
+
+
 def kernel(backend: str, pop: Population, params: dict) -> CompiledKernel:
     """The compiled kernels of ``pop`` (built on first use; a few populations are cached)."""
     key = (backend, population_key(pop), params.get("CHUNK", CHUNK))

@@ -8,6 +8,9 @@ That is one generation's evaluation: what the benchmark times and what the GP lo
 The launch sequence is written once for both backends through a kernel provider
 ``K(name, grid, block, *args, constant=bytes)`` (``constant``: the batch to copy into constant
 memory first), so the simulator tests of the numba path run every line the CUDA C path also runs.
+What a variant launches — its kernel, where the programs live, the grid, the inputs' layout, the
+stacks and the limits — is its [`GPPolicy`][gpulab.gp.policy.GPPolicy], read here as data: no line
+of the launch sequence names a variant.
 """
 
 from __future__ import annotations
@@ -48,23 +51,22 @@ def check_program_bytes(pop: Population, limit: int, variant: str, per_node: int
                                 f"({limit * per_node} bytes) of program a warp keeps in shared memory")
 
 
-def check_limits(name: str, pop: Population, params: dict) -> None:
-    """Reject, naming individual, tree and position, programs a variant cannot run."""
-    p = params
-    if name in ("thread_global", "coalesced", "constant", "shared", "interpreter"):
+def check_limits(variant, pop: Population, params: dict) -> None:
+    """Reject, naming individual, tree and position, programs a variant cannot run: the limits
+    its policy ([`GPPolicy`][gpulab.gp.policy.GPPolicy]) lists, with the values of `params`."""
+    pol, name, p = variant.policy, variant.name, params
+    if pol.stack_limit:
         pop.check_limits(stack=p["STACK"], variant=name)
-    if name in ("shared", "register", "bitsliced"):
+    if pol.code_limit:
         check_program_bytes(pop, p["CODE"], name)
-    if name == "register":
-        pop.check_limits(bools=REGISTER_BITS, variant=name)
-    if name in ("bitsliced", "cpu_bitsliced"):
-        pop.check_limits(bools=p["BSTACK"], variant=name)
-    if name == "constant":
+    if pol.bool_limit is not None:
+        pop.check_limits(bools=p[pol.bool_limit] if isinstance(pol.bool_limit, str) else pol.bool_limit, variant=name)
+    if pol.programs == "constant":
         cap = p.get("CONST_CAPACITY", CONST_BYTES)
         cost = pop.nodes.sum(axis=1) + 4
         if pop.max_program_nodes + 6 > cap:
             i = int(np.flatnonzero(cost + 2 > cap)[0])
-            raise ProgramLimitError(f"{_where(i, 1, int(pop.nodes[i, 1]))}: too long for the constant variant: "
+            raise ProgramLimitError(f"{_where(i, 1, int(pop.nodes[i, 1]))}: too long for the {name} variant: "
                                     f"{int(cost[i]) + 2} bytes with its offsets, over the {cap} bytes of "
                                     "constant memory")
 
@@ -130,12 +132,9 @@ provider = KERNELS.provider
 
 
 def geometry(params: dict) -> dict:
-    """Block sizes for this machine: the simulator gets small blocks (it pays per thread)."""
+    """The launch parameters (the variant's [`launch_params`][gpulab.registry.Variant.launch_params]),
+    checked: blocks within the device's limit, and whole warps."""
     p = dict(params)
-    if device.on_simulator():
-        for k, v in p.get("sim", {}).items():
-            p[k] = v
-    p.pop("sim", None)
     if "BLOCK" in p:
         check_block(p["BLOCK"])
         if p["BLOCK"] % 32:
@@ -150,19 +149,24 @@ class Evaluator:
 
     ``evaluator(population)`` enqueues one generation's evaluation and returns device arrays
     ``(fitness [P], money [P*S], trace [P*S*D] or None)``; it raises
-    `LimitError` when a buy would reach 2**29 shares.
+    `LimitError` when a buy would reach 2**29 shares. What it launches is the variant's
+    [`GPPolicy`][gpulab.gp.policy.GPPolicy]: the kernel, where the programs live, the grid, the
+    inputs' layout and the stack.
     """
 
-    def __init__(self, name: str, backend: str, market, params: dict):
-        self.name, self.backend, self.market = name, backend, market
+    def __init__(self, variant, backend: str, market, params: dict):
+        self.variant, self.policy = variant, variant.policy
+        self.name, self.backend, self.market = variant.name, backend, market
         self.p = geometry(params)
         self.K = provider(backend, self.p)
-        check_market(market, name)
-        layout = "sid" if name == "thread_global" else "dis"
-        self.F, self.B = market.device(layout)
+        check_market(market, self.name)
+        pol = self.policy
+        self.F, self.B = market.device(pol.layout)
         self.bh = market.device("bh")
-        self.M = market.device("wms") if name == "bitsliced" else None
-        self.C = market.device("close") if name == "bitsliced" else None
+        self.M = market.device("wms") if pol.masks else None
+        self.C = market.device("close") if pol.masks else None
+        self.inputs = (self.M, self.C) if pol.masks else (self.F, self.B)
+        self.block = self.p["BLOCK"] if pol.block == "BLOCK" else 32 * self.p["WPB"]
         self._buffers: dict = {}
         self.programs = ProgramBuffer()
         self.compile_ms = 0.0
@@ -189,10 +193,10 @@ class Evaluator:
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None):
         from gpulab.checking import poisoned
 
-        name, p, K, m = self.name, self.p, self.K, self.market
+        pol, p, K, m = self.policy, self.p, self.K, self.market
         mark = _marker(timeline)
         P, S, D = len(pop), m.stocks, m.days
-        check_limits(name, pop, p)  # O(1): the population carries its maxima
+        check_limits(self.variant, pop, p)  # O(1): the population carries its maxima
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
         fit = self._buf("fitness", P, np.float64)
@@ -202,40 +206,18 @@ class Evaluator:
             fit.copy_to_device(poisoned(fit.size, np.float64))
             if trace:
                 tr.copy_to_device(np.full(tr.size, 0xFF, np.uint8))
-        args_tail = (money, tr, _i(trace), flags)
-        dims = (_i(P), _i(S), _i(D))
-        groups = ceil_div(S, 32)
+        tail = (money, tr, _i(trace), flags)
         mark("start")
-        if name == "compiled":
-            self._compiled(pop, dims, args_tail)
-        elif name == "constant":
-            block = p["BLOCK"]
-            for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):  # one launch per 64 KiB
-                threads = nb * groups * 32
-                grid = ceil_div(threads, block)
-                stack = self._buf("stack", p["STACK"] * grid * block, np.float32)
-                K("gp_constant", (grid,), (block,), _i(i0), _i(nb), _i(S), _i(D), self.F, self.B, stack, *args_tail,
-                  constant=constant_image(pop, i0, nb))
+        if pol.programs == "compiled":  # the population is the kernel: compiled (or cached), then launched
+            kern = self._compiled(pop)
+            kern.launch(self.block, S, D, *self.inputs, *tail)
+        elif pol.programs == "constant":  # one launch per batch that fits the 64 KiB
+            for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):
+                self._launch(nb, (_i(i0), _i(nb), _i(S), _i(D)), tail, constant=constant_image(pop, i0, nb))
         else:
             code, offs = self.programs.upload(pop)  # one asynchronous copy, buffers reused
             mark("upload")
-            if name == "thread_global":
-                block = p["BLOCK"]
-                grid = ceil_div(P * S, block)
-                stack = self._buf("stack", p["STACK"] * P * S, np.float32)
-                K("gp_thread_global", (grid,), (block,), code, offs, *dims, self.F, self.B, stack, *args_tail)
-            elif name == "coalesced":
-                block = p["BLOCK"]
-                grid = ceil_div(P * groups * 32, block)
-                stack = self._buf("stack", p["STACK"] * grid * block, np.float32)
-                K("gp_coalesced", (grid,), (block,), code, offs, *dims, self.F, self.B, stack, *args_tail)
-            else:  # shared, register, bitsliced: a block of WPB warps, programs in shared memory
-                block = 32 * p["WPB"]
-                grid = ceil_div(P * groups * 32, block)
-                if name == "bitsliced":
-                    K("gp_bitsliced", (grid,), (block,), code, offs, *dims, self.M, self.C, *args_tail)
-                else:
-                    K(f"gp_{name}", (grid,), (block,), code, offs, *dims, self.F, self.B, *args_tail)
+            self._launch(P, (code, offs, _i(P), _i(S), _i(D)), tail)
         mark("kernel")
         K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit, flags)
         mark("fitness")
@@ -243,14 +225,27 @@ class Evaluator:
         if int(flags_host[1]):
             raise LimitError(overflow_message(self.name))
         return fit, money, (tr if trace else None)
+
+    def _launch(self, individuals: int, head: tuple, tail: tuple, **constant) -> None:
+        """One launch of the policy's kernel over `individuals` individuals: a thread per
+        (individual, stock), or a warp per individual and 32 stocks; the float stacks, if the
+        kernel keeps them in global memory, one per needed thread or one per launched thread."""
+        pol, S = self.policy, self.market.stocks
+        threads = individuals * (S if pol.threads == "pair" else ceil_div(S, 32) * 32)
+        grid = ceil_div(threads, self.block)
+        stack = ()
+        if pol.stack is not None:
+            slots = threads if pol.stack == "thread" else grid * self.block
+            stack = (self._buf("stack", self.p["STACK"] * slots, np.float32),)
+        self.K(f"gp_{pol.kernel}", (grid,), (self.block,), *head, *self.inputs, *stack, *tail, **constant)
     # --8<-- [end:evaluate]
 
-    def _compiled(self, pop, dims, args_tail):
+    def _compiled(self, pop):
         from gpulab.gp import compiled
 
         kern = compiled.kernel(self.backend, pop, self.p)
         self.compile_ms = kern.compile_ms
-        kern.launch(32 * self.p["WPB"], self.market.stocks, self.market.days, self.F, self.B, *args_tail)
+        return kern
 
 
 def _marker(timeline):
@@ -329,44 +324,63 @@ def overflow_message(variant: str) -> str:
 
 
 class CpuEvaluator:
-    """The CPU backends, with the `Evaluator` interface (host arrays)."""
+    """The CPU backends, with the `Evaluator` interface (host arrays): the policy's `kernel`
+    names the entry of `CPU_KERNELS` that evaluates."""
 
-    def __init__(self, name: str, backend: str, market, params: dict):
-        self.name, self.market, self.p = name, market, dict(params)
+    def __init__(self, variant, backend: str, market, params: dict):
+        self.variant, self.name, self.market, self.p = variant, variant.name, market, dict(params)
         self.compile_ms = 0.0
 
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False):
-        from gpulab.gp import cpu, reference
+        check_limits(self.variant, pop, self.p)
+        return CPU_KERNELS[self.variant.policy.kernel](self, pop, trace)
 
-        m = self.market
+
+def _cpu_reference(ev: CpuEvaluator, pop: Population, trace: bool):
+    from gpulab.gp import reference
+
+    r = reference.evaluate(pop, ev.market, trace=trace)
+    return r.fitness, r.money.ravel(), (r.trace.ravel() if trace else None)
+
+
+def _cpu_pairs(interpret):
+    """A numba CPU interpreter over the (individual, stock) pairs, then the fitness:
+    ``interpret(cpu, pop, market, params, money, trace, trace_on)`` returns the overflow count."""
+
+    def run(ev: CpuEvaluator, pop: Population, trace: bool):
+        from gpulab.gp import cpu
+
+        m = ev.market
         P, S, D = len(pop), m.stocks, m.days
-        if self.name == "reference":
-            ev = reference.evaluate(pop, m, trace=trace)
-            return ev.fitness, ev.money.ravel(), (ev.trace.ravel() if trace else None)
         money = np.full(P * S, np.nan)
         tr = np.full((P * S, D) if trace else (1, 1), 0xFF, np.uint8)
-        if self.name == "interpreter":
-            check_limits("interpreter", pop, self.p)
-            over = cpu.interpret(pop.code, pop.offsets, m.floats("sid"), m.bools("sid"), self.p["STACK"], money, tr,
-                                 trace)
-        else:
-            check_limits("cpu_bitsliced", pop, self.p)
-            over = cpu.interpret_bitsliced(pop.code, pop.offsets, m.masks("swm"), m.close32(), D, self.p["BSTACK"],
-                                           money, tr, trace)
-        if over:
-            raise LimitError(overflow_message(self.name))
+        if interpret(cpu, pop, m, ev.p, money, tr, trace):
+            raise LimitError(overflow_message(ev.name))
         fit = np.empty(P)
         cpu.fitness(money, m.buy_and_hold(), P, S, fit)
         return fit, money, (tr.ravel() if trace else None)
 
+    return run
+
+
+# The CPU variants' evaluations, by their policy's `kernel`.
+CPU_KERNELS = {
+    "reference": _cpu_reference,
+    "interpret": _cpu_pairs(lambda cpu, pop, m, p, money, tr, on: cpu.interpret(
+        pop.code, pop.offsets, m.floats("sid"), m.bools("sid"), p["STACK"], money, tr, on)),
+    "interpret_bitsliced": _cpu_pairs(lambda cpu, pop, m, p, money, tr, on: cpu.interpret_bitsliced(
+        pop.code, pop.offsets, m.masks("swm"), m.close32(), m.days, p["BSTACK"], money, tr, on)),
+}
+
 
 def evaluator_factory(backend: str):
-    """The ``run`` callable of a registry entry: ``(name, market, params) -> evaluator``."""
+    """The ``run`` callable of a registry entry: ``(variant, market, params) -> evaluator``, the
+    variant's policy choosing the device or the host path."""
 
-    def make(name: str, market, params: dict):
-        if backend == "cpu":
-            return CpuEvaluator(name, backend, market, params)
-        return Evaluator(name, backend, market, params)
+    def make(variant, market, params: dict):
+        if variant.policy.path == "cpu":
+            return CpuEvaluator(variant, backend, market, params)
+        return Evaluator(variant, backend, market, params)
 
     make.backend = backend
     return make

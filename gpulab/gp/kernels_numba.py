@@ -698,21 +698,21 @@ SIG_BITS = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_U64}, {A_F32}, {A_F64
 SIG_FITNESS = f"void({A_F64}, {A_F64}, int32, int32, {A_F64}, {A_I32})"
 
 
-def kernel_for(name: str, params: dict):
-    """The numba kernel of a variant with its compile-time parameters, and its signature."""
-    p = params
-    if name == "thread_global":
-        return thread_global_kernel(p["STACK"]), SIG_THREAD
-    if name == "coalesced":
-        return coalesced_kernel(p["STACK"]), SIG_THREAD
-    if name == "constant":
-        return constant_kernel(p["STACK"]), SIG_CONST
-    if name == "shared":
-        return shared_kernel(p["STACK"], p["WPB"], p["CODE"]), SIG_SHARED
-    if name == "register":
-        return register_kernel(p["WPB"], p["CODE"], p["DAYS"]), SIG_SHARED
-    if name == "bitsliced":
-        return bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1)), SIG_BITS
-    if name == "fitness":
-        return gp_fitness, SIG_FITNESS
-    raise KeyError(name)
+# The numba kernels by a policy's `kernel` (gpulab.gp.policy.GPPolicy): the builder of each
+# from the variant's compile-time parameters, and its signature.
+BUILDERS = {
+    "thread_global": (lambda p: thread_global_kernel(p["STACK"]), SIG_THREAD),
+    "coalesced": (lambda p: coalesced_kernel(p["STACK"]), SIG_THREAD),
+    "constant": (lambda p: constant_kernel(p["STACK"]), SIG_CONST),
+    "shared": (lambda p: shared_kernel(p["STACK"], p["WPB"], p["CODE"]), SIG_SHARED),
+    "register": (lambda p: register_kernel(p["WPB"], p["CODE"], p["DAYS"]), SIG_SHARED),
+    "bitsliced": (lambda p: bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1)), SIG_BITS),
+    "fitness": (lambda p: gp_fitness, SIG_FITNESS),
+}
+
+
+def kernel_for(kernel: str, params: dict):
+    """The numba kernel `kernel` (a policy's `kernel`, or ``"fitness"``) with the variant's
+    compile-time parameters, and its signature."""
+    build, sig = BUILDERS[kernel]
+    return build(params), sig

@@ -1,9 +1,11 @@
 """Chapter 3's variant registry: the interpreter ladder, the bit-sliced and compiled steps beyond
-it, and the CPU peers."""
+it, and the CPU peers; each entry's [`GPPolicy`][gpulab.gp.policy.GPPolicy] is how it launches."""
 
 from __future__ import annotations
 
 from gpulab.gp import host
+from gpulab.gp.policy import (COMPILED_MAX_POPULATION, INTERPRETER_MAX_WORK, REFERENCE_MAX_WORK, BenchCap,
+                              GPPolicy)
 from gpulab.registry import Registry, Variant
 
 # Compile-time parameters, the same for numba and CUDA C (-D macros). STACK: float32 stack
@@ -11,36 +13,54 @@ from gpulab.registry import Registry, Variant
 # shared memory. DAYS: days the register variant evaluates per pass over a program (<= 32).
 # BSTACK: the bit-sliced stack's 64-day words per thread (booleans deep; the GP's depth limit of
 # 12 never needs more than 12). TW: 64-day words the bit-sliced variant evaluates before each
-# trading pass.
-# "sim": smaller blocks on the simulator (it pays per thread), so that the tests still see
-# several warps per block.
+# trading pass. CHUNK: individuals per NVRTC-compiled kernel.
 PARAMS = {
-    "thread_global": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
-    "coalesced": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
-    "constant": dict(BLOCK=128, STACK=32, sim=dict(BLOCK=64)),
-    "shared": dict(WPB=4, STACK=16, CODE=512, sim=dict(WPB=2)),
-    "register": dict(WPB=4, CODE=512, DAYS=8, sim=dict(WPB=2)),
-    "bitsliced": dict(WPB=1, CODE=512, BSTACK=12, TW=4, sim=dict(WPB=2)),
-    "compiled": dict(WPB=4, CHUNK=128, sim=dict(WPB=2)),
+    "thread_global": dict(BLOCK=128, STACK=32),
+    "coalesced": dict(BLOCK=128, STACK=32),
+    "constant": dict(BLOCK=128, STACK=32),
+    "shared": dict(WPB=4, STACK=16, CODE=512),
+    "register": dict(WPB=4, CODE=512, DAYS=8),
+    "bitsliced": dict(WPB=1, CODE=512, BSTACK=12, TW=4),
+    "compiled": dict(WPB=4, CHUNK=128),
 }
+# On the simulator (each variant's sim_params, where it has the parameter): smaller blocks (it
+# pays per thread), so that the tests still see several warps per block.
+SIM_PARAMS = {"BLOCK": 64, "WPB": 2}
 
+# The GPU ladder: each step's Variant fields but its parameters (PARAMS) and backend (both).
 _LADDER = [
-    ("thread_global", ("global",),
-     "one thread per (individual, stock); programs, per-thread stacks and stock/indicator/day indicators in global memory"),
-    ("coalesced", ("global",),
-     "a warp = one individual × 32 stocks: no divergence; day/indicator/stock indicators and interleaved stacks coalesce"),
-    ("constant", ("constant", "global"),
-     "programs in constant memory, one broadcast per opcode for the warp; batches of individuals that fit 64 KiB"),
-    ("shared", ("shared", "global"),
-     "each warp's program and the stacks in shared memory"),
-    ("register", ("registers", "shared", "global"),
-     "no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register; DAYS days per "
-     "pass over the program"),
-    ("bitsliced", ("registers", "shared", "global"),
-     "comparisons as precomputed bit masks: 64 days per word operation, the program decoded once per warp, and a "
-     "trading pass that jumps between signals across several words"),
-    ("compiled", ("registers", "global"),
-     "the population compiled to straight-line code (NVRTC / numba): no interpreter at all, at a compile cost per generation"),
+    dict(name="thread_global", memory=("global",), teaching_only=True,
+         lesson="one thread per (individual, stock); programs, per-thread stacks and stock/indicator/day indicators "
+                "in global memory",
+         policy=GPPolicy(kernel="thread_global", threads="pair", block="BLOCK", layout="sid", stack="thread",
+                         stack_limit=True)),
+    dict(name="coalesced", memory=("global",),
+         lesson="a warp = one individual × 32 stocks: no divergence; day/indicator/stock indicators and interleaved "
+                "stacks coalesce",
+         policy=GPPolicy(kernel="coalesced", block="BLOCK", stack="grid", stack_limit=True)),
+    dict(name="constant", memory=("constant", "global"),
+         lesson="programs in constant memory, one broadcast per opcode for the warp; batches of individuals that fit "
+                "64 KiB",
+         policy=GPPolicy(kernel="constant", programs="constant", block="BLOCK", stack="grid", stack_limit=True)),
+    dict(name="shared", memory=("shared", "global"),
+         lesson="each warp's program and the stacks in shared memory",
+         policy=GPPolicy(kernel="shared", stack_limit=True, code_limit=True)),
+    dict(name="register", memory=("registers", "shared", "global"),
+         lesson="no stack in memory: typing leaves two floats and a bit-stack of booleans in one 32-bit register; "
+                "DAYS days per pass over the program",
+         policy=GPPolicy(kernel="register", code_limit=True, bool_limit=host.REGISTER_BITS)),
+    dict(name="bitsliced", memory=("registers", "shared", "global"),
+         lesson="comparisons as precomputed bit masks: 64 days per word operation, the program decoded once per "
+                "warp, and a trading pass that jumps between signals across several words",
+         policy=GPPolicy(kernel="bitsliced", masks=True, code_limit=True, bool_limit="BSTACK", word_ops=True,
+                         same_algorithm_cpu="cpu_bitsliced")),
+    dict(name="compiled", memory=("registers", "global"),
+         lesson="the population compiled to straight-line code (NVRTC / numba): no interpreter at all, at a compile "
+                "cost per generation",
+         policy=GPPolicy(programs="compiled", bench_cap=BenchCap(
+             "population", COMPILED_MAX_POPULATION,
+             "compiling {value} individuals takes minutes per generation (NVRTC time grows with the population; "
+             "see the P=1024 case for compile time against run time)"))),
 ]
 
 # Where the tuned best differs between the backends: (name, backend) -> parameters over PARAMS.
@@ -52,7 +72,7 @@ PARAMS_ENV = "GPULAB_GP_PARAMS"
 def overrides() -> dict:
     """Parameters from ``$GPULAB_GP_PARAMS`` (JSON text, or the path of a JSON file): keys
     ``"name"`` or ``"name[backend]"``, values dicts over the registry's parameters. The tuning
-    sweep (``scripts/tune_gp.py``) writes such a file so that one GPU run can benchmark its
+    sweep (``python -m gpulab.gp.tune``) writes such a file so that one GPU run can benchmark its
     winners before they are written into `PARAMS`."""
     import json
     import os
@@ -64,7 +84,8 @@ def overrides() -> dict:
         with open(text) as f:
             text = f.read()
     data = json.loads(text)
-    known = {f"{n}[{b}]" for n, *_ in _LADDER for b in ("numba", "cuda-c")} | {n for n, *_ in _LADDER}
+    names = [step["name"] for step in _LADDER]
+    known = {f"{n}[{b}]" for n in names for b in ("numba", "cuda-c")} | set(names)
     bad = sorted(set(data) - known)
     if bad:
         raise ValueError(f"{PARAMS_ENV}: unknown variant(s) {bad}; expected names like 'register' or 'register[cuda-c]'")
@@ -78,24 +99,38 @@ def params_for(name: str, backend: str, extra: dict | None = None) -> dict:
             **extra.get(f"{name}[{backend}]", {})}
 
 
+def sim_params_for(params: dict) -> dict:
+    """The simulator's entries of `SIM_PARAMS` for a variant with these parameters."""
+    return {k: x for k, x in SIM_PARAMS.items() if k in params}
+
+
 REGISTRY = Registry("gp")
 _OVERRIDES = overrides()
-for name, memory, lesson in _LADDER:
+for step in _LADDER:
     for backend in ("numba", "cuda-c"):
-        REGISTRY.add(Variant(name, backend, memory, lesson, host.evaluator_factory(backend),
-                             params=params_for(name, backend, _OVERRIDES), teaching_only=name == "thread_global"))
+        params = params_for(step["name"], backend, _OVERRIDES)
+        REGISTRY.add(Variant(backend=backend, run=host.evaluator_factory(backend), params=params,
+                             sim_params=sim_params_for(params), **step))
 
 REGISTRY.add(Variant("interpreter", "cpu", ("host",),
                      "the CPU peer: Algorithm 2 with numba parallel=True over (individual, stock) pairs",
-                     host.evaluator_factory("cpu"), params=dict(STACK=32)))
+                     host.evaluator_factory("cpu"), params=dict(STACK=32),
+                     policy=GPPolicy(path="cpu", kernel="interpret", stack_limit=True, bench_cap=BenchCap(
+                         "ops", INTERPRETER_MAX_WORK, "at this size one CPU interpreter evaluation takes minutes: "
+                         "its time is the peer column (measured once, in this run)"))))
 REGISTRY.add(Variant("cpu_bitsliced", "cpu", ("host",),
                      "the bit-sliced evaluation and jumping trading loop on the CPU (numba parallel=True)",
-                     host.evaluator_factory("cpu"), params=dict(BSTACK=16)))
+                     host.evaluator_factory("cpu"), params=dict(BSTACK=16),
+                     policy=GPPolicy(path="cpu", kernel="interpret_bitsliced", bool_limit="BSTACK", word_ops=True,
+                                     same_algorithm_cpu="cpu_bitsliced")))
 REGISTRY.add(Variant("reference", "cpu", ("host",),
                      "the tests' oracle: Algorithm 2 in numpy over all stock-days, the trading loop in Python",
-                     host.evaluator_factory("cpu"), teaching_only=True))
+                     host.evaluator_factory("cpu"), teaching_only=True,
+                     policy=GPPolicy(path="cpu", kernel="reference", bench_cap=BenchCap(
+                         "pair_days", REFERENCE_MAX_WORK, "the pure-Python reference is timed only up to {limit:.0e} "
+                         "individual-stock-days (it is the tests' oracle, not a contender)"))))
 
-GPU_VARIANTS = tuple(name for name, *_ in _LADDER)
+GPU_VARIANTS = tuple(step["name"] for step in _LADDER)
 DEFAULT_VARIANT = "bitsliced"
 # Each backend's best variant: what a backend named without a variant runs (API and CLI alike).
 REGISTRY.defaults.update({"numba": DEFAULT_VARIANT, "cuda-c": DEFAULT_VARIANT, "cpu": "cpu_bitsliced"})
@@ -108,7 +143,7 @@ def cuda_builds() -> list[tuple]:
 
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
-        if v.name == "compiled":
+        if v.policy.compiled:  # (its kernels are generated per population: the example below)
             continue
         d = host.cuda_defines(v.params)
         key = tuple(sorted(d.items()))
@@ -128,12 +163,12 @@ def ptx_targets() -> list[tuple[str, object, str]]:
 
     out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS)], set()
     for v in REGISTRY.select(backend="numba"):
-        if v.name == "compiled":
+        if v.policy.compiled:
             kern, sig = compiled.example_numba_kernel()
-            out.append(("gp_compiled[example population]", kern, sig))
+            out.append((f"gp_{v.name}[example population]", kern, sig))
             continue
-        params = {k: x for k, x in v.params.items() if k != "sim"}
-        kern, sig = kn.kernel_for(v.name, params)
+        params = v.params
+        kern, sig = kn.kernel_for(v.policy.kernel, params)
         key = (v.name, tuple(sorted(params.items())))
         if key not in seen:
             seen.add(key)

@@ -126,15 +126,15 @@ def _chain(n, op="AND", terminal="NVIG"):
 
 @pytest.mark.parametrize("variant", [v for v in REGISTRY.select(backend="numba")], ids=lambda v: v.name)
 def test_each_variant_rejects_programs_too_deep_for_its_stack(variant):
-    p = {k: x for k, x in variant.params.items() if k != "sim"}
+    p = variant.params
     limit = {"register": 32}.get(variant.name, p.get("STACK", p.get("BSTACK")))
     if limit is None:  # compiled: no stack at all
         return
     ok = gp.Population.from_individuals([(_chain(limit), "NVIL")])
-    check_limits(variant.name, ok, p)
+    check_limits(variant, ok, p)
     deep = gp.Population.from_individuals([("NVIL", _chain(limit + 1))])
     with pytest.raises(gp.ProgramLimitError, match=rf"individual 0, sell tree, position {limit}.*too deep.*{limit}"):
-        check_limits(variant.name, deep, p)
+        check_limits(variant, deep, p)
     assert issubclass(gp.ProgramLimitError, LimitError)
 
 
@@ -142,9 +142,9 @@ def test_shared_memory_variants_reject_programs_longer_than_their_buffer():
     p = {"STACK": 16, "CODE": 16}
     long = gp.Population.from_individuals([("NVIL", "(NOT " * 16 + "NVIG" + ")" * 16), ("(NOT " * 20 + "NVIG" + ")" * 20, "NVIG")])
     with pytest.raises(gp.ProgramLimitError, match="individual 0, sell tree, position 15: too long for the shared"):
-        check_limits("shared", long, p)
+        check_limits(REGISTRY.get("shared"), long, p)
     with pytest.raises(gp.ProgramLimitError, match="individual 1, buy tree, position 16: too long for the register"):
-        check_limits("register", gp.Population.from_individuals([("NVIL", "NVIL"), long[1]]), p)
+        check_limits(REGISTRY.get("register"), gp.Population.from_individuals([("NVIL", "NVIL"), long[1]]), p)
 
 
 @settings(max_examples=30, deadline=None)

@@ -98,7 +98,7 @@ def test_tuned_parameters_give_the_same_results(name, params, rng):
     market = gp.synthetic_market(33, 330, seed=int(rng.integers(2**31)))
     pop = random_population(rng, 3)
     ref = reference.evaluate(pop, market, trace=True)
-    p = {k: x for k, x in REGISTRY.get(name, "numba").params.items() if k != "sim"} | params | {"sim": {}}  # WPB as given
+    p = REGISTRY.get(name, "numba").params | params  # (overrides come after sim_params: WPB as given)
     got = gp.evaluate_detail(pop, market, name, "numba", params=p, poison=True)
     assert_same(got, ref, f"{name} {params}")
 

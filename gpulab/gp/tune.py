@@ -3,7 +3,7 @@ trading pass (``bitsliced``) at seed size (25,000 individuals × 32 stocks × 76
 backends; then a breakdown of one evaluation of each winner (upload, kernel, fitness, host) at
 seed size and at P=64, and of ``bitsliced`` into evaluation and trading.
 
-    python scripts/tune_gp.py --out gpu-out [--budget 200]
+    python -m gpulab.gp.tune --out gpu-out [--budget 200]
 
 Writes ``gp-tuning-<device>.json`` (every row, the winners, the breakdown) and
 ``gp-params.json`` (the winners, for ``GPULAB_GP_PARAMS``), and prints the change to
@@ -44,11 +44,13 @@ SWEEP = {
     "bitsliced": [dict(WPB=4, TW=1)] + [dict(WPB=w, TW=k) for w in (1, 2, 4) for k in (2, 4, 8)],
 }
 TUNED_KEYS = {"register": ("WPB", "DAYS"), "bitsliced": ("WPB", "TW")}
+# The variants whose kernel has a diagnostic build without its trading pass (TRADE=0).
+TRADE_SPLIT = {"register": False, "bitsliced": True}
 
 
 def base_params(name: str, backend: str) -> dict:
     """The registry's parameters without any GPULAB_GP_PARAMS override (the sweep's baseline)."""
-    return {k: x for k, x in variants.params_for(name, backend, {}).items() if k != "sim"}
+    return variants.params_for(name, backend, {})
 
 
 def sweep(pop, market, repeat: int, budget: float, t0: float) -> tuple[list, dict]:
@@ -68,7 +70,7 @@ def sweep(pop, market, repeat: int, budget: float, t0: float) -> tuple[list, dic
                     if time.perf_counter() - t0 > budget:
                         raise GpulabError(f"over the sweep's time budget of {budget:.0f} s")
                     tc = time.perf_counter()
-                    ev = v.run(name, market, params)
+                    ev = v.run(v, market, params)
                     _, money, _ = ev(pop)
                     row["compile_s"] = round(time.perf_counter() - tc, 2)
                     m = money.copy_to_host()[:P * S]
@@ -92,7 +94,7 @@ def breakdown(name: str, backend: str, params: dict, pop, market, repeat: int) -
     """One evaluation split by CUDA events (upload, kernel, fitness) and the host's wall clock
     per call (Python, launches, the 8-byte readback: everything ``gp.evaluate`` costs)."""
     v = REGISTRY.get(name, backend)
-    ev = v.run(name, market, params)
+    ev = v.run(v, market, params)
     ev(pop)
     walls, stages = [], []
     for _ in range(repeat):
@@ -115,16 +117,16 @@ def breakdown(name: str, backend: str, params: dict, pop, market, repeat: int) -
     return out
 
 
-def trade_split(backend: str, params: dict, pop, market, repeat: int) -> dict:
-    """``bitsliced`` with and without its trading pass (a diagnostic build, TRADE=0, whose money
+def trade_split(name: str, backend: str, params: dict, pop, market, repeat: int) -> dict:
+    """``bitsliced`` (a variant of `TRADE_SPLIT`) with and without its trading pass (a diagnostic build, TRADE=0, whose money
     is a checksum of the signals). The diagnostic build needs fewer registers, so it may fit more
     warps per SM: the difference is an estimate of the trading pass's share, not an exact one."""
-    v = REGISTRY.get("bitsliced", backend)
-    full = v.run("bitsliced", market, params)
-    bare = v.run("bitsliced", market, params | {"TRADE": 0})
+    v = REGISTRY.get(name, backend)
+    full = v.run(v, market, params)
+    bare = v.run(v, market, params | {"TRADE": 0})
     t_full = measure(lambda: full(pop), warmup=2, repeat=repeat).median_ms
     t_bare = measure(lambda: bare(pop), warmup=2, repeat=repeat).median_ms
-    return {"backend": backend, "params": params, "ms": t_full, "ms_without_trading": t_bare,
+    return {"variant": name, "backend": backend, "params": params, "ms": t_full, "ms_without_trading": t_bare,
             "trading_ms": t_full - t_bare}
 
 
@@ -142,10 +144,7 @@ def registry_diff(best: dict) -> str:
         win = {k: (nb or cc)[k] for k in keys}
         old_line = next(line for line in text.splitlines() if line.strip().startswith(f'"{name}": dict('))
         params = {**variants.PARAMS[name], **win}
-        sim = params.pop("sim", None)
         body = ", ".join(f"{k}={x}" for k, x in params.items())
-        if sim is not None:
-            body += ", sim=dict(" + ", ".join(f"{k}={x}" for k, x in sim.items()) + ")"
         new = new.replace(old_line, old_line[:old_line.index('"')] + f'"{name}": dict({body}),')
         backend_params.pop((name, "cuda-c"), None)
         if nb and cc and any(cc[k] != win[k] for k in keys):
@@ -157,8 +156,8 @@ def registry_diff(best: dict) -> str:
                                         "b/gpulab/gp/variants.py"))
 
 
-def main() -> int:
-    ap = argparse.ArgumentParser()
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m gpulab.gp.tune", description="Chapter 3's tuning sweep on the GPU.")
     ap.add_argument("--out", default="gpu-out")
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--population", type=int, default=25_000)
@@ -166,7 +165,7 @@ def main() -> int:
     ap.add_argument("--days", type=int, default=768)
     ap.add_argument("--small", type=int, default=64, help="the small population of the breakdown")
     ap.add_argument("--budget", type=float, default=200.0, help="seconds for the sweep (the rest is skipped)")
-    args = ap.parse_args()
+    args = ap.parse_args(argv)
     t0 = time.perf_counter()
     pop = bench.population(args.population)
     market = synthetic_market(args.stocks, args.days, seed=bench.MARKET_SEED)
@@ -179,8 +178,8 @@ def main() -> int:
         for p in (pop, small):
             parts.append(breakdown(name, backend, params, p, market, args.repeat))
             print("breakdown", {k: (round(x, 4) if isinstance(x, float) else x) for k, x in parts[-1].items()}, flush=True)
-        if name == "bitsliced":
-            splits.append(trade_split(backend, params, pop, market, args.repeat))
+        if TRADE_SPLIT[name]:
+            splits.append(trade_split(name, backend, params, pop, market, args.repeat))
             print("trading", {k: (round(x, 4) if isinstance(x, float) else x) for k, x in splits[-1].items()}, flush=True)
     winners = {f"{n}[{b}]": {k: r[k] for k in TUNED_KEYS[n]} for (n, b), r in best.items()}
     out = Path(args.out)
@@ -194,6 +193,7 @@ def main() -> int:
                                 "versions": benchmark.versions(),
                                 "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}, indent=1) + "\n")
     (out / "gp-params.json").write_text(json.dumps(winners, indent=1) + "\n")
+    split_of = {(t["variant"], t["backend"]): t for t in splits}
     table = []  # the breakdown as the book's table (<!-- gpulab:rows gp-breakdown-<device> -->)
     for b in parts:
         row = {"variant": f"{b['variant']}[{b['backend']}]", "individuals": b["population"],
@@ -202,8 +202,7 @@ def main() -> int:
                          ("host_only_ms", "host only ms")):
             if k in b:
                 row[label] = b[k]
-        split = next((t for t in splits if b["variant"] == "bitsliced" and t["backend"] == b["backend"]
-                      and b["population"] == len(pop)), None)
+        split = split_of.get((b["variant"], b["backend"])) if b["population"] == len(pop) else None
         if split:
             row["of which trading ms"] = split["trading_ms"]
         table.append(row)
