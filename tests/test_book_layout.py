@@ -1,0 +1,131 @@
+"""The chapters as a reader sees them at 1280 px (headless Chromium): no table that is open on the
+page scrolls sideways, and chapter 5 is not a page one has to scroll through for ever.
+
+Skipped, with the reason, where Chromium or websocket-client is not installed or the book cannot
+be built (mkdocs missing); the site is built with `mkdocs build --strict`, or taken from
+`GPULAB_SITE_DIR` when that points at a build.
+"""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests import browser as br
+
+ROOT = Path(__file__).resolve().parent.parent
+WIDTH, HEIGHT = 1280, 900
+CH5_MAX_HEIGHT = 25_000  # px at 1280 px wide
+
+# Every element that could scroll a table sideways: material's wrappers and the table itself
+# (`table:not([class])` is an inline-block with `overflow: auto`). Only the ones the reader sees
+# open count: a table inside a closed "??? note" or an unselected tab is not rendered.
+OVERFLOW_JS = """(() => {
+  // display: none (an unselected tab) or inside a closed <details> (Chromium still lays those out)
+  const shown = e => e.getClientRects().length && !e.closest('details:not([open])');
+  const out = [];
+  const boxes = document.querySelectorAll('.md-typeset__scrollwrap, .md-typeset__table, .md-typeset table');
+  for (const e of boxes) {
+    if (!shown(e)) continue;
+    if (e.scrollWidth > e.clientWidth + 1) {
+      const t = e.tagName === 'TABLE' ? e : e.querySelector('table');
+      const head = t ? [...t.querySelectorAll('th')].map(h => h.textContent.trim()).join(' | ') : '';
+      out.push(`${e.className || e.tagName}: ${e.scrollWidth} px in ${e.clientWidth} px [${head.slice(0, 120)}]`);
+    }
+  }
+  const article = document.querySelector('article.md-content__inner');
+  const width = article.clientWidth;
+  for (const t of document.querySelectorAll('.md-typeset table')) {
+    if (!shown(t)) continue;
+    const w = t.getBoundingClientRect().width;
+    if (w > width + 1) out.push(`table ${Math.round(w)} px wider than the text (${width} px)`);
+  }
+  return [...new Set(out)];
+})()"""
+
+OPEN_TABLES_JS = ("[...document.querySelectorAll('.md-typeset table')]"
+                  ".filter(t => t.getClientRects().length && !t.closest('details:not([open])')).length")
+HEIGHT_JS = "Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)"
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    if os.environ.get("GPULAB_SITE_DIR"):
+        return Path(os.environ["GPULAB_SITE_DIR"])
+    pytest.importorskip("mkdocs", reason="mkdocs (the docs extra) is not installed: no book to check")
+    out = tmp_path_factory.mktemp("site")
+    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
+                       capture_output=True, text=True, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
+    if p.returncode != 0:
+        pytest.skip("the book does not build here: " + (p.stderr or p.stdout)[-300:])
+    return out
+
+
+@pytest.fixture(scope="module")
+def reader(site):
+    """(server url, browser) with a 1280 × 900 window."""
+    if br.chromium_path() is None:
+        pytest.skip("Chromium is not installed (apt-get install chromium; .ci/run does)")
+    pytest.importorskip("websocket", reason="websocket-client is not installed (pip install -e '.[dev]')")
+    server = br.Server(site)
+    b = br.Browser(br.chromium_path(), server.url)
+    try:
+        b.call("Emulation.setDeviceMetricsOverride", session=True, width=WIDTH, height=HEIGHT,
+               deviceScaleFactor=1, mobile=False)
+        yield server.url, b
+    finally:
+        b.close()
+        server.close()
+
+
+def chapter_pages(site: Path) -> list[str]:
+    return sorted(p.relative_to(site).as_posix() for p in (site / "chapters").rglob("index.html"))
+
+
+def overflowing_tables(b: br.Browser) -> list[str]:
+    return b.evaluate(OVERFLOW_JS)
+
+
+def page_height(b: br.Browser) -> int:
+    return b.evaluate(HEIGHT_JS)
+
+
+def test_no_open_table_scrolls_sideways_at_1280px(site, reader):
+    url, b = reader
+    found = chapter_pages(site)
+    assert "chapters/ch5-euler/index.html" in found and len(found) >= 7, found
+    problems, tables = [], 0
+    for page in found:
+        b.open(url + page)
+        tables += b.evaluate(OPEN_TABLES_JS)
+        problems += [f"{page}: {m}" for m in overflowing_tables(b)]
+    assert tables >= 20, f"only {tables} open tables across the chapters: is the selector right?"
+    assert not problems, "\n".join(problems)
+
+
+def test_chapter_5_is_shorter_than_25000px_at_1280px(site, reader):
+    url, b = reader
+    b.open(url + "chapters/ch5-euler/index.html")
+    assert b.evaluate("window.innerWidth") == WIDTH
+    h = page_height(b)
+    assert 2_000 < h < CH5_MAX_HEIGHT, f"chapter 5 is {h} px tall at {WIDTH} px wide"
+
+
+def test_the_checks_catch_a_wide_table_and_a_long_page(reader):
+    """The same checks on a page made to break them: a 40-column open table (and the same table
+    inside a closed note, which must not count) and a page 30,000 px tall."""
+    url, b = reader
+    cells = "".join(f"<td>column {i} 123,456</td>" for i in range(40))
+    html = ('<article class="md-content__inner md-typeset" style="width:800px">'
+            f'<div class="md-typeset__scrollwrap" style="overflow-x:auto"><div class="md-typeset__table">'
+            f'<table><tr>{cells}</tr></table></div></div>'
+            f'<details><summary>all</summary><table id="closed"><tr>{cells}</tr></table></details>'
+            '<div style="height:30000px"></div></article>')
+    b.call("Page.navigate", session=True, url="about:blank")
+    b.evaluate(f"document.open(); document.write({html!r}); document.close(); 1")
+    found = overflowing_tables(b)
+    assert found and all("closed" not in m for m in found), found
+    assert len([m for m in found if m.startswith("table ")]) == 1, found  # the closed one is not counted
+    assert page_height(b) > CH5_MAX_HEIGHT
