@@ -232,7 +232,9 @@ def _compact(result: dict, labels: list[str], scale: int) -> tuple[list[str], li
     head, rows = compact_rows(result, labels, number=lambda x: num(x / 10 ** scale), ratio=ratio)
     # compact_rows keeps each cell on one line (no-break spaces); at page width a cell may wrap
     # between the throughput and its ratio, and a row's name between variant and backend.
-    return head, [[c.replace("\u00a0(", " (").replace("\u00a0·\u00a0", " · ") for c in r] for r in rows]
+    # (a backend like "cuda-c" stays whole: no break at its hyphen).
+    return head, [[re.sub(r"\u00a0·\u00a0(\S+)$", r' · <span style="white-space: nowrap">\1</span>',
+                          c.replace("\u00a0(", " (")) for c in r] for r in rows]
 
 
 def _records(result: dict) -> list[str]:
