@@ -1,21 +1,20 @@
 """The chapters as a reader sees them at 1280 px (headless Chromium): no table that is open on the
 page scrolls sideways, and chapter 5 is not a page one has to scroll through for ever.
 
-Skipped, with the reason, where Chromium or websocket-client is not installed or the book cannot
-be built (mkdocs missing); the site is built with `mkdocs build --strict`, or taken from
-`GPULAB_SITE_DIR` when that points at a build.
+Skipped, with the reason, where Chromium, websocket-client or mkdocs is not installed; the site
+is built with `mkdocs build --strict` (test_site's fixture), or taken from `GPULAB_SITE_DIR` when
+that points at a build.
 """
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from tests import browser as br
+from tests import test_site
 
-ROOT = Path(__file__).resolve().parent.parent
+site = test_site.site  # the fixture: the built book (mkdocs build --strict), or GPULAB_SITE_DIR
+
 WIDTH, HEIGHT = 1280, 900
 CH5_MAX_HEIGHT = 25_000  # px at 1280 px wide
 
@@ -48,19 +47,6 @@ OVERFLOW_JS = """(() => {
 OPEN_TABLES_JS = ("[...document.querySelectorAll('.md-typeset table')]"
                   ".filter(t => t.getClientRects().length && !t.closest('details:not([open])')).length")
 HEIGHT_JS = "Math.max(document.documentElement.scrollHeight, document.body.scrollHeight)"
-
-
-@pytest.fixture(scope="module")
-def site(tmp_path_factory):
-    if os.environ.get("GPULAB_SITE_DIR"):
-        return Path(os.environ["GPULAB_SITE_DIR"])
-    pytest.importorskip("mkdocs", reason="mkdocs (the docs extra) is not installed: no book to check")
-    out = tmp_path_factory.mktemp("site")
-    p = subprocess.run([sys.executable, "-m", "mkdocs", "build", "--strict", "--site-dir", str(out)], cwd=ROOT,
-                       capture_output=True, text=True, env=dict(os.environ, NO_MKDOCS_2_WARNING="1"))
-    if p.returncode != 0:
-        pytest.skip("the book does not build here: " + (p.stderr or p.stdout)[-300:])
-    return out
 
 
 @pytest.fixture(scope="module")
