@@ -179,15 +179,26 @@ def _open_view(cols, rows, opts, budget: float = TEXT_PX):
         rows = shown[:MAX_ROWS]
     if len(cols) <= MAX_COLS and _fits(cols, rows, rows, budget):
         return cols, rows, what
-    # As many as fit: two columns that name a row, three results, the parameters that differ
-    # between the rows shown, then the rest in that order.
-    differ = {c for c in cols if len({json.dumps(r.get(c), sort_keys=True) for r in rows}) > 1}
-    order = names[:2] + results[:3] + [c for c in params if c in differ] + names[2:] + results[3:] + params + other
+    # As many as fit: the columns that tell the rows shown apart (the names first, then parameters
+    # and counts, each only if it separates rows the earlier ones do not), three results, the
+    # other names, the other results, the parameters, the rest. Shown in that order of kinds:
+    # names, counts, results, parameters.
+    def distinct(cs):
+        return len({tuple(json.dumps(r.get(c), sort_keys=True) for c in cs) for r in rows})
+
+    key: list = []
+    for c in names + [c for c in params + other if all(isinstance(r.get(c), (int, str)) for r in rows)]:
+        if distinct(key) == len(rows):
+            break
+        if distinct(key + [c]) > distinct(key):
+            key.append(c)
+    differ = [c for c in params if distinct([c]) > 1]  # the parameters that differ between these rows first
     keep = []
-    for c in dict.fromkeys(order):
+    for c in dict.fromkeys(key + results[:3] + names + results[3:] + differ + params + other):
         if len(keep) < MAX_COLS and (len(keep) < 2 or _fits(keep + [c], rows, rows, budget)):
             keep.append(c)
-    return sorted(keep, key=(names + results + params + other).index), rows, what
+    counts = [c for c in key if c in other]
+    return sorted(keep, key=(names + counts + results + params + [c for c in other if c not in counts]).index), rows, what
 
 
 def _head(c: str, scale: int) -> str:
