@@ -198,8 +198,11 @@ class Browser:
         return res["result"].get("value")
 
     def click(self, selector_js: str) -> None:
-        """A real mouse click (pressed, released) at the centre of the element `selector_js` finds."""
-        box = self.evaluate(f"(() => {{ const e = {selector_js}; e.scrollIntoView({{block: 'center'}});"
+        """A real mouse click (pressed, released) at the centre of the element `selector_js` finds,
+        after opening the collapsed notes (`<details>`) around it, as a reader would."""
+        box = self.evaluate(f"(() => {{ const e = {selector_js};"
+                            "for (let d = e.closest('details'); d; d = d.parentElement.closest('details')) d.open = true;"
+                            "e.scrollIntoView({block: 'center'});"
                             "const r = e.getBoundingClientRect(); return [r.x + r.width / 2, r.y + r.height / 2]; })()")
         x, y = box
         for kind in ("mousePressed", "mouseReleased"):

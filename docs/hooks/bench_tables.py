@@ -43,7 +43,11 @@ SUMMARY = re.compile(r"^([ \t]*)<!-- gpulab:summary (\S+)" + OPTS + r" -->$", re
 ROWS = re.compile(r"^([ \t]*)<!-- gpulab:rows (\S+)" + OPTS + r" -->$", re.MULTILINE)
 OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 
-MAX_ROWS, MAX_COLS, MAX_SIZES = 20, 7, 4  # 4 sizes: "1,930 (1,080×)" cells fit the text width at 1280 px
+MAX_ROWS, MAX_COLS, MAX_SIZES = 20, 6, 4  # 4 sizes: "1,930 (1,080×)" cells fit the text width at 1280 px
+# The width an open table may take at 1280 px (the text column is 688 px; material gives every
+# header cell min-width 5rem = 100 px and 16 px padding each side) and the width of a character of
+# table text, a little generous: an estimate, checked in a browser by tests/test_book_layout.py.
+TEXT_PX, INDENT_PX, COL_MIN_PX, PAD_PX, CHAR_PX = 680, 34, 100, 32, 7.6
 SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 SCALES = {6: "millions", 9: "billions", 12: "trillions"}
 
@@ -95,6 +99,8 @@ def _cell(v, scale: int = 0) -> str:
         return str(v.get("registers", "")) if "registers" in v else ""
     if isinstance(v, float) and scale:
         return num(v / 10 ** scale)
+    if isinstance(v, str) and len(v) > 16:  # CUDA_ERROR_ILLEGAL_INSTRUCTION may wrap after an underscore
+        return v.replace("_", "_\u200b")
     return num(v)
 
 
@@ -134,7 +140,18 @@ def _rank_column(cols, rows, opts):
     return (numeric[0], False) if numeric else (None, True)
 
 
-def _open_view(cols, rows, opts):
+def _min_px(head: str, cells) -> float:
+    """The narrowest a column can be: its longest unbreakable word (a header word is bold)."""
+    words = [len(w) * 1.1 for w in head.split()] + [len(w) for c in cells for w in re.split(r"[\s\u200b]+", c.replace("\u00a0", "_"))]
+    return max(COL_MIN_PX, PAD_PX + CHAR_PX * max(words, default=0))
+
+
+def _fits(cols, rows, all_rows, budget: float) -> bool:
+    scales = {c: scale_of([r.get(c) for r in all_rows]) for c in cols}
+    return sum(_min_px(_head(c, scales[c]), [_cell(r.get(c), scales[c]) for r in rows]) for c in cols) <= budget
+
+
+def _open_view(cols, rows, opts, budget: float = TEXT_PX):
     """(columns, rows, what) shown open: at most MAX_COLS columns and MAX_ROWS rows."""
     varying = [c for c in cols if len({json.dumps(r.get(c), sort_keys=True) for r in rows}) > 1]
     params = [c for c in varying if _is_param(c)]
@@ -168,12 +185,28 @@ def _open_view(cols, rows, opts):
         if len(shown) > MAX_ROWS:
             what += f" (the first {MAX_ROWS} shown)"
         rows = shown[:MAX_ROWS]
-    if len(cols) <= MAX_COLS:
+    if len(cols) <= MAX_COLS and _fits(cols, rows, rows, budget):
         return cols, rows, what
-    keep = names[:3]
-    keep += results[:MAX_COLS - len(keep)]
-    keep += (params + other)[:MAX_COLS - len(keep)]
-    return [c for c in keep], rows, what
+    # As many as fit: the columns that tell the rows shown apart (the names first, then parameters
+    # and counts, each only if it separates rows the earlier ones do not), three results, the
+    # other names, the other results, the parameters, the rest. Shown in that order of kinds:
+    # names, counts, results, parameters.
+    def distinct(cs):
+        return len({tuple(json.dumps(r.get(c), sort_keys=True) for c in cs) for r in rows})
+
+    key: list = []
+    for c in names + [c for c in params + other if all(isinstance(r.get(c), (int, str)) for r in rows)]:
+        if distinct(key) == len(rows):
+            break
+        if distinct(key + [c]) > distinct(key):
+            key.append(c)
+    differ = [c for c in params if distinct([c]) > 1]  # the parameters that differ between these rows first
+    keep = []
+    for c in dict.fromkeys(key + results[:3] + names + results[3:] + differ + params + other):
+        if len(keep) < MAX_COLS and (len(keep) < 2 or _fits(keep + [c], rows, rows, budget)):
+            keep.append(c)
+    counts = [c for c in key if c in other]
+    return sorted(keep, key=(names + counts + results + params + [c for c in other if c not in counts]).index), rows, what
 
 
 def _head(c: str, scale: int) -> str:
@@ -194,7 +227,8 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
     data = json.loads(path.read_text())
     rows = data["rows"]
     cols = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, list)))
-    open_cols, open_rows, what = _open_view(cols, rows, opts)
+    budget = TEXT_PX - INDENT_PX * (len(match.group(1).expandtabs(4)) // 4)  # inside a note or tab: narrower
+    open_cols, open_rows, what = _open_view(cols, rows, opts, budget)
     out = _rows_table(open_cols, open_rows, rows)
     meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))}
     note = ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items())
@@ -214,7 +248,12 @@ def _compact(result: dict, labels: list[str], scale: int) -> tuple[list[str], li
     the book's human numbers: throughput in units of 10**scale, speed-ups like "1,080×"."""
     from gpulab.benchmark import compact_rows
 
-    return compact_rows(result, labels, number=lambda x: num(x / 10 ** scale), ratio=ratio)
+    head, rows = compact_rows(result, labels, number=lambda x: num(x / 10 ** scale), ratio=ratio)
+    # compact_rows keeps each cell on one line (no-break spaces); at page width a cell may wrap
+    # between the throughput and its ratio, and a row's name between variant and backend.
+    # (a backend like "cuda-c" stays whole: no break at its hyphen).
+    return head, [[re.sub(r"\u00a0·\u00a0(\S+)$", r' · <span style="white-space: nowrap">\1</span>',
+                          c.replace("\u00a0(", " (")) for c in r] for r in rows]
 
 
 def _records(result: dict) -> list[str]:
