@@ -163,7 +163,7 @@ def test_subset_simulator_sizes_are_sim_params():
         p = v.launch_params()
         assert p == ({**v.params, **v.sim_params} if ON_SIMULATOR else v.params), v.key
         if v.policy.chunked:
-            assert p["final_block"] == SUBSET.get(v.name, "numba").launch_params()["final_block"]
+            assert p["FINAL_BLOCK"] == SUBSET.get(v.name, "numba").launch_params()["FINAL_BLOCK"]
     assert "sim_chunk" not in inspect.getsource(ss_host) and "sim_block" not in inspect.getsource(ss_host)
 
 

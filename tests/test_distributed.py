@@ -27,7 +27,7 @@ from gpulab.subset.combinatorics import choose  # noqa: E402
 from tests.conftest import ON_SIMULATOR, child_env  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = dict(partition=13, chunk=5, max_blocks=2)  # several partitions / chunks inside each task
+SMALL = dict(PARTITION=13, CHUNK=5, MAX_BLOCKS=2)  # several partitions / chunks inside each task
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +77,7 @@ def test_subset_search_equals_one_device(client, rng, n, k, chunks):
 @pytest.mark.parametrize("variant,backend", [("shared", "numba"), ("global", "numba"), ("cpu_parallel", "cpu")])
 def test_other_variants_and_the_cpu_backend(client, rng, variant, backend):
     C = corr(rng, 9)
-    params = SMALL if backend != "cpu" else dict(chunk=4)
+    params = SMALL if backend != "cpu" else dict(CHUNK=4)
     one = ss.least_correlated(C, 3, variant, backend, params=params)
     assert gd.least_correlated(C, 3, client=client, chunks=3, variant=variant, backend=backend, params=params) == one
 
@@ -235,7 +235,7 @@ def test_an_error_on_a_worker_reaches_the_client(client, rng):
     """A limit only the worker checks (here: a block of 16 threads, under the incremental
     kernels' one warp) is raised on the client, with its type and message."""
     with pytest.raises(LimitError, match="at least one full warp"):
-        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, params=dict(block=16))
+        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, params=dict(BLOCK=16))
 
 
 # ----------------------------------------------------------------------------- the command line

@@ -46,7 +46,7 @@ def least_correlated(C, k: int, variant: str | None = None, backend: str = "numb
             (`"incremental"`, or `"cpu_parallel"` for `backend="cpu"`).
         backend: `"numba"`, `"cuda-c"` (needs pycuda and a GPU) or `"cpu"` (which copies a
             device C's packed triangle to the host: the CPU baseline runs there).
-        params: override the variant's parameters (block, partition, chunk ...).
+        params: override the variant's parameters (`BLOCK`, `PARTITION`, `CHUNK` ...: `host.PARAMS`).
         ranks: `(start, stop)`: search only the subsets of lexicographic ranks
             start <= rank < stop (a non-empty part of [0, C(n, k)), aligned to nothing);
             None: all of them. [`gpulab.distributed`][gpulab.distributed] splits a search so.
@@ -92,6 +92,7 @@ def check(C, k: int, variant: str | None = None, backend: str = "numba",
     v = REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
     if params is not None and not isinstance(params, dict):
         raise DtypeError(f"params must be a dict, got {type(params).__name__}")
+    host.check_params(params)
     if v.policy.kernel is not None:
         host.check_gpu_limits(n, k)
         if device.on_simulator():
@@ -106,6 +107,7 @@ def search_packed(Q, n: int, k: int, variant: str | None = None, backend: str = 
     """The search itself, on an already validated packed `Q` (host or device):
     `(distance, rank)` of the best subset among the ranks `ranks` (default: all)."""
     v = REGISTRY.resolve(variant, backend)
+    host.check_params(params)
     if v.backend == "cpu":
         Q = to_host(Q)
     return v.run(Q, n, k, v.launch_params(params), ranks=ranks)()

@@ -25,7 +25,7 @@ import numpy as np
 
 from gpulab import cudac, device
 from gpulab.arrays import check_array, is_device_array, to_host
-from gpulab.errors import DtypeError, LimitError, ShapeError
+from gpulab.errors import DtypeError, GpulabError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, check_block
 from gpulab.subset import reference
 from gpulab.subset.combinatorics import binomial_table, choose, rank_range  # noqa: F401  (rank_range: host.rank_range)
@@ -277,12 +277,26 @@ def max_n_constant() -> int:
     return n
 
 
+PARAMS = ("BLOCK", "MAX_BLOCKS", "PARTITION", "CHUNK", "CHUNK_MIN", "FINAL_BLOCK")
+
+
+def check_params(params: dict | None) -> None:
+    """A caller's `params` override: upper-case names this chapter reads, and whole numbers."""
+    for key, value in (params or {}).items():
+        if key not in PARAMS:
+            hint = (f" (parameter names are upper-case: {str(key).upper()!r})" if str(key).upper() in PARAMS
+                    else f"; known: {', '.join(PARAMS)}")
+            raise GpulabError(f"params: unknown parameter {key!r}{hint}")
+        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+            raise GpulabError(f"params: {key} = {value!r} must be a whole number >= 1")
+
+
 def geometry(params: dict) -> tuple[int, int, int]:
     """(block, max_blocks, partition) of these parameters (the simulator's smaller ones come
     from the variant's `sim_params`, through `Variant.launch_params`)."""
-    block = params.get("block", 256)
-    max_blocks = params.get("max_blocks", 132 * 16)
-    partition = params.get("partition", 1 << 24)
+    block = params.get("BLOCK", 256)
+    max_blocks = params.get("MAX_BLOCKS", 132 * 16)
+    partition = params.get("PARTITION", 1 << 24)
     check_block(block)
     if block & (block - 1):
         raise LimitError(f"block = {block} must be a power of two (tree reduction)")
@@ -425,7 +439,7 @@ def _copy_q_to_constant(K, Q, n: int) -> None:
 # --8<-- [start:seed_host]
 def seed_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes=0, ranks=None):
     """The host side of the three seed variants (`global`, `shared`, `constant_local`), written
-    once for both backends: partitions of `params["partition"]` ranks, one launch each.
+    once for both backends: partitions of `params["PARTITION"]` ranks, one launch each.
 
     Every seed kernel takes `([Q,] T, n, k, [npairs,] base, count, *outputs)` (Q unless it is
     in constant memory, npairs where every block copies Q into shared memory). With
@@ -482,20 +496,20 @@ def seed_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes=0, ranks=None):
 
 
 def incremental_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes, ranks=None):
-    """The incremental variants' search, for both backends: chunks of `params["chunk"]`
+    """The incremental variants' search, for both backends: chunks of `params["CHUNK"]`
     consecutive ranks per thread (shorter for small problems, so that every SM gets threads),
     the whole search in one launch, then `policy.final` reduces the blocks' answers in one
-    block of `params["final_block"]` threads."""
+    block of `params["FINAL_BLOCK"]` threads."""
     block, max_blocks, _ = geometry(params)
     if block < 32:
         raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
     start, stop = rank_range(n, k, ranks)
-    chunk = params.get("chunk", 256)
+    chunk = params.get("CHUNK", 256)
     target = device.info().sm_count * 2048  # threads that fill every SM
-    chunk = max(min(chunk, params.get("chunk_min", 32)), min(chunk, ceil_div(stop - start, target)))
+    chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(stop - start, target)))
     nchunks = ceil_div(stop - start, chunk)
     grid = max(1, min(ceil_div(nchunks, block), max_blocks))
-    fb = params["final_block"]
+    fb = params["FINAL_BLOCK"]
     vals, block_ranks = _block_results(grid)
     out_v, out_r = _block_results(1)
 

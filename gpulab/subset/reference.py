@@ -282,8 +282,8 @@ def result_from(n: int, k: int, s: float, rank: int) -> SubsetResult:
 
 def cpu_parallel(Q, n, k, params, ranks=None):
     """The `run` of the `cpu_parallel` variant: [`least_correlated_cpu`][gpulab.subset.reference.least_correlated_cpu]
-    over chunks of `params["chunk"]` ranks; `launch()` returns `(distance, rank)`."""
-    chunk = params.get("chunk", 1 << 16)
+    over chunks of `params["CHUNK"]` ranks; `launch()` returns `(distance, rank)`."""
+    chunk = params.get("CHUNK", 1 << 16)
     ranks = rank_range(n, k, ranks)
 
     def launch():

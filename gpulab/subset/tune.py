@@ -40,8 +40,8 @@ def main(argv=None) -> int:
                 continue
             for block in map(int, args.blocks.split(",")):
                 for chunk in map(int, args.chunks.split(",")):
-                    p = v.launch_params(dict(block=block, chunk=chunk, chunk_min=chunk, max_blocks=132 * 64))
-                    row = {"n": n, "k": k, "variant": name, "backend": backend, "block": block, "chunk": chunk}
+                    p = v.launch_params(dict(BLOCK=block, CHUNK=chunk, CHUNK_MIN=chunk, MAX_BLOCKS=132 * 64))
+                    row = {"n": n, "k": k, "variant": name, "backend": backend, "BLOCK": block, "CHUNK": chunk}
                     try:
                         launch = v.run(Q, n, k, p)
                         d, rr = launch()
@@ -72,7 +72,7 @@ def main(argv=None) -> int:
     print("\nbest per (n, k, variant, backend):")
     for key in sorted({(x["n"], x["k"], x["variant"], x["backend"]) for x in ok}):
         b = min((x for x in ok if (x["n"], x["k"], x["variant"], x["backend"]) == key), key=lambda x: x["median_ms"])
-        print(f"  n={key[0]} k={key[1]} {key[2]:17s} {key[3]:7s} block={b['block']:4d} chunk={b['chunk']:5d} "
+        print(f"  n={key[0]} k={key[1]} {key[2]:17s} {key[3]:7s} block={b['BLOCK']:4d} chunk={b['CHUNK']:5d} "
               f"{b['median_ms']:.4f} ms {b['subsets_per_s']:.3g} subsets/s check={b['check']}")
     print(f"wrote {path}")
     return 0

@@ -6,17 +6,17 @@ from gpulab.registry import Registry, Variant
 from gpulab.subset import host, reference
 from gpulab.subset.host import SubsetPolicy
 
-SEED = dict(block=256, max_blocks=132 * 16, partition=1 << 24)
+SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 # Incremental: up to 1024 consecutive ranks per thread (fewer, down to 32, for small problems so
 # every SM gets threads); 512-thread blocks. The H200 tuning sweep (docs/benchmarks/
 # subset-tuning-h200.json) measured C(200,5) at 13.8 ms with 1024-thread blocks and 15.2 ms with
 # 512, but 1024 threads only launch while the kernel needs <= 64 registers (k <= 5 in CUDA C; the
 # numba kernel needs 70 at k = 5): 1024-thread launches failed with LAUNCH_OUT_OF_RESOURCES.
-# final_block: the threads of the one block that reduces the blocks' answers.
-INCREMENTAL = dict(block=512, max_blocks=132 * 64, chunk=1024, final_block=256)
+# FINAL_BLOCK: the threads of the one block that reduces the blocks' answers.
+INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256)
 # On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
-SEED_SIM = dict(block=32, max_blocks=3)
-INCREMENTAL_SIM = dict(SEED_SIM, chunk=7, final_block=32)
+SEED_SIM = dict(BLOCK=32, MAX_BLOCKS=3)
+INCREMENTAL_SIM = dict(SEED_SIM, CHUNK=7, FINAL_BLOCK=32)
 
 # How each kernel launches (host.SubsetPolicy): where Q lives, the shared memory per thread, the
 # launch sequence (the seed's host partition loop, or the incremental scan's one launch).
@@ -51,7 +51,7 @@ for name, memory, lesson, policy, params, sim_params, teaching, warp in _LADDER:
 
 REGISTRY.add(Variant("cpu_parallel", "cpu", ("host",),
                      "the fast CPU baseline: numba njit(parallel=True) over chunks, the same incremental scan",
-                     reference.cpu_parallel, params=dict(chunk=1 << 16), policy=SubsetPolicy(compares_sums=True)))
+                     reference.cpu_parallel, params=dict(CHUNK=1 << 16), policy=SubsetPolicy(compares_sums=True)))
 REGISTRY.add(Variant("reference", "cpu", ("host",),
                      "the exact reference: itertools.combinations in pure Python",
                      reference.cpu_reference, teaching_only=True, policy=SubsetPolicy()))

@@ -17,7 +17,7 @@ from gpulab.subset.variants import COMPARES_SUMS, REGISTRY
 from tests.conftest import ON_SIMULATOR, device_only, skip_unless_runnable
 
 # small partitions / chunks / grids: a range then starts and ends inside a partition and a chunk
-SMALL = dict(partition=13, chunk=5, max_blocks=2)
+SMALL = dict(PARTITION=13, CHUNK=5, MAX_BLOCKS=2)
 
 
 def brute_force(C, k, start, stop, key="distance"):
@@ -54,7 +54,7 @@ def test_a_range_is_the_reference_restricted_to_it(variant, nk, rng):
     n, k = nk
     C = ss.correlation(rng.standard_normal((n + 5, n)))
     key = "sum" if variant.name in COMPARES_SUMS else "distance"
-    params = SMALL if variant.backend != "cpu" else dict(chunk=5)
+    params = SMALL if variant.backend != "cpu" else dict(CHUNK=5)
     for start, stop in ranges(choose(n, k), rng):
         got = ss.least_correlated(C, k, variant.name, variant.backend, params=params, ranks=(start, stop))
         ref = brute_force(C, k, start, stop, key)

@@ -2,6 +2,7 @@
 combinatorics (hypothesis), the memory limits, and a search beyond 2**32 subsets."""
 
 import math
+import re
 from itertools import combinations
 
 import numpy as np
@@ -11,7 +12,7 @@ from hypothesis import strategies as st
 from numba import cuda
 
 import gpulab.subset as ss
-from gpulab.errors import BackendUnavailable, DtypeError, LimitError, ShapeError
+from gpulab.errors import BackendUnavailable, DtypeError, GpulabError, LimitError, ShapeError
 from gpulab.subset import host
 from gpulab.subset.combinatorics import UINT64_MAX
 from gpulab.subset.reference import least_correlated_cpu, result_from, scan_chunk
@@ -23,7 +24,7 @@ SIM_SIZES = [(1, 1), (6, 1), (7, 2), (8, 8), (9, 8), (11, 3), (10, 5)]
 GPU_SIZES = SIM_SIZES + [(17, 16), (16, 16), (20, 5), (31, 4), (50, 3), (30, 5), (60, 2)]
 SIZES = SIM_SIZES if ON_SIMULATOR else GPU_SIZES
 # Small partitions/chunks/grids so that the partition loops and grid-stride loops turn several times.
-SMALL = dict(partition=13, chunk=5, max_blocks=2)
+SMALL = dict(PARTITION=13, CHUNK=5, MAX_BLOCKS=2)
 
 
 def random_corr(rng, n, T=None):
@@ -396,3 +397,16 @@ def test_cupy_and_torch_inputs(lib_name, backend, rng):
         bad = C.copy()
         bad[0, 1] += 1e-6
         ss.least_correlated(on_gpu(lib, bad), 3, backend=backend)
+
+
+@pytest.mark.parametrize("params,fragment", [
+    (dict(block=32), "unknown parameter 'block' (parameter names are upper-case: 'BLOCK')"),
+    (dict(BLOK=32), "unknown parameter 'BLOK'; known: BLOCK"),
+    (dict(CHUNK=0), "CHUNK = 0 must be a whole number >= 1"),
+    (dict(CHUNK=2.5), "CHUNK = 2.5 must be a whole number >= 1"),
+])
+def test_a_mistyped_parameter_is_refused_not_ignored(params, fragment, rng):
+    """A parameter the search does not read would be silently ignored: it is an error instead."""
+    C = np.corrcoef(rng.normal(size=(6, 20)))
+    with pytest.raises(GpulabError, match=re.escape(fragment)):
+        ss.least_correlated(C, 3, params=params)
