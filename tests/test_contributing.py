@@ -12,7 +12,7 @@ import gpulab.matmul as mm
 from gpulab import chapters
 from gpulab.checking import float32_tolerance, relative_error
 from gpulab.matmul import host
-from gpulab.matmul.host import MatmulPolicy
+from gpulab.matmul.policy import MatmulPolicy
 from gpulab.registry import Variant
 
 

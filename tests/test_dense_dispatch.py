@@ -12,12 +12,12 @@ from numba import cuda
 
 from gpulab.checking import float32_tolerance, poisoned, relative_error
 from gpulab.matmul import host as mm_host
-from gpulab.matmul.host import MatmulPolicy
+from gpulab.matmul.policy import MatmulPolicy
 from gpulab.matmul.variants import REGISTRY as MATMUL
 from gpulab.registry import Variant
 from gpulab.subset import host as ss_host
 from gpulab.subset import reference
-from gpulab.subset.host import SubsetPolicy
+from gpulab.subset.policy import SubsetPolicy
 from gpulab.subset.variants import REGISTRY as SUBSET
 from tests.conftest import ON_SIMULATOR
 

@@ -15,13 +15,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from dataclasses import dataclass
-from typing import Union
-
 from gpulab import cudac, device
 from gpulab.arrays import check_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, check_block
+from gpulab.matmul.policy import Dim, MatmulPolicy
 
 PACKAGE = "gpulab.matmul"
 SOURCE = "kernels.cu"
@@ -67,36 +65,6 @@ def check_fits_constant(K: int, N: int) -> None:
         raise LimitError(f"B is {K}x{N} float32 = {nbytes} bytes, which does not fit constant memory "
                          f"({limit} bytes = {limit // 4} floats, e.g. K*N <= {limit // 4}); "
                          "use a variant that reads B from global or shared memory")
-
-
-# ----------------------------------------------------------------------------- launch policies
-
-Dim = Union[int, str]  # a size: a number, or the name of the variant's parameter that holds it
-
-
-@dataclass(frozen=True)
-class MatmulPolicy:
-    """How one variant launches (the same on both backends): the data its
-    [`launcher`][gpulab.matmul.host.launcher] reads.
-
-    Attributes:
-        kernel: the kernel's name (numba and CUDA C name a step's kernel alike).
-        tile: `(rows, cols)` of C one block computes (numbers or parameter names).
-        per_thread: `(rows, cols)` of C one thread computes: the block is
-            `tile / per_thread` threads, x over columns (or rows, with `rows_on_x`).
-        threads: a one-dimensional block of this many threads instead (the kernel lays its
-            threads over the tile itself, as the warp-tiled one does).
-        rows_on_x: x, the fastest thread index and the grid's first dimension, runs over rows
-            of C (the naive mapping and the broadcasting constant-memory one).
-        constant_b: B is read from constant memory (at most 64 KiB); the kernel takes no B.
-    """
-
-    kernel: str
-    tile: tuple[Dim, Dim] = (16, 16)
-    per_thread: tuple[Dim, Dim] = (1, 1)
-    threads: Dim | None = None
-    rows_on_x: bool = False
-    constant_b: bool = False
 
 
 def _size(d: Dim, params: dict) -> int:

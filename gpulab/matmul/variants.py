@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab.matmul import host
-from gpulab.matmul.host import MatmulPolicy
+from gpulab.matmul.policy import MatmulPolicy
 from gpulab.registry import Registry, Variant
 
 # One register-tile shape for numba and CUDA C alike: a 128×128 tile of C per block of 256
@@ -15,7 +15,7 @@ TILE_128 = dict(BM=128, BN=128, BK=8, TM=8, TN=8, PAD=4)
 # (docs/benchmarks/matmul-numba-tuning-h200.json); CUDA C's with 8×8.
 TILE_128_16X8 = dict(BM=128, BN=128, BK=8, TM=16, TN=8, PAD=4)
 
-# How each kernel launches (host.MatmulPolicy): the tile of C per block and per thread, the
+# How each kernel launches (policy.MatmulPolicy): the tile of C per block and per thread, the
 # thread mapping, where B lives. The register tiles' shape comes from the parameters.
 NAIVE = MatmulPolicy("matmul_naive", rows_on_x=True)  # x over rows: the uncoalesced mapping
 COALESCED = MatmulPolicy("matmul_coalesced")  # x over columns

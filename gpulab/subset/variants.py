@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpulab.registry import Registry, Variant
 from gpulab.subset import host, reference
-from gpulab.subset.host import SubsetPolicy
+from gpulab.subset.policy import SubsetPolicy
 
 SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 # Incremental: up to 1024 consecutive ranks per thread (fewer, down to 32, for small problems so
@@ -18,7 +18,7 @@ INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256)
 SEED_SIM = dict(BLOCK=32, MAX_BLOCKS=3)
 INCREMENTAL_SIM = dict(SEED_SIM, CHUNK=7, FINAL_BLOCK=32)
 
-# How each kernel launches (host.SubsetPolicy): where Q lives, the shared memory per thread, the
+# How each kernel launches (policy.SubsetPolicy): where Q lives, the shared memory per thread, the
 # launch sequence (the seed's host partition loop, or the incremental scan's one launch).
 INCREMENTAL_POLICY = dict(chunked=True, q_in="shared", signature="SIG_INCREMENTAL", compares_sums=True)
 _LADDER = [
