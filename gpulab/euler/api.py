@@ -10,7 +10,7 @@ from gpulab.euler import host
 from gpulab.errors import LimitError
 from gpulab.launch import PlanCache
 from gpulab.euler.reference import NotEulerian
-from gpulab.euler.variants import REGISTRY, effective_params
+from gpulab.euler.variants import REGISTRY
 
 DEFAULT_VARIANT = "ruling_set"
 # The kept plan goes before a new one is built, its memory given back: two plans of a large
@@ -20,15 +20,18 @@ _CACHE = PlanCache(maxsize=1, after_evict=device.release_memory)
 
 def _resolve(variant, backend):
     """`variant=None`: the backend's default (`REGISTRY.default(backend)`: ruling_set on the
-    GPU backends, hierholzer on the CPU); the CPU variants run on the CPU whatever the backend."""
-    return REGISTRY.resolve(variant, backend if variant not in ("hierholzer", "networkx") else "cpu")
+    GPU backends, hierholzer on the CPU); a variant that only the CPU has runs on the CPU
+    whatever the backend."""
+    if variant is not None and variant not in REGISTRY.names(backend) and variant in REGISTRY.names("cpu"):
+        backend = "cpu"
+    return REGISTRY.resolve(variant, backend)
 
 
 def plan_for(variant, capacity: int, params: dict | None = None):
     """A plan of ``variant`` for ``capacity`` edges; the last one is kept and reused (its
     buffers stay allocated until `clear_cache`), so repeated calls on graphs of one size
     allocate nothing."""
-    p = effective_params(variant, params)
+    p = variant.launch_params(params)
     key = (variant.key, int(capacity), tuple(sorted((k, str(v)) for k, v in p.items())))
 
     def build():
@@ -73,7 +76,7 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
             from gpulab.errors import ShapeError
 
             raise ShapeError("vertex ids must be >= 0")
-        plan = v.run(n, effective_params(v, params))
+        plan = v.run(n, v.launch_params(params))
         edges, fw = plan.solve(s, d, directed=directed, source=source, path=path)
         edges = edges.astype(np.int32)
         verts = None

@@ -1127,6 +1127,18 @@ def debruijn_symbols(circuit, N, kn1, n1, seq):
 # ----------------------------------------------------------------------------- compile checks
 
 
+# The kernels built per compile-time parameter, by the name the host launches them with:
+# (builder, the parameter it is built for, the signature it is launched with).
+TEMPLATED = {
+    "to_i32_i32": (to_i32_kernel, "BLOCK", f"void({I32}, int32, {I32}, {I64}, int32, int32)"),
+    "to_i32_i64": (to_i32_kernel, "BLOCK", f"void({I64}, int32, {I32}, {I64}, int32, int32)"),
+    "pick_splitters": (pick_splitters_kernel, "BLOCK", f"void({I32}, int32, uint32, uint32, {I32}, {I32}, int32)"),
+    "tile_contract": (tile_contract_kernel, "TILE", f"void({I32}, int32, {I32}, {I32}, {I32})"),
+}
+# the templated kernels of every GPU variant (its policy's `kernels` names the others)
+COMMON_TEMPLATED = ("to_i32_i32", "to_i32_i64")
+
+
 def fixed_targets() -> list[tuple[str, object, str]]:
     """The kernels of this chapter that take no compile-time parameters, with the signatures the
     host launches them with (the parametrized ones: `gpulab.euler.variants.ptx_targets`)."""
