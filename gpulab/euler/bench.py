@@ -288,7 +288,7 @@ def annotate(variant, state, rec):
     if "cycles_after_pairing" not in state["graph"]:
         cycles, longest = plan.cycle_stats(E)
         state["graph"].update(cycles_after_pairing=cycles, longest_cycle=longest, links=plan.stats.get("links"))
-    hier, nx_ms = state["cpu_ms"].get("peer"), state["cpu_ms"].get("networkx")
+    hier, nx_ms = state["cpu_ms"].get("peer"), state["cpu_ms"].get("python")
     if hier:
         rec.update(peer="numba Hierholzer (1 CPU thread)", peer_median_ms=hier, ratio_to_peer=hier / rec["median_ms"],
                    peers_include=PEERS_INCLUDE)

@@ -30,7 +30,7 @@ class EulerPolicy:
         bench_timer: CPU variants: ``(src, dst) -> call``, whatever must exist before the timed
             region built (a networkx graph), ``call()`` returning the circuit's edge ids.
         bench_role: CPU variants: ``"peer"`` (the GPU records' ``ratio_to_peer``) or
-            ``"networkx"`` (their ``speedup_vs_networkx``).
+            ``"python"`` (what a Python user has at hand: their ``speedup_vs_networkx``).
         peer_includes: CPU variants: what their timing includes (for the records).
         bench_once: timed once per size, whatever the size (seconds per run at any size).
     """

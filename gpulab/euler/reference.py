@@ -12,6 +12,8 @@ and the de Bruijn (FKM) and k-mer references.
   the unique minimum one), so tests compare edge for edge, and the book's figures draw its steps.
 * [`de_bruijn_fkm`][gpulab.euler.reference.de_bruijn_fkm] is the Fredricksen–Kessler–Maiorana construction (Lyndon words in
   lexicographic order), the reference for [`gpulab.euler.de_bruijn`][gpulab.euler.de_bruijn].
+* The CPU variants of the registry (``hierholzer``, ``networkx``) run here: ``cpu_factory``
+  makes their plans, and the benchmark times ``hierholzer_timer`` and ``networkx_timer``.
 """
 
 from __future__ import annotations

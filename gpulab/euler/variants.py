@@ -4,6 +4,10 @@ labelling the cycles (step 2), in the order the book climbs them.
 Every GPU variant runs the whole pipeline; only step 2 differs (and ``ruling_set`` also ranks
 the final cycle with splitters, step 6, where the others use Wyllie's pointer jumping). All of
 them compute the same circuit, edge for edge, as `gpulab.euler.reference.ais_reference`.
+
+What differs is data: each entry's `EulerPolicy` (`gpulab.euler.policy`) names its labelling,
+its ranking, the kernels built for its parameters and its limits in the benchmark, and its
+`sim_params` its sizes on numba's simulator; adding a variant is adding one entry.
 """
 
 from __future__ import annotations
@@ -82,7 +86,7 @@ REGISTRY.add(Variant("hierholzer", "cpu", ("host",), "Hierholzer's walk compiled
 REGISTRY.add(Variant("networkx", "cpu", ("host",), "networkx.eulerian_circuit: what a Python user has at hand",
                      reference.cpu_factory(reference.networkx_circuit),
                      policy=EulerPolicy(bench_max_edges=NX_MAX_EDGES, bench_timer=reference.networkx_timer,
-                                        bench_role="networkx", bench_once=True,
+                                        bench_role="python", bench_once=True,
                                         peer_includes="networkx.eulerian_circuit(G, keys=True) listed, on a "
                                                       "MultiDiGraph built beforehand (building it is not timed)")))
 for name, memory, lesson, teaching, policy in _LADDER:
