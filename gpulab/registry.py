@@ -143,6 +143,19 @@ class Registry:
             raise GpulabError(f"{self.chapter}: the default variant {name!r} of backend {backend!r} is not registered")
         return name
 
+    def cuda_builds(self, source: str, defines: Callable[[Variant], list[dict]]) -> list[tuple[str, dict]]:
+        """Every distinct `(source, -D macros)` configuration that this registry's CUDA C variants
+        compile (for the NVRTC check), in registration order: `defines(variant)` lists a
+        variant's macro sets (a chapter's `cuda_builds`)."""
+        seen, out = set(), []
+        for v in self.select(backend="cuda-c"):
+            for d in defines(v):
+                key = tuple(sorted(d.items()))
+                if key not in seen:
+                    seen.add(key)
+                    out.append((source, d))
+        return out
+
     def select(self, backend: str | None = None, runnable: bool = False) -> list[Variant]:
         out = [v for v in self if backend is None or v.backend == backend]
         if runnable:

@@ -3,7 +3,7 @@
 # calls of at most 9 minutes. Everything lands in ONE tarball, $OUT/euler-results.tgz (extract it
 # into .gpuout/ to carry part 1's results into part 2), and a short table is printed last.
 #
-#   part1   tune (scripts/tune_euler.py: SPACING/GROWTH/RANK_SPACING, then BLOCK/JUMP_CHECK, both
+#   part1   tune (python -m gpulab.euler.tune: SPACING/GROWTH/RANK_SPACING, then BLOCK/JUMP_CHECK, both
 #           backends, deep-42M and shallow-42M) -> euler-best-params.json; then gpulab bench euler
 #           with those parameters: deep/shallow 2^18..2^22 and blog-3M (every variant), 2^24 and
 #           42M (Hierholzer, networkx where it finishes, jump, shared, ruling_set), de Bruijn
@@ -129,7 +129,7 @@ PY
 do_part1() {
   $py -m gpulab info > "$RES/info.txt" 2>&1
   head -3 "$RES/info.txt"
-  stage tune 240 $py scripts/tune_euler.py --out "$RES"
+  stage tune 240 $py -m gpulab.euler.tune --out "$RES"
   grep -A30 "To make the winners" "$RES/tune.log" || true
   PARAMS="$RES/euler-best-params.json"
   [ -f "$PARAMS" ] || PARAMS=""

@@ -1,5 +1,6 @@
-"""The public entry points of chapter 5: `euler_circuit`, `euler_path` and the
-graph helpers `from_csr`, `from_networkx`."""
+"""The public entry points of chapter 5: `euler_circuit`, `euler_path`, the graph helpers
+`from_csr`, `from_networkx`, and `variants`, `clear_cache` (the plan the last call kept,
+`plan_for`)."""
 
 from __future__ import annotations
 
@@ -10,9 +11,9 @@ from gpulab.euler import host
 from gpulab.errors import LimitError
 from gpulab.launch import PlanCache
 from gpulab.euler.reference import NotEulerian
-from gpulab.euler.variants import REGISTRY, effective_params
+from gpulab.euler.variants import REGISTRY
 
-DEFAULT_VARIANT = "ruling_set"
+DEFAULT_VARIANT = REGISTRY.default("numba")  # the GPU backends' default
 # The kept plan goes before a new one is built, its memory given back: two plans of a large
 # graph need not fit together.
 _CACHE = PlanCache(maxsize=1, after_evict=device.release_memory)
@@ -20,15 +21,20 @@ _CACHE = PlanCache(maxsize=1, after_evict=device.release_memory)
 
 def _resolve(variant, backend):
     """`variant=None`: the backend's default (`REGISTRY.default(backend)`: ruling_set on the
-    GPU backends, hierholzer on the CPU); the CPU variants run on the CPU whatever the backend."""
-    return REGISTRY.resolve(variant, backend if variant not in ("hierholzer", "networkx") else "cpu")
+    GPU backends, hierholzer on the CPU); a variant that only the CPU has runs on the CPU
+    whatever the backend."""
+    if variant is not None and variant not in REGISTRY.names(backend) and variant in REGISTRY.names("cpu"):
+        backend = "cpu"
+    return REGISTRY.resolve(variant, backend)
 
 
 def plan_for(variant, capacity: int, params: dict | None = None):
-    """A plan of ``variant`` for ``capacity`` edges; the last one is kept and reused (its
-    buffers stay allocated until `clear_cache`), so repeated calls on graphs of one size
-    allocate nothing."""
-    p = effective_params(variant, params)
+    """A plan of ``variant`` for ``capacity`` edges, with ``params`` over the variant's launch
+    parameters (`Variant.launch_params`). The last one is kept and reused (its buffers stay
+    allocated until `clear_cache` or a plan for another variant, size or parameters), so
+    repeated calls on graphs of one size allocate no plan buffers again (only the copies of
+    host inputs and the results)."""
+    p = variant.launch_params(params)
     key = (variant.key, int(capacity), tuple(sorted((k, str(v)) for k, v in p.items())))
 
     def build():
@@ -47,7 +53,8 @@ def plan_for(variant, capacity: int, params: dict | None = None):
 
 
 def clear_cache() -> None:
-    """Free the device buffers of the plan kept by the last call."""
+    """Drop the plan kept by the last call (its `gpulab.launch.PlanCache`): its device buffers
+    are freed once nothing else holds it."""
     _CACHE.clear()
 
 
@@ -73,7 +80,7 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
             from gpulab.errors import ShapeError
 
             raise ShapeError("vertex ids must be >= 0")
-        plan = v.run(n, effective_params(v, params))
+        plan = v.run(n, v.launch_params(params))
         edges, fw = plan.solve(s, d, directed=directed, source=source, path=path)
         edges = edges.astype(np.int32)
         verts = None
@@ -152,6 +159,7 @@ def euler_circuit(src, dst, *, directed: bool = True, source: int | None = None,
             connected component, or ``source`` has no edges — the message says which.
         ShapeError, DtypeError, LimitError: the input does not fit (negative ids, ids or edge
             counts beyond int32 ...).
+        TypeError: ``source`` is not an int.
     """
     return _solve(src, dst, directed=directed, source=source, path=False, variant=variant, backend=backend,
                   vertices=vertices, params=params)
@@ -162,7 +170,8 @@ def euler_path(src, dst, *, directed: bool = True, source: int | None = None, va
     """An Euler path: every edge once, from the vertex with out = in + 1 to the one with
     in = out + 1 (undirected: between the two odd-degree vertices; ``source`` picks which end).
     A graph with an Euler circuit gets a circuit. Same arguments and results as
-    `euler_circuit`.
+    `euler_circuit` (with ``vertices=True``: E + 1 vertices from one end of the path to the
+    other).
     """
     return _solve(src, dst, directed=directed, source=source, path=True, variant=variant, backend=backend,
                   vertices=vertices, params=params)

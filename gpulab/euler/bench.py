@@ -30,22 +30,16 @@ import numpy as np
 from gpulab import device
 from gpulab.benchmark import BenchSpec, Case
 from gpulab.errors import GpulabError, LimitError
+from gpulab.euler.variants import M42, REGISTRY
 
-M42 = 41_943_040  # 10 x 2^22: V = 10,485,760 at degree 4, the blog's graph
-CPU_MAX_EDGES = M42  # Hierholzer (numba, one thread) is timed up to here
-NX_MAX_EDGES = 2**18  # networkx takes ~20 s per million edges (measured on the CPU of the development machine)
+# What each variant may take (edge caps, extra parameters, the CPU peers' timed calls) is in its
+# policy (`gpulab.euler.policy.EulerPolicy`, set in `gpulab.euler.variants`): nothing here asks
+# for a variant by name.
 BIG = 2**28  # from here on: fewer repeats (each run takes up to seconds)
-PARTITION_MAX_EDGES = M42  # the blog's CPU step 2: seconds per run at 42M
-PROPAGATE_MAX_EDGES = M42
-PROPAGATE_MAX_ROUNDS = 20_000  # propagate on deep graphs needs up to ~E / 2 rounds: stop it here and report
 HOST_MAX_EDGES = M42  # host -> host timings up to here
 SHALLOW_WALK, BLOG_WALK, BLOG_DEGREE = 64, 400, 3
-PEERS_INCLUDE = {
-    "hierholzer": "numba njit, one CPU thread: int32 host arrays in, edge ids out; degree check, CSR build "
-                  "(counting sort) and the walk",
-    "networkx": "networkx.eulerian_circuit(G, keys=True) listed, on a MultiDiGraph built beforehand "
-                "(building it is not timed)",
-}
+# what the CPU peers' timings include, by variant (for the records)
+PEERS_INCLUDE = {v.name: v.policy.peer_includes for v in REGISTRY.select(backend="cpu")}
 
 
 def _case(kind: str, E: int, label: str, **extra) -> Case:
@@ -96,7 +90,7 @@ def setup(case: Case, rng: np.random.Generator):
     sim = device.on_simulator()
     seed = int(rng.integers(1 << 30))
     state = {"case": case, "E": E, "kind": kind, "seed": seed, "plans": {}, "expected": None, "cpu_ms": {},
-             "graph": {"kind": kind, "edges": E}, "sim": sim, "host": None, "nx_graph": None}
+             "graph": {"kind": kind, "edges": E}, "sim": sim, "host": None, "cpu_calls": {}}
     if kind == "debruijn":
         k, n = size["k"], size["n"]
         state["graph"].update(k=k, n=n, vertices=k ** (n - 1))
@@ -139,7 +133,7 @@ def _free_plans(state):
 
 def tuned_params(variant) -> dict:
     """Parameters that override the registry's in this run: ``GPULAB_EULER_PARAMS`` names a JSON
-    file (or holds JSON) ``{variant: {backend: {param: value}}}``, as ``scripts/tune_euler.py``
+    file (or holds JSON) ``{variant: {backend: {param: value}}}``, as ``python -m gpulab.euler.tune``
     writes it; every record stores the parameters it ran with."""
     import json
     import os
@@ -161,8 +155,7 @@ def _plan(variant, state):
     if key not in state["plans"]:
         _free_plans(state)
         params = tuned_params(variant)
-        if variant.name == "propagate":
-            params["MAX_ROUNDS"] = PROPAGATE_MAX_ROUNDS
+        params.update(variant.policy.bench_params)
         state["plans"][key] = plan_for(variant, state["E"] + 1, params or None)
     return state["plans"][key]
 
@@ -172,25 +165,15 @@ def _plan(variant, state):
 
 def runner(variant, state):
     E, kind = state["E"], state["kind"]
-    if variant.backend == "cpu":
-        cap = CPU_MAX_EDGES if variant.name == "hierholzer" else NX_MAX_EDGES
-        if E > cap:
-            raise GpulabError(f"{variant.name} is timed up to {cap} edges")
-        src, dst = _host_graph(state)
-        if variant.name == "hierholzer":
-            from gpulab.euler.reference import hierholzer
-
-            return lambda: hierholzer(src, dst)
-        from gpulab.euler import host
-
-        if state["nx_graph"] is None:
-            state["nx_graph"] = host.networkx_graph(src, dst)
-        G = state["nx_graph"]
-        return lambda: host.networkx_walk(G, src)
-    if variant.name == "partition" and E > PARTITION_MAX_EDGES:
-        raise GpulabError(f"the CPU partition is timed up to {PARTITION_MAX_EDGES} edges (seconds per run)")
-    if variant.name == "propagate" and E > PROPAGATE_MAX_EDGES:
-        raise GpulabError(f"propagate is timed up to {PROPAGATE_MAX_EDGES} edges")
+    policy = variant.policy
+    cap = policy.bench_max_edges
+    if cap is not None and E > cap:
+        raise GpulabError(f"{variant.name} is timed up to {cap} edges")
+    if variant.backend == "cpu":  # the policy's call, prepared once per case (a networkx graph ...)
+        calls = state["cpu_calls"]
+        if variant.key not in calls:
+            calls[variant.key] = policy.bench_timer(*_host_graph(state))
+        return calls[variant.key]
     plan = _plan(variant, state)
     if kind == "debruijn":
         k, n = state["graph"]["k"], state["graph"]["n"]
@@ -229,7 +212,7 @@ def check(variant, state):
         from gpulab.euler.reference import check_circuit
 
         src, dst = _host_graph(state)
-        return check_circuit(src, dst, launch()[0] if variant.name == "networkx" else launch())
+        return check_circuit(src, dst, launch())
     plan = state["plans"][variant.key]
     out = plan.buf("out")
     out.copy_to_device(np.full(out.size, -0x21524111, np.int32))  # poison
@@ -270,11 +253,11 @@ def check(variant, state):
 
 def repeats(variant, case):
     """(warmup, repeat) where a run takes seconds: the CPU peers above 4M edges (numba compiled
-    at import), networkx always, the teaching steps above 4M edges (the check already ran them
-    once), every variant from 2^28 edges on."""
+    at import), those whose policy says `bench_once` (networkx) always, the teaching steps above
+    4M edges (the check already ran them once), every variant from 2^28 edges on."""
     E = case.size["E"]
     if variant.backend == "cpu":
-        return (0, 1) if (E > 4_000_000 or variant.name == "networkx") else None
+        return (0, 1) if (E > 4_000_000 or variant.policy.bench_once) else None
     if variant.teaching_only and E > 4_000_000:
         return (0, 2)
     if E >= BIG:
@@ -290,8 +273,8 @@ def annotate(variant, state, rec):
     E = state["E"]
     rec["graph"] = state["graph"]
     if variant.backend == "cpu":
-        state["cpu_ms"][variant.name] = rec["median_ms"]
-        rec["peer_includes"] = PEERS_INCLUDE[variant.name]
+        state["cpu_ms"][variant.policy.bench_role] = rec["median_ms"]
+        rec["peer_includes"] = variant.policy.peer_includes
         return
     plan = state["plans"][variant.key]
     plan.instrument = True
@@ -305,7 +288,7 @@ def annotate(variant, state, rec):
     if "cycles_after_pairing" not in state["graph"]:
         cycles, longest = plan.cycle_stats(E)
         state["graph"].update(cycles_after_pairing=cycles, longest_cycle=longest, links=plan.stats.get("links"))
-    hier, nx_ms = state["cpu_ms"].get("hierholzer"), state["cpu_ms"].get("networkx")
+    hier, nx_ms = state["cpu_ms"].get("peer"), state["cpu_ms"].get("python")
     if hier:
         rec.update(peer="numba Hierholzer (1 CPU thread)", peer_median_ms=hier, ratio_to_peer=hier / rec["median_ms"],
                    peers_include=PEERS_INCLUDE)
@@ -315,7 +298,7 @@ def annotate(variant, state, rec):
     if state["kind"] == "debruijn" or state["sim"] or variant.teaching_only:
         return
     rec["plan_bytes"] = plan.nbytes()
-    if E >= BIG and variant.name != "ruling_set":  # seconds per run: the public call of the default only
+    if E >= BIG and variant.name != REGISTRY.default(variant.backend):  # seconds per run: the default's public call only
         _free_plans(state)
         return
     del plan

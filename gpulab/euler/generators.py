@@ -89,13 +89,13 @@ def deep_params(n_edges: int, degree: int, seed: int) -> dict:
     if n_edges < 1 or degree < 1:
         raise ValueError(f"need n_edges >= 1 and degree >= 1, got {n_edges}, {degree}")
     V = max(1, n_edges // degree)
-    return dict(E=n_edges, V=V, kv=round_keys(seed, 1), ke=round_keys(seed, 2), kr=round_keys(seed, 3)[0])
+    return dict(E=n_edges, V=V, KV=round_keys(seed, 1), KE=round_keys(seed, 2), KR=round_keys(seed, 3)[0])
 
 
 def _deep_vertex(i, p):
     V = p["V"]
-    first = feistel(np.minimum(i, V - 1), V, p["kv"])  # the first V steps visit every vertex once
-    rand = mix32((i.astype(np.uint32)) ^ np.uint32(p["kr"])) % np.uint32(V)
+    first = feistel(np.minimum(i, V - 1), V, p["KV"])  # the first V steps visit every vertex once
+    rand = mix32((i.astype(np.uint32)) ^ np.uint32(p["KR"])) % np.uint32(V)
     return np.where(i < V, first, rand).astype(np.int32)
 
 
@@ -110,7 +110,7 @@ def deep_graph(n_edges: int, degree: int = 4, seed: int = 0, device: bool = Fals
     if device:
         return _generate_deep(p)
     i = np.arange(n_edges, dtype=np.int64)
-    ids = feistel(i, n_edges, p["ke"]).astype(np.int64)
+    ids = feistel(i, n_edges, p["KE"]).astype(np.int64)
     w = _deep_vertex(i, p)
     src, dst = np.empty(n_edges, np.int32), np.empty(n_edges, np.int32)
     src[ids] = w
@@ -132,8 +132,8 @@ def shallow_params(n_edges: int, walk: int, degree: int, seed: int, tree: str) -
     last_len = n_edges - (C - 1) * L
     m_last = -(-(last_len - 1) // degree) if C > 1 else M0
     V = M0 if C == 1 else M0 + (C - 2) * M + m_last
-    return dict(E=n_edges, L=L, C=C, M0=M0, M=M, V=V, degree=degree, path=int(tree == "path"), ke=round_keys(seed, 2),
-                kr=round_keys(seed, 3)[0], kp=round_keys(seed, 4)[0], kq=round_keys(seed, 5)[0])
+    return dict(E=n_edges, L=L, C=C, M0=M0, M=M, V=V, DEGREE=degree, PATH=int(tree == "path"), KE=round_keys(seed, 2),
+                KR=round_keys(seed, 3)[0], KP=round_keys(seed, 4)[0], KQ=round_keys(seed, 5)[0])
 
 
 def _shallow_vertex(j, t, p):
@@ -141,17 +141,17 @@ def _shallow_vertex(j, t, p):
     L, C, M0, M, E = p["L"], p["C"], p["M0"], p["M"], p["E"]
     u32 = lambda a: np.asarray(a).astype(np.uint32)  # noqa: E731
     length = np.where(j == C - 1, E - (C - 1) * L, L)
-    m = np.where(j == 0, M0, np.where(j == C - 1, -(-(length - 1) // p["degree"]), M))
+    m = np.where(j == 0, M0, np.where(j == C - 1, -(-(length - 1) // p["DEGREE"]), M))
     base = np.where(j == 0, 0, M0 + (j - 1) * M)
-    h = mix32(u32(j * L + t) ^ np.uint32(p["kr"]))
+    h = mix32(u32(j * L + t) ^ np.uint32(p["KR"]))
     # walk 0: steps 0..M0-1 visit its pool once each, later steps random pool vertices
     v0 = np.where(t < M0, t, h % np.uint32(M0))
     # walk j >= 1: step 0 is a vertex of the parent walk, steps 1..m the pool once, then random
     jj = np.maximum(j, 1)
-    parent = jj - 1 if p["path"] else (mix32(u32(jj) ^ np.uint32(p["kp"])) % u32(jj)).astype(np.int64)
+    parent = jj - 1 if p["PATH"] else (mix32(u32(jj) ^ np.uint32(p["KP"])) % u32(jj)).astype(np.int64)
     pm = np.where(parent == 0, M0, M)
     pbase = np.where(parent == 0, 0, M0 + (parent - 1) * M)
-    contact = pbase + mix32(u32(jj) ^ np.uint32(p["kq"])) % u32(pm)
+    contact = pbase + mix32(u32(jj) ^ np.uint32(p["KQ"])) % u32(pm)
     pool = base + np.where(t <= m, t - 1, h % u32(np.maximum(m, 1)))
     return np.where(j == 0, v0, np.where(t == 0, contact, pool)).astype(np.int32)
 
@@ -168,7 +168,7 @@ def shallow_graph(n_edges: int, walk: int = 64, degree: int = 4, seed: int = 0, 
     i = np.arange(n_edges, dtype=np.int64)
     j, t = i // p["L"], i % p["L"]
     length = np.where(j == p["C"] - 1, n_edges - (p["C"] - 1) * p["L"], p["L"])
-    ids = feistel(i, n_edges, p["ke"]).astype(np.int64)
+    ids = feistel(i, n_edges, p["KE"]).astype(np.int64)
     src, dst = np.empty(n_edges, np.int32), np.empty(n_edges, np.int32)
     src[ids] = _shallow_vertex(j, t, p)
     dst[ids] = _shallow_vertex(j, (t + 1) % length, p)
@@ -226,12 +226,15 @@ def _u32(x) -> np.uint32:
     return np.uint32(int(x) & MASK32)
 
 
-def _gen_plan():
+def _launch(name: str, n: int, *args):
+    """Launch the numba kernel ``name`` over n items, as the plan's element-wise launches (grid-stride loops)."""
     from gpulab import device
-    from gpulab.euler.host import EulerPlan
+    from gpulab.euler.host import KERNELS, launch_shape
 
-    p = {"BLOCK": 32 if device.on_simulator() else 256}
-    return EulerPlan("none", "numba", 1, p)
+    sim = device.on_simulator()
+    block = 32 if sim else 256
+    grid, blk = launch_shape(n, block, sim)
+    KERNELS.provider("numba", {"BLOCK": block})(name, grid, blk, *args)
 
 
 def _generate_deep(p: dict):
@@ -240,10 +243,9 @@ def _generate_deep(p: dict):
     E, V = p["E"], p["V"]
     src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
     bv, be = feistel_bits(V), feistel_bits(E)
-    plan = _gen_plan()
-    plan.launch("gen_deep", E, np.int32(E), np.int32(V), _u32(bv // 2), _u32((1 << (bv // 2)) - 1),
-                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["kv"]),
-                *(_u32(k) for k in p["ke"]), _u32(p["kr"]), src, dst)
+    _launch("gen_deep", E, np.int32(E), np.int32(V), _u32(bv // 2), _u32((1 << (bv // 2)) - 1),
+                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KV"]),
+                *(_u32(k) for k in p["KE"]), _u32(p["KR"]), src, dst)
     return src, dst
 
 
@@ -253,8 +255,7 @@ def _generate_shallow(p: dict):
     E = p["E"]
     src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
     be = feistel_bits(E)
-    plan = _gen_plan()
-    plan.launch("gen_shallow", E, *(np.int32(x) for x in (E, p["L"], p["C"], p["M0"], p["M"], p["degree"], p["path"])),
-                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["ke"]), _u32(p["kr"]),
-                _u32(p["kp"]), _u32(p["kq"]), src, dst)
+    _launch("gen_shallow", E, *(np.int32(x) for x in (E, p["L"], p["C"], p["M0"], p["M"], p["DEGREE"], p["PATH"])),
+                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KE"]), _u32(p["KR"]),
+                _u32(p["KP"]), _u32(p["KQ"]), src, dst)
     return src, dst

@@ -1,21 +1,25 @@
-"""Host side of chapter 5: validation, buffers, and the launch sequence of the whole pipeline.
+"""Host side of chapter 5: validation, buffers, and the one launch sequence of the whole pipeline.
 
 The sequence is written once, here, and runs on either backend through a *kernel provider*
 ``K(name, grid, block, *args)`` (as in chapter 4): the numba and CUDA C variants of a step
 differ only inside the kernels. An `EulerPlan` owns every buffer a graph of up to
-``capacity`` edges needs (allocated once, outside any timed region) and runs:
+``capacity`` edges needs (allocated once, outside any timed region) and runs what its
+variant's [`EulerPolicy`][gpulab.euler.policy.EulerPolicy] names, never branching on a
+variant's name:
 
 1. **pairing** — sort the edge ids by source and by destination (chapter 4's radix sort, or a
    one-launch rank sort for short inputs), check in = out at every vertex, pair;
-2. **labelling** — the variant's step: ``propagate``, ``jump``, ``shared``, ``ruling_set`` or
-   the blog's CPU ``partition``; every one labels a cycle with its smallest edge id;
+2. **labelling** — the policy's step (`gpulab.euler.labelling`): ``propagate``, ``jump``,
+   ``shared``, ``ruling_set`` or the blog's CPU ``partition``; every one labels a cycle with
+   its smallest edge id;
 3. **circuit graph** — one node per cycle, one link per pair of neighbouring out-slots of a
    vertex in different cycles;
 4. **spanning forest** — Borůvka with atomics (weight = slot, unique, so the forest is the
    unique minimum one whatever the schedule); more than one tree = not weakly connected;
 5. **splice** — rotate the successors along each run of tree links;
-6. **ranking** — order the single cycle from the start edge: Wyllie's pointer jumping, or
-   (``ruling_set``) splitters walked in registers.
+6. **ranking** — order the single cycle from the start edge, the policy's way:
+   [`rank_wyllie`][gpulab.euler.host.EulerPlan.rank_wyllie] (pointer jumping) or
+   [`rank_ruling_set`][gpulab.euler.host.EulerPlan.rank_ruling_set] (splitters walked in registers).
 
 The host waits for the device only where it must decide something (how many splitters, is a
 labelling round needed, did the pointer jumping converge, how many links, how many trees):
@@ -84,14 +88,14 @@ SHORTCUTS = 4                    # Borůvka: pointer-jumping rounds launched bef
 
 
 def numba_kernel(name: str, p: dict):
+    """The numba kernel ``name``: built for its compile-time parameter where
+    `kernels_numba.TEMPLATED` lists it, else the module's kernel of that name."""
     from gpulab.euler import kernels_numba as kn
 
-    if name.startswith("to_i32"):
-        return kn.to_i32_kernel(p["BLOCK"])
-    if name == "pick_splitters":
-        return kn.pick_splitters_kernel(p["BLOCK"])
-    if name == "tile_contract":
-        return kn.tile_contract_kernel(p["TILE"])
+    templated = kn.TEMPLATED.get(name)
+    if templated is not None:
+        build, param, _ = templated
+        return build(p[param])
     return getattr(kn, name)
 
 
@@ -104,6 +108,13 @@ provider = KERNELS.provider
 
 def _u(x) -> np.uint32:
     return np.uint32(int(x) & 0xFFFFFFFF)
+
+
+def launch_shape(n: int, block: int, sim: bool):
+    """(grid, block) of an element-wise launch over n items (grid-stride loops)."""
+    if sim:  # the simulator pays per thread: one block, the loop does the rest
+        return (1,), (block,)
+    return (max(1, min(ceil_div(n, block), MAX_GRID)),), (block,)
 
 
 # ----------------------------------------------------------------------------- validation
@@ -136,14 +147,13 @@ def check_edges(src, dst) -> int:
 class EulerPlan:
     """Buffers and launches of one variant for graphs of up to ``capacity`` edges (or darts)."""
 
-    def __init__(self, labelling: str, backend: str, capacity: int, params: dict, ranking: str = "wyllie"):
+    def __init__(self, policy, backend: str, capacity: int, params: dict):
         from numba import cuda
 
-        self.labelling, self.backend, self.capacity = labelling, backend, max(int(capacity), 1)
+        self.policy, self.backend, self.capacity = policy, backend, max(int(capacity), 1)
         self.params = dict(params)
         if self.params.get("GROWTH", 2) < 2:
             raise LimitError(f"GROWTH = {self.params['GROWTH']}: the splitters must get denser each round (>= 2)")
-        self.ranking = ranking
         self.sim = device.on_simulator()
         self.K = provider(backend, self.params)
         self._bufs: dict = {}
@@ -203,11 +213,8 @@ class EulerPlan:
         return out
 
     def ew(self, n: int):
-        """(grid, block) of an element-wise launch over n items (grid-stride loops)."""
-        b = self.params["BLOCK"]
-        if self.sim:  # the simulator pays per thread: one block, the loop does the rest
-            return (1,), (b,)
-        return (max(1, min(ceil_div(n, b), MAX_GRID)),), (b,)
+        """(grid, block) of an element-wise launch over n items (`launch_shape`)."""
+        return launch_shape(n, self.params["BLOCK"], self.sim)
 
     def launch(self, name, n, *args):
         g, b = self.ew(n)
@@ -384,143 +391,13 @@ class EulerPlan:
 
     # --------------------------------------------------------------- step 2: labelling
 
-    # --8<-- [start:min_jump]
-    def min_jump(self, lo: int, hi: int, bound: int):
-        """Min-label pointer jumping on the cycles of the words W0[lo:hi] (value, next): at most
-        ``bound`` rounds (ceil(log2) of the longest cycle: then every window covers its cycle),
-        launched in batches of JUMP_CHECK rounds whose flags are read once per batch. Returns
-        (the buffer holding the result, rounds run)."""
-        cur, other = self.buf("W0"), self.buf("W1")
-        check = max(1, int(self.params.get("JUMP_CHECK", 8)))
-        self.zero_flags()
-        r = 0
-        while r < bound:
-            batch = min(check, bound - r)
-            for k in range(r, r + batch):
-                self.launch("jump_round", hi - lo, cur, other, _i(lo), _i(hi), self.ctr, _i(FLAGS + k))
-                cur, other = other, cur
-            r += batch
-            if r >= bound:
-                break
-            if not self.read()[FLAGS + r - batch:FLAGS + r].all():  # a round that changed nothing
-                break
-        return cur, r
-    # --8<-- [end:min_jump]
-
     def label_cycles(self, succ, n: int):
-        """Step 2 with this plan's labelling variant: label[e] = smallest edge id of e's cycle."""
+        """Step 2 with this plan's labelling (its policy's, `gpulab.euler.labelling`):
+        label[e] = smallest edge id of e's cycle."""
         self.mark("labelling")
         label = self.buf("label")
-        kind = self.labelling
-        if kind == "propagate":
-            self._label_propagate(succ, n, label)
-        elif kind == "jump":
-            self.launch("jump_init", n, succ, _i(n), self.buf("W0"))
-            res, rounds = self.min_jump(0, n, ceil_log2(n))
-            self.launch("unpack_labels", n, res, _i(0), _i(n), label)
-            self.stats["label_rounds"] = rounds
-        elif kind == "shared":
-            self._label_shared(succ, n, label)
-        elif kind == "ruling_set":
-            self._label_ruling_set(succ, n, label)
-        elif kind == "partition":
-            self._label_partition(succ, n, label)
-        else:
-            raise ValueError(f"unknown labelling {kind!r}")
+        self.policy.labelling(self, succ, n, label)
         return label
-
-    def _label_propagate(self, succ, n, label):
-        """Rounds of propagation in batches of JUMP_CHECK, each with its own flag: the rounds
-        counted are exactly those that moved a label, plus the one that found nothing to move."""
-        self.launch("iota", n, label, _i(n))
-        check = max(1, int(self.params.get("JUMP_CHECK", 8)))
-        cap = self.params.get("MAX_ROUNDS")
-        rounds = 0
-        while True:
-            self.zero_flags()
-            for k in range(check):
-                self.launch("propagate_round", n, succ, label, _i(n), self.ctr, _i(FLAGS + k))
-            f = self.read()[FLAGS:FLAGS + check]
-            if not f.all():
-                rounds += int(np.argmin(f)) + 1
-                break
-            rounds += check
-            if cap and rounds >= cap:
-                self.stats["label_rounds"] = rounds
-                raise LimitError(f"propagate: labels still moving after {rounds} rounds (MAX_ROUNDS); a "
-                                 "round moves a label one edge, so a cycle of L edges needs about L rounds")
-        self.stats["label_rounds"] = rounds
-
-    # --8<-- [start:label_shared]
-    def _label_shared(self, succ, n, label):
-        """Contract the chains inside each tile in shared memory, label the contracted cycles by
-        pointer jumping in global memory, expand."""
-        T = self.params["TILE"]
-        xit, mn, cid, exits = self.buf("xit"), self.buf("mn"), self.buf("cid"), self.buf("exits")
-        self.K("tile_contract", (ceil_div(n, T),), (T,), succ, _i(n), xit, mn, label)
-        self.set_ctr(0)
-        self.launch("compact_exits", n, xit, _i(n), cid, exits, self.ctr)
-        m = int(self.get_ctr(1)[0])
-        self.stats["contracted"] = m
-        rounds = 0
-        if m:
-            self.launch("build_contracted", m, succ, xit, mn, cid, exits, _i(m), self.buf("W0"))
-            res, rounds = self.min_jump(0, m, ceil_log2(m))
-            self.launch("expand_labels", n, xit, cid, res, _i(n), label)
-        self.stats["label_rounds"] = rounds
-    # --8<-- [end:label_shared]
-
-    # --8<-- [start:label_ruling_set]
-    def _label_ruling_set(self, succ, n, label):
-        """Rounds of random splitters among the edges not labelled yet. Each splitter walks its
-        sublist in registers (the walk tests "splitter?" by the same hash, so its only read per
-        edge is the successor) and marks every edge it passes as its own; the short list of
-        splitters is labelled by pointer jumping; one pass over the edges turns "owned by
-        splitter j" into the label. Cycles that drew no splitter wait for the next round, whose
-        splitters are denser; the last round makes every remaining edge a splitter.
-        One wait per round (how many splitters, how many edges were still unlabelled) and one
-        per batch of jumping rounds."""
-        own, spl, clab = label, self.buf("spl"), self.buf("clab")
-        self.launch("fill_i32", n, own, _i(n), _i(-1))
-        self.preset(0, 0)
-        self.launch("fill_i32", FLAGS - ROUND, self.rounds_ctr, _i(FLAGS - ROUND), _i(0))
-        spacing, growth = self.params["SPACING"], self.params["GROWTH"]
-        seed = int(self.params.get("SEED", 0x5EED))
-        base, rounds, splitters, jump_rounds = 0, 0, [], 0
-        while True:
-            thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
-            rseed = _u(seed + rounds * 0x9E3779B9)
-            self.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, self.ctr, _i(ROUND + rounds))
-            h = self.read()
-            total, todo = int(h[0]), int(h[ROUND + rounds])
-            if todo == 0:
-                break
-            s = total - base
-            rounds += 1
-            splitters.append(s)
-            if s:
-                self.launch("walk_label", s, succ, own, spl, _i(base), _i(total), thresh, rseed, self.buf("W0"))
-                res, jr = self.min_jump(base, total, ceil_log2(s))
-                jump_rounds += jr
-                self.launch("unpack_labels", s, res, _i(base), _i(total), clab)
-            base = total
-            if spacing <= 1:
-                break
-            spacing = max(1, spacing // growth)
-        self.launch("label_from_owner", n, label, _i(n), clab)
-        self.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
-    # --8<-- [end:label_ruling_set]
-
-    def _label_partition(self, succ, n, label):
-        """The blog's step 2: copy the successors to the host, walk the cycles on the CPU (one
-        thread), copy the labels back."""
-        from gpulab.euler.reference import _walk_labels
-
-        self.syncs += 2
-        host_succ = succ[:n].copy_to_host().astype(np.int64)
-        lab = _walk_labels(host_succ).astype(np.int32)
-        label[:n].copy_to_device(lab)
-        self.stats["label_rounds"] = 1
 
     # --------------------------------------------------------------- steps 3 and 4: circuit graph and spanning forest
 
@@ -603,17 +480,12 @@ class EulerPlan:
 
     # --8<-- [start:ranking]
     def rank(self, succ, n: int, head: int, out):
-        """Write the single cycle of ``succ`` into ``out``, starting with edge ``head``."""
+        """Write the single cycle of ``succ`` into ``out``, starting with edge ``head`` (the
+        policy's ranking: `rank_wyllie` or `rank_ruling_set`)."""
         self.mark("ranking")
-        if self.ranking == "ruling_set":
-            self._rank_ruling_set(succ, n, head, out)
-            return
-        self.launch("wyllie_init", n, succ, _i(n), _i(head), self.buf("W0"))
-        res, rounds = self._wyllie(n)
-        self.launch("scatter_rank", n, res, _i(n), out)
-        self.stats["rank_rounds"] = rounds
+        self.policy.ranking(self, succ, n, head, out)
 
-    def _wyllie(self, m: int):
+    def wyllie(self, m: int):
         """Wyllie's rounds on the list in W0[:m]: exactly ceil(log2 m) of them, with no check
         (a list of m elements needs no more, and the rounds after the end change nothing)."""
         cur, other = self.buf("W0"), self.buf("W1")
@@ -623,7 +495,16 @@ class EulerPlan:
             cur, other = other, cur
         return cur, rounds
 
-    def _rank_ruling_set(self, succ, n, head, out):
+    def rank_wyllie(self, succ, n: int, head: int, out):
+        """Step 6 by Wyllie's pointer jumping over all n edges: ceil(log2 n) rounds."""
+        self.launch("wyllie_init", n, succ, _i(n), _i(head), self.buf("W0"))
+        res, rounds = self.wyllie(n)
+        self.launch("scatter_rank", n, res, _i(n), out)
+        self.stats["rank_rounds"] = rounds
+
+    def rank_ruling_set(self, succ, n: int, head: int, out):
+        """Step 6 by splitters (one per RANK_SPACING edges, and the head): each walks its sublist in
+        registers, Wyllie ranks the short list of splitters, one pass writes every edge's place."""
         sid, spl = self.buf("sid"), self.buf("spl")
         spacing = self.params["RANK_SPACING"]
         thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
@@ -632,7 +513,7 @@ class EulerPlan:
         self.launch("pick_rank_splitters", n, _i(n), thresh, rseed, _i(head), sid, spl, self.ctr)
         s = int(self.read()[0])
         self.launch("walk_rank", s, succ, sid, spl, _i(s), thresh, rseed, _i(head), self.buf("W0"))
-        res, rounds = self._wyllie(s)
+        res, rounds = self.wyllie(s)
         self.launch("write_ranked", s, succ, spl, _i(s), thresh, rseed, _i(head), res, _i(n), out)
         self.stats.update(rank_splitters=s, rank_rounds=rounds)
     # --8<-- [end:ranking]
@@ -890,79 +771,15 @@ def _imbalance_message(info: dict, path: bool) -> str:
             f"{info['unbalanced']} vertices are unbalanced (e.g. vertex {v}: {a} in-edges, {b} out-edges)")
 
 
-# ----------------------------------------------------------------------------- the CPU peers
-
-
-class CpuPlan:
-    """Hierholzer (numba, one thread) or networkx on host arrays, with the plan interface."""
-
-    backend = "cpu"
-
-    def __init__(self, kind: str, capacity: int, params: dict):
-        self.kind, self.capacity, self.params, self.stats, self.stage_ms = kind, capacity, dict(params), {}, {}
-
-    def solve(self, src: np.ndarray, dst: np.ndarray, *, directed=True, source=None, path=False):
-        """Returns (edge ids, forward flags or None) as numpy arrays."""
-        from gpulab.euler import reference
-
-        if self.kind == "hierholzer":
-            res = reference.hierholzer(src, dst, directed=directed, source=source, path=path)
-            return (res, None) if directed else res
-        return networkx_circuit(src, dst, directed=directed, source=source, path=path)
-
-
-def networkx_graph(src, dst, directed=True):
-    """A networkx multigraph whose edge keys are our edge ids."""
-    import networkx as nx
-
-    G = nx.MultiDiGraph() if directed else nx.MultiGraph()
-    G.add_edges_from((int(u), int(v), e) for e, (u, v) in enumerate(zip(np.asarray(src).tolist(),
-                                                                           np.asarray(dst).tolist())))
-    return G
-
-
-def networkx_walk(G, src, directed=True, source=None, path=False):
-    """``networkx.eulerian_circuit`` / ``eulerian_path`` with keys, as our (edge ids, forward)."""
-    import networkx as nx
-
-    try:
-        if path:
-            walk = list(nx.eulerian_path(G, source=source, keys=True))
-        else:
-            walk = list(nx.eulerian_circuit(G, source=source, keys=True))
-    except nx.NetworkXError as exc:
-        raise NotEulerian(f"networkx: {exc}") from None
-    edges = np.array([k for _, _, k in walk], np.int32)
-    if directed:
-        return edges, None
-    fw = np.array([int(src[k]) == int(u) for u, _, k in walk], bool)
-    return edges, fw
-
-
-def networkx_circuit(src, dst, *, directed=True, source=None, path=False):
-    src, dst = np.asarray(src), np.asarray(dst)
-    if src.size == 0:
-        return np.zeros(0, np.int32), (None if directed else np.zeros(0, bool))
-    G = networkx_graph(src, dst, directed)
-    return networkx_walk(G, src, directed, source, path)
-
-
-def cpu_factory(kind: str):
-    def make(capacity: int, params: dict) -> CpuPlan:
-        return CpuPlan(kind, capacity, params)
-
-    make.kind, make.backend = kind, "cpu"
-    return make
-
-
 # ----------------------------------------------------------------------------- registry glue
 
 
-def plan_factory(labelling: str, backend: str, ranking: str = "wyllie"):
-    """The ``run`` callable of a registry entry: ``(capacity, params) -> EulerPlan``."""
+def plan_factory(policy, backend: str):
+    """The ``run`` callable of a GPU registry entry: ``(capacity, params) -> EulerPlan`` running
+    ``policy`` (an [`EulerPolicy`][gpulab.euler.policy.EulerPolicy]) on ``backend``."""
 
     def make(capacity: int, params: dict) -> EulerPlan:
-        return EulerPlan(labelling, backend, capacity, params, ranking=ranking)
+        return EulerPlan(policy, backend, capacity, params)
 
-    make.labelling, make.backend, make.ranking = labelling, backend, ranking
+    make.policy, make.backend = policy, backend
     return make

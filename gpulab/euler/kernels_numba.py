@@ -10,24 +10,39 @@ Element-wise kernels are grid-stride loops, so the host may launch any grid (a f
 blocks on a GPU, one small block on the simulator). Kernels that *append* to a list
 (links, splitters, nodes ...) use a warp-aggregated atomic: one ``atomic.add`` per warp, not per
 thread — their loops run in whole warps (``n`` rounded up to 32) so that every lane reaches the
-``ballot_sync``; their blocks are multiples of 32 threads.
+``ballot_sync``; on a GPU their blocks are multiples of 32 threads (BLOCK), on the simulator
+one block of a partial warp (BLOCK = 8 lanes: `gpulab.simwarp`'s intrinsics exchange among
+the lanes that exist).
+``TEMPLATED`` lists the kernels built per compile-time parameter (BLOCK or TILE); every other
+kernel is a module-level ``cuda.jit`` function.
 
 Hot loops index with ``uint32(...)``: numba indexes like NumPy, and a signed index costs a
 compare and a select per load (chapter 1 measured it).
 
-The steps, in the order the host (``host.py``) launches them:
+The steps, in the order the host (``host.py``, ``labelling.py``) launches them:
 
-1. pairing: ``to_i32`` (validate and narrow ids), ``small_sort`` or chapter 4's radix sort,
-   ``imbalance`` (in-degree = out-degree everywhere? ``degrees_of`` for the message), ``pair``
-   (the successor permutation);
-2. labelling: ``propagate_round`` | ``jump_round`` | ``tile_contract`` + contraction |
-   ruling set (``pick_splitters``, ``walk_label``, ``jump_round`` on the splitters,
-   ``label_from_owner``);
+0. loading: ``to_i32`` (validate and narrow ids);
+1. pairing: ``small_sort`` or chapter 4's radix sort, ``pair`` (the successor permutation; it
+   also counts the positions where in-degree != out-degree), and only when there are such
+   positions ``imbalance`` and ``degrees_of`` (which vertices: the message, or an Euler path's
+   ends); ``find_first`` (the out-edge a ``source`` starts with);
+2. labelling: ``iota`` + ``propagate_round`` | ``jump_init`` + ``jump_round`` +
+   ``unpack_labels`` | ``tile_contract`` + ``compact_exits``, ``build_contracted``,
+   ``jump_round``, ``expand_labels`` | ruling set (``pick_splitters``, ``walk_label``,
+   ``jump_round`` on the splitters, ``unpack_labels``, ``label_from_owner``); ``partition``
+   launches none (the CPU walks the cycles);
 3. circuit graph: ``list_nodes``, ``find_links``;
 4. spanning forest (Borůvka): ``reset_best``, ``min_links``, ``hook``, ``shortcut``, ``count_roots``;
 5. ``splice``;
 6. ranking: ``wyllie_init`` / ``wyllie_round`` / ``scatter_rank``, or the ruling set's
    ``pick_rank_splitters``, ``walk_rank``, ``wyllie_round`` on the splitters, ``write_ranked``.
+
+Around the steps: undirected graphs pair half-edges first (``half_keys``, ``odd_vertices``,
+``dart_succ``, then ``orient`` keeps one direction of each edge); the results
+(``walk_vertices``, ``gather_i32``, ``reverse_walk``); counters and fills (``preset_i32``,
+``preset_i64``, ``fill_i32``, ``fill_u8``); checks on the device (``mark_positions``,
+``check_chain``, ``cycle_sizes``); the graph generators (``gen_deep``, ``gen_shallow``) and de
+Bruijn graphs (``debruijn_graph``, ``debruijn_ends``, ``debruijn_symbols``).
 
 ``mismatch`` is no step: the benchmark (``bench.py``) counts with it where a variant's circuit
 differs from the first variant's.
@@ -1125,6 +1140,18 @@ def debruijn_symbols(circuit, N, kn1, n1, seq):
 
 
 # ----------------------------------------------------------------------------- compile checks
+
+
+# The kernels built per compile-time parameter, by the name the host launches them with:
+# (builder, the parameter it is built for, the signature it is launched with).
+TEMPLATED = {
+    "to_i32_i32": (to_i32_kernel, "BLOCK", f"void({I32}, int32, {I32}, {I64}, int32, int32)"),
+    "to_i32_i64": (to_i32_kernel, "BLOCK", f"void({I64}, int32, {I32}, {I64}, int32, int32)"),
+    "pick_splitters": (pick_splitters_kernel, "BLOCK", f"void({I32}, int32, uint32, uint32, {I32}, {I32}, int32)"),
+    "tile_contract": (tile_contract_kernel, "TILE", f"void({I32}, int32, {I32}, {I32}, {I32})"),
+}
+# the templated kernels of every GPU variant (its policy's `kernels` names the others)
+COMMON_TEMPLATED = ("to_i32_i32", "to_i32_i64")
 
 
 def fixed_targets() -> list[tuple[str, object, str]]:

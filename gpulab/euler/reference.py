@@ -12,6 +12,8 @@ and the de Bruijn (FKM) and k-mer references.
   the unique minimum one), so tests compare edge for edge, and the book's figures draw its steps.
 * [`de_bruijn_fkm`][gpulab.euler.reference.de_bruijn_fkm] is the Fredricksen–Kessler–Maiorana construction (Lyndon words in
   lexicographic order), the reference for [`gpulab.euler.de_bruijn`][gpulab.euler.de_bruijn].
+* The CPU variants of the registry (``hierholzer``, ``networkx``) run here: ``cpu_factory``
+  makes their plans, and the benchmark times ``hierholzer_timer`` and ``networkx_timer``.
 """
 
 from __future__ import annotations
@@ -159,20 +161,35 @@ def hierholzer_python(src, dst, source=None) -> list[int]:
 
 
 @njit(cache=True)
-def _hierholzer_directed(src, dst, n_vertices, start):
+def _incidence(src, dst, n_vertices, undirected):
+    """The edges at every vertex in CSR form, by a counting sort (stable: ids ascending within
+    a vertex): directed, edge e at src[e]; undirected, half-edge 2e at src[e] and 2e + 1 at
+    dst[e]. Returns (ptr, ids)."""
     E = src.size
-    # CSR of out-edges by a counting sort (stable: edge ids ascending within a vertex)
     ptr = np.zeros(n_vertices + 1, np.int64)
     for e in range(E):
         ptr[src[e] + 1] += 1
+        if undirected:
+            ptr[dst[e] + 1] += 1
     for v in range(n_vertices):
         ptr[v + 1] += ptr[v]
     fill = ptr[:-1].copy()
-    out = np.empty(E, np.int32)
+    ids = np.empty(ptr[n_vertices], np.int32)
     for e in range(E):
         u = src[e]
-        out[fill[u]] = e
+        ids[fill[u]] = 2 * e if undirected else e
         fill[u] += 1
+        if undirected:
+            w = dst[e]
+            ids[fill[w]] = 2 * e + 1
+            fill[w] += 1
+    return ptr, ids
+
+
+@njit(cache=True)
+def _hierholzer_directed(src, dst, n_vertices, start):
+    E = src.size
+    ptr, out = _incidence(src, dst, n_vertices, False)  # the out-edges of every vertex
     nxt = ptr[:-1].copy()  # next unused out-edge of each vertex
     stack = np.empty(E, np.int32)
     circuit = np.empty(E, np.int32)
@@ -200,19 +217,7 @@ def _hierholzer_directed(src, dst, n_vertices, start):
 @njit(cache=True)
 def _hierholzer_undirected(src, dst, n_vertices, start):
     E = src.size
-    ptr = np.zeros(n_vertices + 1, np.int64)
-    for e in range(E):
-        ptr[src[e] + 1] += 1
-        ptr[dst[e] + 1] += 1
-    for v in range(n_vertices):
-        ptr[v + 1] += ptr[v]
-    fill = ptr[:-1].copy()
-    inc = np.empty(2 * E, np.int32)  # half-edges: 2e = e at its src end, 2e+1 = e at its dst end
-    for e in range(E):
-        inc[fill[src[e]]] = 2 * e
-        fill[src[e]] += 1
-        inc[fill[dst[e]]] = 2 * e + 1
-        fill[dst[e]] += 1
+    ptr, inc = _incidence(src, dst, n_vertices, True)  # half-edges: 2e = e at its src end, 2e+1 at its dst end
     used = np.zeros(E, np.bool_)
     nxt = ptr[:-1].copy()
     stack = np.empty(E, np.int32)  # darts: 2e walks src->dst, 2e+1 walks dst->src
@@ -484,3 +489,85 @@ def windows(seq, n: int, cyclic: bool = True) -> Counter:
 
 def kmer_multiset(seq: str, k: int) -> Counter:
     return Counter(seq[i:i + k] for i in range(len(seq) - k + 1))
+
+
+# ----------------------------------------------------------------------------- the CPU peers
+
+
+def hierholzer_walk(src, dst, *, directed=True, source=None, path=False):
+    """[`hierholzer`][gpulab.euler.reference.hierholzer] as ``(edge ids, forward flags or None)``."""
+    res = hierholzer(src, dst, directed=directed, source=source, path=path)
+    return (res, None) if directed else res
+
+
+def networkx_graph(src, dst, directed=True):
+    """A networkx multigraph whose edge keys are our edge ids."""
+    import networkx as nx
+
+    G = nx.MultiDiGraph() if directed else nx.MultiGraph()
+    G.add_edges_from((int(u), int(v), e) for e, (u, v) in enumerate(zip(np.asarray(src).tolist(),
+                                                                           np.asarray(dst).tolist())))
+    return G
+
+
+def networkx_walk(G, src, directed=True, source=None, path=False):
+    """``networkx.eulerian_circuit`` / ``eulerian_path`` with keys, as our (edge ids, forward)."""
+    import networkx as nx
+
+    try:
+        if path:
+            walk = list(nx.eulerian_path(G, source=source, keys=True))
+        else:
+            walk = list(nx.eulerian_circuit(G, source=source, keys=True))
+    except nx.NetworkXError as exc:
+        raise NotEulerian(f"networkx: {exc}") from None
+    edges = np.array([k for _, _, k in walk], np.int32)
+    if directed:
+        return edges, None
+    fw = np.array([int(src[k]) == int(u) for u, _, k in walk], bool)
+    return edges, fw
+
+
+def networkx_circuit(src, dst, *, directed=True, source=None, path=False):
+    """``networkx.eulerian_circuit`` (or ``eulerian_path``) of the edges, as ``(edge ids,
+    forward flags or None)``."""
+    src, dst = np.asarray(src), np.asarray(dst)
+    if src.size == 0:
+        return np.zeros(0, np.int32), (None if directed else np.zeros(0, bool))
+    G = networkx_graph(src, dst, directed)
+    return networkx_walk(G, src, directed, source, path)
+
+
+def hierholzer_timer(src, dst):
+    """The benchmark's timed call of [`hierholzer`][gpulab.euler.reference.hierholzer] (directed)."""
+    return lambda: hierholzer(src, dst)
+
+
+def networkx_timer(src, dst):
+    """The benchmark's timed call of networkx: the graph is built here, outside the timing."""
+    G = networkx_graph(src, dst)
+    return lambda: networkx_walk(G, src)[0]
+
+
+class CpuPlan:
+    """A CPU variant's walk (``solve``: [`hierholzer_walk`][gpulab.euler.reference.hierholzer_walk]
+    or [`networkx_circuit`][gpulab.euler.reference.networkx_circuit]) with the plan interface."""
+
+    backend = "cpu"
+
+    def __init__(self, solve, capacity: int, params: dict):
+        self.walk, self.capacity, self.params, self.stats, self.stage_ms = solve, capacity, dict(params), {}, {}
+
+    def solve(self, src: np.ndarray, dst: np.ndarray, *, directed=True, source=None, path=False):
+        """Returns (edge ids, forward flags or None) as numpy arrays."""
+        return self.walk(src, dst, directed=directed, source=source, path=path)
+
+
+def cpu_factory(solve):
+    """The ``run`` callable of a CPU registry entry: ``(capacity, params) -> CpuPlan``."""
+
+    def make(capacity: int, params: dict) -> CpuPlan:
+        return CpuPlan(solve, capacity, params)
+
+    make.solve, make.backend = solve, "cpu"
+    return make

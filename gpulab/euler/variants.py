@@ -4,12 +4,16 @@ labelling the cycles (step 2), in the order the book climbs them.
 Every GPU variant runs the whole pipeline; only step 2 differs (and ``ruling_set`` also ranks
 the final cycle with splitters, step 6, where the others use Wyllie's pointer jumping). All of
 them compute the same circuit, edge for edge, as `gpulab.euler.reference.ais_reference`.
+
+What differs is data: each entry's `EulerPolicy` (`gpulab.euler.policy`) names its labelling,
+its ranking, the kernels built for its parameters and its limits in the benchmark, and its
+`sim_params` its sizes on numba's simulator; adding a variant is adding one entry.
 """
 
 from __future__ import annotations
 
-from gpulab import device
-from gpulab.euler import host
+from gpulab.euler import host, labelling, reference
+from gpulab.euler.policy import EulerPolicy
 from gpulab.registry import Registry, Variant
 
 # Compile-time and launch parameters, the same for numba and CUDA C.
@@ -29,25 +33,44 @@ PARAMS = {
     "shared": dict(BASE, TILE=1024),
     "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64),
 }
-# Where the H200 preferred other values for one backend (scripts/tune_euler.py prints this).
+# Where the H200 preferred other values for one backend (`python -m gpulab.euler.tune` prints this).
 BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128, JUMP_CHECK=4)}
 
 # On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),
 # small tiles, and dense splitters so that several rounds still happen on a few hundred edges.
-SIM_PARAMS = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4, JUMP_CHECK=3)
+# A variant's `sim_params` are those of its parameters.
+SIM = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4, JUMP_CHECK=3)
 
+# What the benchmark times, and up to which size (`gpulab.euler.bench`).
+M42 = 41_943_040  # 10 x 2^22: V = 10,485,760 at degree 4, the blog's graph
+CPU_MAX_EDGES = M42  # Hierholzer (numba, one thread) is timed up to here
+NX_MAX_EDGES = 2**18  # networkx takes ~20 s per million edges (measured on the CPU of the development machine)
+PARTITION_MAX_EDGES = M42  # the blog's CPU step 2: seconds per run at 42M
+PROPAGATE_MAX_EDGES = M42
+PROPAGATE_MAX_ROUNDS = 20_000  # propagate on deep graphs needs up to ~E / 2 rounds: stop it here and report
+
+# Each GPU step: (name, memory, lesson, teaching only?, policy): the policy names its labelling
+# (step 2), its ranking (step 6), the kernels built for its parameters, its limits in the benchmark.
 _LADDER = [
     ("partition", ("global", "host"),
-     "the blog's step 2: copy the successors to the CPU, walk the cycles there, copy the labels back"),
+     "the blog's step 2: copy the successors to the CPU, walk the cycles there, copy the labels back", True,
+     EulerPolicy(labelling=labelling.label_partition, ranking=host.EulerPlan.rank_wyllie,
+                 bench_max_edges=PARTITION_MAX_EDGES)),
     ("propagate", ("global",),
-     "min-label propagation in global memory: one edge per round, so rounds = the longest cycle"),
+     "min-label propagation in global memory: one edge per round, so rounds = the longest cycle", True,
+     EulerPolicy(labelling=labelling.label_propagate, ranking=host.EulerPlan.rank_wyllie,
+                 bench_max_edges=PROPAGATE_MAX_EDGES, bench_params={"MAX_ROUNDS": PROPAGATE_MAX_ROUNDS})),
     ("jump", ("global",),
-     "pointer jumping (Wyllie): log2 rounds, but every round touches all E edges: O(E log E) work"),
+     "pointer jumping (Wyllie): log2 rounds, but every round touches all E edges: O(E log E) work", False,
+     EulerPolicy(labelling=labelling.label_jump, ranking=host.EulerPlan.rank_wyllie)),
     ("shared", ("global", "shared"),
-     "contract the chains inside each tile in shared memory, then jump on the contracted cycles"),
+     "contract the chains inside each tile in shared memory, then jump on the contracted cycles", False,
+     EulerPolicy(labelling=labelling.label_shared, ranking=host.EulerPlan.rank_wyllie, kernels=("tile_contract",))),
     ("ruling_set", ("global", "registers"),
-     "random splitters walk their sublists in registers: O(E) work; also ranks the circuit that way"),
+     "random splitters walk their sublists in registers: O(E) work; also ranks the circuit that way", False,
+     EulerPolicy(labelling=labelling.label_ruling_set, ranking=host.EulerPlan.rank_ruling_set,
+                 kernels=("pick_splitters",))),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs).
@@ -55,63 +78,45 @@ DEFAULTS = {"numba": "ruling_set", "cuda-c": "ruling_set", "cpu": "hierholzer"}
 
 REGISTRY = Registry("euler", defaults=DEFAULTS)
 REGISTRY.add(Variant("hierholzer", "cpu", ("host",), "Hierholzer's walk compiled with numba, one CPU thread: O(E)",
-                     host.cpu_factory("hierholzer")))
+                     reference.cpu_factory(reference.hierholzer_walk),
+                     policy=EulerPolicy(bench_max_edges=CPU_MAX_EDGES, bench_timer=reference.hierholzer_timer,
+                                        bench_role="peer",
+                                        peer_includes="numba njit, one CPU thread: int32 host arrays in, edge ids "
+                                                      "out; degree check, CSR build (counting sort) and the walk")))
 REGISTRY.add(Variant("networkx", "cpu", ("host",), "networkx.eulerian_circuit: what a Python user has at hand",
-                     host.cpu_factory("networkx")))
-for name, memory, lesson in _LADDER:
+                     reference.cpu_factory(reference.networkx_circuit),
+                     policy=EulerPolicy(bench_max_edges=NX_MAX_EDGES, bench_timer=reference.networkx_timer,
+                                        bench_role="python", bench_once=True,
+                                        peer_includes="networkx.eulerian_circuit(G, keys=True) listed, on a "
+                                                      "MultiDiGraph built beforehand (building it is not timed)")))
+for name, memory, lesson, teaching, policy in _LADDER:
     for backend in ("numba", "cuda-c"):
-        REGISTRY.add(Variant(name, backend, memory, lesson,
-                             host.plan_factory(name, backend, "ruling_set" if name == "ruling_set" else "wyllie"),
-                             params={**PARAMS[name], **BACKEND_PARAMS.get((name, backend), {})},
-                             needs_warp_intrinsics=True,
-                             teaching_only=name in ("partition", "propagate")))
-
-
-def effective_params(variant, overrides: dict | None = None) -> dict:
-    """The variant's parameters, with the simulator's small sizes there, and ``overrides``."""
-    p = dict(variant.params)
-    if device.on_simulator():
-        p.update({k: v for k, v in SIM_PARAMS.items() if k in p or k in ("BLOCK", "SMALL_SORT")})
-    p.update(overrides or {})
-    return p
+        params = {**PARAMS.get(name, BASE), **BACKEND_PARAMS.get((name, backend), {})}
+        REGISTRY.add(Variant(name, backend, memory, lesson, host.plan_factory(policy, backend), params=params,
+                             needs_warp_intrinsics=True, teaching_only=teaching,
+                             sim_params={k: v for k, v in SIM.items() if k in params}, policy=policy))
 
 
 def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
-    seen, out = set(), []
-    for v in REGISTRY.select(backend="cuda-c"):
-        d = host.cuda_defines(v.params)
-        d.setdefault("TILE", 1024)
-        key = tuple(sorted(d.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append((host.SOURCE, d))
-    return out
+    return REGISTRY.cuda_builds(host.SOURCE, lambda v: [host.cuda_defines(v.params)])
 
 
 def ptx_targets() -> list[tuple[str, object, str]]:
     """Every numba kernel of this chapter with the signatures the host launches it with (for the
-    PTX check, `gpulab.compilecheck`)."""
+    PTX check, `gpulab.compilecheck`): the fixed ones, and each templated one (`kernels_numba.TEMPLATED`)
+    a GPU variant launches, built with that variant's parameters."""
     from gpulab.euler import kernels_numba as kn
 
-    I32, I64, s, u = kn.I32, kn.I64, "int32", "uint32"
     targets = kn.fixed_targets()
     seen = set()
     for v in REGISTRY.select():
-        p = v.params
-        if "BLOCK" in p:
-            b = p["BLOCK"]
-            for dt in (I32, I64):
-                name = f"to_i32[{b}]({dt[:5]})"
-                if name not in seen:
-                    seen.add(name)
-                    targets.append((name, kn.to_i32_kernel(b), f"void({dt}, {s}, {I32}, {I64}, {s}, {s})"))
-            if "SPACING" in p and f"pick_splitters[{b}]" not in seen:
-                seen.add(f"pick_splitters[{b}]")
-                targets.append((f"pick_splitters[{b}]", kn.pick_splitters_kernel(b),
-                                f"void({I32}, {s}, {u}, {u}, {I32}, {I32}, {s})"))
-        if "TILE" in p and f"tile_contract[{p['TILE']}]" not in seen:
-            seen.add(f"tile_contract[{p['TILE']}]")
-            targets.append((f"tile_contract[{p['TILE']}]", kn.tile_contract_kernel(p["TILE"]),
-                            f"void({I32}, {s}, {I32}, {I32}, {I32})"))
+        if v.policy.labelling is None:  # a CPU variant: no kernels
+            continue
+        for name in kn.COMMON_TEMPLATED + v.policy.kernels:
+            build, param, sig = kn.TEMPLATED[name]
+            label = f"{name}[{v.params[param]}]"
+            if label not in seen:
+                seen.add(label)
+                targets.append((label, build(v.params[param]), sig))
     return targets

@@ -22,7 +22,7 @@ from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.euler import generators as gen
 from gpulab.euler import host, reference as ref
 from gpulab.euler.api import plan_for
-from gpulab.euler.variants import REGISTRY, effective_params
+from gpulab.euler.variants import REGISTRY
 from tests.conftest import ON_SIMULATOR, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
 GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
@@ -588,7 +588,7 @@ def test_the_defaults_are_what_the_book_measured():
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 @pytest.mark.parametrize("case", ["deep", "shallow", "multigraph", "star_of_cycles"])
 def test_the_tuned_parameters_give_the_reference_circuit(backend, case, rng):
-    """The simulator's tests run with dense splitters (SIM_PARAMS); here the H200's tuned values
+    """The simulator's tests run with dense splitters (their sim_params); here the H200's tuned values
     themselves (one splitter per 128 edges, 16x denser each round, ranking splitters every 64,
     the flags read every JUMP_CHECK rounds; on the simulator the block stays small)."""
     v = REGISTRY.get("ruling_set", backend)

@@ -2,7 +2,7 @@
 launch parameters BLOCK / JUMP_CHECK, both backends, on the blog's deep and shallow graphs
 (42M edges over 10.5M vertices). Writes rows JSON for the book and the winners for the bench.
 
-    python scripts/tune_euler.py --out gpu-out
+    python -m gpulab.euler.tune --out gpu-out
         -> euler-tuning-<device>.json      every configuration: total and per-stage medians
            euler-best-params.json          {"ruling_set": {backend: {param: value}}}: pass it to
                                            the bench as GPULAB_EULER_PARAMS=<that file>
@@ -18,7 +18,7 @@ its graph (itself checked on the device: every edge once, chained, closed):
    events, median), against the registry's defaults measured the same way.
 
 The score of a configuration is the sum of its times on the deep and the shallow graph.
-Dry run on a CPU: GPULAB_DEVICE=sim python scripts/tune_euler.py --out /tmp/t  (tiny graphs).
+Dry run on a CPU: GPULAB_DEVICE=sim python -m gpulab.euler.tune --out /tmp/t  (tiny graphs).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ import numpy as np
 import gpulab  # noqa: F401  (device selection first)
 from gpulab import benchmark, device
 from gpulab.errors import GpulabError
-from gpulab.euler import bench, host
-from gpulab.euler.variants import REGISTRY, effective_params
+from gpulab.euler import bench
+from gpulab.euler.variants import REGISTRY
 from gpulab.timing import measure
 
 SPACINGS = (16, 32, 64, 128, 256)
@@ -65,11 +65,11 @@ class Runner:
         self.plan, self.block = None, None
 
     def configure(self, cfg: dict):
-        params = effective_params(self.v, {k: v for k, v in cfg.items() if not device.on_simulator() or k != "BLOCK"})
+        params = self.v.launch_params({k: v for k, v in cfg.items() if not device.on_simulator() or k != "BLOCK"})
         if self.plan is None or params["BLOCK"] != self.block:
             self.plan = None
             bench._free_plans({"plans": {}, "sim": device.on_simulator()})
-            self.plan = host.EulerPlan("ruling_set", self.backend, self.capacity, params, ranking="ruling_set")
+            self.plan = self.v.run(self.capacity, params)
             self.block = params["BLOCK"]
         self.plan.params.update(params)
         return self.plan
@@ -211,7 +211,7 @@ def registry_diff(best: dict) -> str:
     """The change to gpulab/euler/variants.py that makes the winners the defaults: numba's (or
     the only backend's) values in PARAMS["ruling_set"], the other backend's differences in
     BACKEND_PARAMS."""
-    path = Path(__file__).resolve().parents[1] / "gpulab" / "euler" / "variants.py"
+    path = Path(__file__).resolve().with_name("variants.py")
     lines = path.read_text().splitlines(keepends=True)
     ref_backend = "numba" if "numba" in best else next(iter(best))
     ref = best[ref_backend]

@@ -1,0 +1,155 @@
+"""Step 2 of chapter 5, the labelling: ``label[e]`` = the smallest edge id of e's cycle.
+
+Every function here is one way of doing it, ``(plan, succ, n, label)`` on an
+[`EulerPlan`][gpulab.euler.host.EulerPlan]'s buffers; a variant's
+[`EulerPolicy`][gpulab.euler.policy.EulerPolicy] names the one it runs (``labelling=``), and
+[`EulerPlan.label_cycles`][gpulab.euler.host.EulerPlan.label_cycles] calls it. In the order the
+book climbs them:
+
+* [`label_partition`][gpulab.euler.labelling.label_partition]: the blog's CPU step (the
+  successors cross the bus both ways);
+* [`label_propagate`][gpulab.euler.labelling.label_propagate]: one edge per round;
+* [`label_jump`][gpulab.euler.labelling.label_jump]: pointer jumping over all edges;
+* [`label_shared`][gpulab.euler.labelling.label_shared]: contract inside tiles in shared
+  memory, jump on the rest;
+* [`label_ruling_set`][gpulab.euler.labelling.label_ruling_set]: random splitters walk their
+  sublists in registers.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulab.errors import LimitError
+from gpulab.euler.host import FLAGS, ROUND, _u, ceil_log2
+from gpulab.launch import ceil_div
+from gpulab.launch import i32 as _i
+
+
+# --8<-- [start:min_jump]
+def min_jump(plan, lo: int, hi: int, bound: int):
+    """Min-label pointer jumping on the cycles of the words W0[lo:hi] (value, next): at most
+    ``bound`` rounds (ceil(log2) of the longest cycle: then every window covers its cycle),
+    launched in batches of JUMP_CHECK rounds whose flags are read once per batch. Returns
+    (the buffer holding the result, rounds run)."""
+    cur, other = plan.buf("W0"), plan.buf("W1")
+    check = max(1, int(plan.params.get("JUMP_CHECK", 8)))
+    plan.zero_flags()
+    r = 0
+    while r < bound:
+        batch = min(check, bound - r)
+        for k in range(r, r + batch):
+            plan.launch("jump_round", hi - lo, cur, other, _i(lo), _i(hi), plan.ctr, _i(FLAGS + k))
+            cur, other = other, cur
+        r += batch
+        if r >= bound:
+            break
+        if not plan.read()[FLAGS + r - batch:FLAGS + r].all():  # a round that changed nothing
+            break
+    return cur, r
+# --8<-- [end:min_jump]
+
+
+def label_jump(plan, succ, n, label):
+    """Min-label pointer jumping on all n edges: ceil(log2 n) rounds at most, each over every edge."""
+    plan.launch("jump_init", n, succ, _i(n), plan.buf("W0"))
+    res, rounds = min_jump(plan, 0, n, ceil_log2(n))
+    plan.launch("unpack_labels", n, res, _i(0), _i(n), label)
+    plan.stats["label_rounds"] = rounds
+
+
+def label_propagate(plan, succ, n, label):
+    """Rounds of propagation in batches of JUMP_CHECK, each with its own flag: the rounds
+    counted are exactly those that moved a label, plus the one that found nothing to move."""
+    plan.launch("iota", n, label, _i(n))
+    check = max(1, int(plan.params.get("JUMP_CHECK", 8)))
+    cap = plan.params.get("MAX_ROUNDS")
+    rounds = 0
+    while True:
+        plan.zero_flags()
+        for k in range(check):
+            plan.launch("propagate_round", n, succ, label, _i(n), plan.ctr, _i(FLAGS + k))
+        f = plan.read()[FLAGS:FLAGS + check]
+        if not f.all():
+            rounds += int(np.argmin(f)) + 1
+            break
+        rounds += check
+        if cap and rounds >= cap:
+            plan.stats["label_rounds"] = rounds
+            raise LimitError(f"propagate: labels still moving after {rounds} rounds (MAX_ROUNDS); a "
+                             "round moves a label one edge, so a cycle of L edges needs about L rounds")
+    plan.stats["label_rounds"] = rounds
+
+
+# --8<-- [start:label_shared]
+def label_shared(plan, succ, n, label):
+    """Contract the chains inside each tile in shared memory, label the contracted cycles by
+    pointer jumping in global memory, expand."""
+    T = plan.params["TILE"]
+    xit, mn, cid, exits = plan.buf("xit"), plan.buf("mn"), plan.buf("cid"), plan.buf("exits")
+    plan.K("tile_contract", (ceil_div(n, T),), (T,), succ, _i(n), xit, mn, label)
+    plan.set_ctr(0)
+    plan.launch("compact_exits", n, xit, _i(n), cid, exits, plan.ctr)
+    m = int(plan.get_ctr(1)[0])
+    plan.stats["contracted"] = m
+    rounds = 0
+    if m:
+        plan.launch("build_contracted", m, succ, xit, mn, cid, exits, _i(m), plan.buf("W0"))
+        res, rounds = min_jump(plan, 0, m, ceil_log2(m))
+        plan.launch("expand_labels", n, xit, cid, res, _i(n), label)
+    plan.stats["label_rounds"] = rounds
+# --8<-- [end:label_shared]
+
+
+# --8<-- [start:label_ruling_set]
+def label_ruling_set(plan, succ, n, label):
+    """Rounds of random splitters among the edges not labelled yet. Each splitter walks its
+    sublist in registers (the walk tests "splitter?" by the same hash, so its only read per
+    edge is the successor) and marks every edge it passes as its own; the short list of
+    splitters is labelled by pointer jumping; one pass over the edges turns "owned by
+    splitter j" into the label. Cycles that drew no splitter wait for the next round, whose
+    splitters are denser; the last round makes every remaining edge a splitter.
+    One wait per round (how many splitters, how many edges were still unlabelled) and one
+    per batch of jumping rounds."""
+    own, spl, clab = label, plan.buf("spl"), plan.buf("clab")
+    plan.launch("fill_i32", n, own, _i(n), _i(-1))
+    plan.preset(0, 0)
+    plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
+    spacing, growth = plan.params["SPACING"], plan.params["GROWTH"]
+    seed = int(plan.params.get("SEED", 0x5EED))
+    base, rounds, splitters, jump_rounds = 0, 0, [], 0
+    while True:
+        thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
+        rseed = _u(seed + rounds * 0x9E3779B9)
+        plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds))
+        h = plan.read()
+        total, todo = int(h[0]), int(h[ROUND + rounds])
+        if todo == 0:
+            break
+        s = total - base
+        rounds += 1
+        splitters.append(s)
+        if s:
+            plan.launch("walk_label", s, succ, own, spl, _i(base), _i(total), thresh, rseed, plan.buf("W0"))
+            res, jr = min_jump(plan, base, total, ceil_log2(s))
+            jump_rounds += jr
+            plan.launch("unpack_labels", s, res, _i(base), _i(total), clab)
+        base = total
+        if spacing <= 1:
+            break
+        spacing = max(1, spacing // growth)
+    plan.launch("label_from_owner", n, label, _i(n), clab)
+    plan.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
+# --8<-- [end:label_ruling_set]
+
+
+def label_partition(plan, succ, n, label):
+    """The blog's step 2: copy the successors to the host, walk the cycles on the CPU (one
+    thread), copy the labels back."""
+    from gpulab.euler.reference import _walk_labels
+
+    plan.syncs += 2
+    host_succ = succ[:n].copy_to_host().astype(np.int64)
+    lab = _walk_labels(host_succ).astype(np.int32)
+    label[:n].copy_to_device(lab)
+    plan.stats["label_rounds"] = 1
