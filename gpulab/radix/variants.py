@@ -91,16 +91,10 @@ WARP = tuple(dict.fromkeys(v.name for v in REGISTRY if v.needs_warp_intrinsics))
 
 
 def cuda_builds() -> list[tuple[str, dict]]:
-    """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
-    seen, out = set(), []
-    for v in REGISTRY.select(backend="cuda-c"):
-        for pairs in (0, 1):  # a sort plan builds keys-only or pairs tiles
-            d = host.cuda_defines({**host.tile_shape(v.params, bool(pairs)), "PAIRS": pairs})
-            key = tuple(sorted(d.items()))
-            if key not in seen:
-                seen.add(key)
-                out.append((host.SOURCE, d))
-    return out
+    """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check):
+    a sort plan builds keys-only and key-value tiles."""
+    return REGISTRY.cuda_builds(host.SOURCE, lambda v: [
+        host.cuda_defines({**host.tile_shape(v.params, bool(pairs)), "PAIRS": pairs}) for pairs in (0, 1)])
 
 
 # The numba signatures of the kernels a policy names (uint32 keys, int32 counts, int32 scalars);
