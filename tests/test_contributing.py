@@ -14,6 +14,7 @@ from gpulab.checking import float32_tolerance, relative_error
 from gpulab.matmul import host
 from gpulab.matmul.policy import MatmulPolicy
 from gpulab.registry import Variant
+from tests.conftest import ON_SIMULATOR
 
 
 @pytest.fixture
@@ -45,6 +46,7 @@ def test_a_registry_entry_is_all_a_variant_needs(toy, rng):
     assert ok, detail
 
 
+@pytest.mark.skipif(not ON_SIMULATOR, reason="the tracer runs on numba's simulator")
 def test_the_tracer_sees_the_new_variant(toy):
     from gpulab import trace
 
