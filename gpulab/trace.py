@@ -198,7 +198,7 @@ class Report:
         totals: the eight counts (`COUNTS`) of the whole kernel.
         by_line: the same counts per `(source file, line, array name)`.
         outputs: distinct global elements the kernel stored (its useful output, the
-            denominator of [`bytes_per_output`][gpulab.trace.Report.bytes_per_output]).
+            denominator of `bytes_per_output`).
     """
 
     kernel: str
@@ -433,7 +433,8 @@ def run(kernel, griddim, blockdim, *args, shared_bytes: int = 0) -> Report:
 
     Args:
         kernel: a `@cuda.jit` kernel.
-        griddim, blockdim: the launch configuration, as for `kernel[griddim, blockdim]`.
+        griddim: the grid, as for `kernel[griddim, blockdim]`.
+        blockdim: the block.
         *args: the kernel's arguments (numpy arrays and simulator device arrays are traced as
             global memory; results land in them as without the tracer).
         shared_bytes: dynamic shared memory per block (the 4th launch parameter).

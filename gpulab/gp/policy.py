@@ -1,8 +1,8 @@
 """Chapter 3's launch policy: what one variant's evaluation needs, as data.
 
-Each registry entry ([`gpulab.gp.variants`][gpulab.gp.variants]) carries a
+Each registry entry (`gpulab.gp.variants`) carries a
 [`GPPolicy`][gpulab.gp.policy.GPPolicy]; the one launch sequence of
-[`gpulab.gp.host`][gpulab.gp.host], the limit checks, the compile checks and the benchmark
+`gpulab.gp.host`, the limit checks, the compile checks and the benchmark
 read its fields, never the variant's name (CUB's policy → agent → dispatch). A new variant is
 one registry entry with its policy (and its kernel, when it brings a new one).
 """
