@@ -25,10 +25,13 @@ import time
 from pathlib import Path
 
 
-def bench(tree: Path, chapter: str, sizes: list[str], backend: str, repeat: int, out: Path) -> list[dict]:
+def bench(tree: Path, chapter: str, sizes: list[str], backend: str, repeat: int, out: Path,
+          variants: list[str] | None = None) -> list[dict]:
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")])))
     cmd = [sys.executable, "-m", "gpulab", "bench", chapter, "--backend", backend, "--sizes", *sizes,
            "--repeat", str(repeat), "--json", "--no-progress", "--out", str(out)]
+    if variants:
+        cmd += ["--variants", *variants]
     proc = subprocess.run(cmd, cwd=tree, env=env, capture_output=True, text=True)
     if proc.returncode not in (0, 1) or not proc.stdout.strip():
         print(f"  {tree} {chapter} {backend}: exit {proc.returncode}: {proc.stderr.strip()[-400:]}", flush=True)
@@ -44,6 +47,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--backends", nargs="+", default=["numba", "cuda-c"])
+    ap.add_argument("--variants", nargs="+", default=None, help="only these variant names (default: all)")
     ap.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", "ab-results")))
     a = ap.parse_args()
     a.out.mkdir(parents=True, exist_ok=True)
@@ -57,7 +61,7 @@ def main() -> int:
         for rnd in range(a.rounds):
             for side, tree in (("old", a.old), ("new", a.new)):
                 for backend in a.backends:
-                    for r in bench(tree.resolve(), chapter, sizes, backend, a.repeat, raw / side):
+                    for r in bench(tree.resolve(), chapter, sizes, backend, a.repeat, raw / side, a.variants):
                         if r.get("median_ms") is not None and r.get("check") is not False:
                             key = (r["variant"], r["backend"], r["label"])
                             times.setdefault(key, {"old": [], "new": []})[side].append(r["median_ms"])

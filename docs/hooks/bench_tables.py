@@ -268,7 +268,9 @@ def _records(result: dict) -> list[str]:
         row = [r["label"], r["variant"], r["backend"], num(r["median_ms"])]
         if public:
             row.append(num(r.get("public_median_ms")))
-        row += [num(r["throughput"]) + (f" {r['unit']}" if r["throughput"] is not None else ""),
+        # concatenation, not f" {r['unit']}": under pytest on the GPU image (Python 3.12.3), once
+        # GPU tests had run in the process, such f-strings compiled later lost their leading space
+        row += [num(r["throughput"]) + (" " + r["unit"] if r["throughput"] is not None else ""),
                 ratio(r["ratio_to_peer"]),
                 f"{num(100 * r['ratio_to_ceiling'])}%" if r["ratio_to_ceiling"] else "—",
                 {True: "✓", False: "✗", None: "—"}[r["check"]] if not r["skipped"] or r["check"] is False else "skipped"]

@@ -88,7 +88,7 @@ def step_line(result: dict, variant: str, size: str, dev: str, vs: str | None = 
         if rec is None:
             continue
         prev = vs or _previous(result, variant, backend, timed)
-        text = f"{BACKEND[backend]} {ms(rec['median_ms'])}"
+        text = BACKEND[backend] + " " + ms(rec["median_ms"])  # (a plain concatenation: see bench_tables)
         extra = []
         if prev and (prev, backend) in timed:
             extra.append(_gain(timed[(prev, backend)]["median_ms"], rec["median_ms"], f"`{prev}`"))
