@@ -109,22 +109,20 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
     caption = (f"*Traced on numba's CUDA simulator at size {sizes} (`docs/benchmarks/trace-{chapter}.json`; "
                f"reproduce with `gpulab trace {chapter}`). Per warp-wide request: 32-byte global sectors "
                f"loaded and stored, shared-memory and constant-memory wavefronts (1 is the best case); "
-               f"bytes / output: global bytes moved per element stored. Predictions at a tiny size, "
-               f"not yet confirmed on the GPU with Nsight Compute.{tail}*")
+               f"bytes / output: global bytes moved per element stored (atomics are not counted). "
+               f"Predictions at a tiny size, not yet confirmed on the GPU with Nsight Compute.{tail}*")
     return "\n".join(out + ["", caption, ""])
+
+
+def _render(m: re.Match, docs_dir: Path) -> str:
+    opts = dict(OPT.findall(m.group(3) or ""))
+    unknown = set(opts) - {"variants", "kernels", "lines"}
+    if unknown:
+        raise Missing(f"gpulab:trace marker: unknown option {sorted(unknown)[0]!r}")
+    variants, kernels = (opts[k].split("|") if opts.get(k) else None for k in ("variants", "kernels"))
+    return trace_table(load(docs_dir, m.group(2)), variants, kernels, opts.get("lines") == "yes")
 
 
 def on_page_markdown(markdown, page, config, files):
     docs_dir = Path(config["docs_dir"])
-
-    def table(m: re.Match) -> str:
-        opts = dict(OPT.findall(m.group(3) or ""))
-        unknown = set(opts) - {"variants", "kernels", "lines"}
-        if unknown:
-            raise Missing(f"gpulab:trace marker: unknown option {sorted(unknown)[0]!r}")
-        split = (lambda k: opts[k].split("|") if opts.get(k) else None)
-        text = trace_table(load(docs_dir, m.group(2)), split("variants"), split("kernels"),
-                           opts.get("lines") == "yes")
-        return "\n".join(m.group(1) + line if line else line for line in text.splitlines())
-
-    return MARKER.sub(table, markdown)
+    return MARKER.sub(lambda m: _tables._indent(m, _render(m, docs_dir)), markdown)
