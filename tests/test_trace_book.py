@@ -110,11 +110,11 @@ def test_the_table_gives_each_kernel_its_ratios_in_human_numbers(hook, rng):
     result = {"chapter": "toy", "rows": rows, "not_traced": [{"variant": "first", "backend": "cuda-c", "reason": "x"}]}
     text = hook.trace_table(result)
     body = _cells(text)
-    assert [r[:2] for r in body] == [["`first`", "`k_first`"], ["`second`", "`k_second`"], ["all 2", "`k_final`"]]
+    assert [r[0] for r in body] == ["`first`: `k_first`", "`second`: `k_second`", "all 2: `k_final`"]
     for cells, r in zip(body, rows[:3]):
         t = r["totals"]
-        assert len(cells) == 7
-        assert cells[2:] == [hook.num(t["global_load_sectors"] / t["global_load_requests"]),
+        assert len(cells) == 6
+        assert cells[1:] == [hook.num(t["global_load_sectors"] / t["global_load_requests"]),
                              hook.num(t["global_store_sectors"] / t["global_store_requests"]),
                              hook.num(t["shared_wavefronts"] / t["shared_requests"]),
                              hook.num(t["constant_wavefronts"] / t["constant_requests"]),
@@ -125,7 +125,9 @@ def test_the_table_gives_each_kernel_its_ratios_in_human_numbers(hook, rng):
     assert "Nsight Compute" in caption and "CUDA C" in caption
 
     only = hook.trace_table(result, variants=["second"], lines=True)
-    assert [r[:2] for r in _cells(only)] == [["`second`", "`k_second`"], ["`second`", "`k_final`"]]
+    assert [r[0] for r in _cells(only)] == ["`second`: `k_second`", "`second`: `k_final`"]
+    one_each = hook.trace_table(result, kernels=["k_first", "k_second"])  # one kernel per variant
+    assert [r[0] for r in _cells(one_each)] == ["`first`", "`second`"] and "`k_first`" not in one_each
     assert '??? note "The same counts per source line and array"' in only
     assert f"`kernels_numba.py:{rows[1]['by_line'][0]['line']}` (`k_second`)" in only
 
@@ -134,7 +136,7 @@ def test_a_long_table_opens_with_20_rows_and_keeps_all_collapsed(hook, rng):
     rows = [_row(rng, f"v{i}", f"k{i}", "n=1") for i in range(int(rng.integers(21, 40)))]
     text = hook.trace_table({"chapter": "toy", "rows": rows})
     assert len(_cells(text)) == 20
-    assert f'??? note "All {len(rows)} rows"' in text and f"`k{len(rows) - 1}`" in text
+    assert f'??? note "All {len(rows)} rows"' in text and f"`v{len(rows) - 1}`" in text
 
 
 def test_a_marker_naming_what_is_not_there_fails_the_build(hook, rng, tmp_path):
@@ -144,7 +146,7 @@ def test_a_marker_naming_what_is_not_there_fails_the_build(hook, rng, tmp_path):
     config = {"docs_dir": str(tmp_path)}
     page = "Before.\n\n  <!-- gpulab:trace toy -->\n\nAfter.\n"
     out = hook.on_page_markdown(page, None, config, None)
-    assert "  | `first` | `k_first` |" in out and "gpulab:trace" not in out
+    assert "  | `first` | " in out and "gpulab:trace" not in out
     for marker, what in [("<!-- gpulab:trace nothing -->", "does not exist"),
                          ('<!-- gpulab:trace toy variants="first|third" -->', "third"),
                          ('<!-- gpulab:trace toy kernels="k_other" -->', "k_other"),

@@ -27,7 +27,8 @@ for pad in (4, 0):
         register.run(dA, dB, dC, None, register.launch_params({"PAD": pad}))()
     (report,) = rec.reports
     for (file, line, array), c in report.by_line.items():
-        if c["shared_requests"]:
+        if c["shared_requests"]:  # the lines that touch shared memory
             code = linecache.getline(file, line).strip().split(" if ")[0]
-            print(f"PAD={pad}  {code:<32} {c['shared_wavefronts'] / c['shared_requests']:g} wavefronts per request")
+            wavefronts = c["shared_wavefronts"] / c["shared_requests"]
+            print(f"PAD={pad}  {code:<32} {wavefronts:g} wavefronts per request")
 # --8<-- [end:pad]

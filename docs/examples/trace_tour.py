@@ -14,28 +14,29 @@ from gpulab import trace
 
 # --8<-- [start:coalescing]
 @cuda.jit
-def read_row(A, out):  # lane i reads A[0, i]: 32 neighbouring floats
+def read_row(A, out):  # lane i reads A[0, i]: 32 neighbours
     i = cuda.threadIdx.x
     out[i] = A[0, i]
 
 
 @cuda.jit
-def read_column(A, out):  # lane i reads A[i, 0]: 32 floats one row (128 bytes) apart
+def read_column(A, out):  # lane i reads A[i, 0]: rows 128 bytes apart
     i = cuda.threadIdx.x
     out[i] = A[i, 0]
 
 
 A, out = np.ones((32, 32), np.float32), np.zeros(32, np.float32)
 for kernel in (read_row, read_column):
-    report = trace.run(kernel, 1, 32, A, out)  # = kernel[1, 32](A, out), traced
-    print(f"{kernel.__name__}: load sectors per request = {report.per_request('load'):g}")
+    report = trace.run(kernel, 1, 32, A, out)  # kernel[1, 32](A, out), traced
+    sectors = report.per_request("load")
+    print(f"{kernel.__name__}: load sectors per request = {sectors:g}")
 # --8<-- [end:coalescing]
 
 
 # --8<-- [start:banks]
 def column_kernel(width):
     @cuda.jit
-    def column(x, out):  # lane i writes, then reads, tile[i, 0]: a column of the tile
+    def column(x, out):  # lane i writes, then reads, tile[i, 0]: a column
         tile = cuda.shared.array((32, width), float32)
         i = cuda.threadIdx.x
         tile[i, 0] = x[i]
@@ -47,7 +48,8 @@ def column_kernel(width):
 x = np.arange(32, dtype=np.float32)
 for width in (32, 33):
     report = trace.run(column_kernel(width), 1, 32, x, out)
-    print(f"32x{width} tile: shared wavefronts per request = {report.per_request('shared'):g}")
+    wavefronts = report.per_request("shared")
+    print(f"32x{width} tile: shared wavefronts per request = {wavefronts:g}")
 # --8<-- [end:banks]
 
 
@@ -69,7 +71,8 @@ def own_address(out):  # lane i reads c[i]
 
 for kernel in (same_address, own_address):
     report = trace.run(kernel, 1, 32, out)
-    print(f"{kernel.__name__}: constant wavefronts per request = {report.per_request('constant'):g}")
+    wavefronts = report.per_request("constant")
+    print(f"{kernel.__name__}: constant wavefronts per request = {wavefronts:g}")
 # --8<-- [end:constant]
 
 
@@ -84,6 +87,7 @@ def copy_f64(src, dst):  # 8-byte elements, through shared memory
 
 src, dst = np.ones(32), np.zeros(32)  # float64
 report = trace.run(copy_f64, 1, 32, src, dst)
-print(f"copy_f64: load sectors per request = {report.per_request('load'):g}, "
-      f"shared wavefronts per request = {report.per_request('shared'):g}")
+sectors, wavefronts = report.per_request("load"), report.per_request("shared")
+print(f"copy_f64: load sectors per request = {sectors:g}, "
+      f"shared wavefronts per request = {wavefronts:g}")
 # --8<-- [end:wide]

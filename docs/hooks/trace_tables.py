@@ -1,8 +1,9 @@
 """mkdocs hook: a chapter's traced memory counts, from the committed ``gpulab trace`` JSON
 (``docs/benchmarks/trace-<chapter>.json``, written by ``gpulab trace CHAPTER --json``).
 
-``<!-- gpulab:trace <chapter> -->`` becomes one table row per variant and kernel: global load
-and store sectors per request, shared-memory and constant-memory wavefronts per request, and
+``<!-- gpulab:trace <chapter> -->`` becomes one table row per variant and kernel (named
+``variant: kernel``, or just the variant where each launches one kernel): global load and
+store sectors per request, shared-memory and constant-memory wavefronts per request, and
 global bytes moved per element stored, with a caption that says where the counts come from
 (numba's simulator, at which size) and how to reproduce them. A kernel that several variants
 launch with the same counts (a shared final pass) is one row naming them all.
@@ -28,10 +29,9 @@ num = _tables.num
 OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
 MARKER = re.compile(r"^([ \t]*)<!-- gpulab:trace (\S+)" + OPTS + r" -->$", re.MULTILINE)
 OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
-HEAD = ["variant", "kernel", "load sectors / request", "store sectors / request",
-        "shared wavefronts / request", "constant wavefronts / request", "bytes / output"]
-LINE_HEAD = ["variant", "source line", "array", "load sectors / request", "store sectors / request",
-             "shared wavefronts / request", "constant wavefronts / request"]
+COUNT_HEAD = ["load sectors", "store sectors", "shared wavefronts", "constant wavefronts"]  # per request
+HEAD = ["variant: kernel"] + COUNT_HEAD + ["bytes / output"]
+LINE_HEAD = ["variant", "source line", "array"] + COUNT_HEAD
 PAIRS = (("global_load_sectors", "global_load_requests"), ("global_store_sectors", "global_store_requests"),
          ("shared_wavefronts", "shared_requests"), ("constant_wavefronts", "constant_requests"))
 MAX_ROWS = 20
@@ -90,11 +90,14 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
     body = []
     for names, r in _merged(rows):
         t = r["totals"]
-        body.append([_who(names, every), f"`{r['kernel']}`"] + [_ratio(t, n, d) for n, d in PAIRS]
+        body.append([f"{_who(names, every)}: `{r['kernel']}`"] + [_ratio(t, n, d) for n, d in PAIRS]
                     + [num(r["bytes_per_output"])])
-    out = _tables._table(HEAD, body[:MAX_ROWS])
+    head = HEAD
+    if len(rows) == len(every):  # one kernel per variant: the kernel's name says nothing more
+        head, body = ["variant"] + head[1:], [[r[0].split(": ")[0]] + r[1:] for r in body]
+    out = _tables._table(head, body[:MAX_ROWS])
     if len(body) > MAX_ROWS:
-        out += _tables._details(f"All {len(body)} rows", _tables._table(HEAD, body))
+        out += _tables._details(f"All {len(body)} rows", _tables._table(head, body))
     if lines:
         detail = []
         for names, r in _merged(rows):
@@ -107,8 +110,8 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
     skipped = [n for n in result.get("not_traced", ()) if n["backend"] == "cuda-c"]
     tail = " CUDA C variants cannot run on the simulator and are not traced." if skipped else ""
     caption = (f"*Traced on numba's CUDA simulator at size {sizes} (`docs/benchmarks/trace-{chapter}.json`; "
-               f"reproduce with `gpulab trace {chapter}`). Per warp-wide request: 32-byte global sectors "
-               f"loaded and stored, shared-memory and constant-memory wavefronts (1 is the best case); "
+               f"reproduce with `gpulab trace {chapter}`). Counts per warp-wide request: 32-byte global "
+               f"sectors loaded and stored, shared-memory and constant-memory wavefronts (1 is the best case); "
                f"bytes / output: global bytes moved per element stored (atomics are not counted). "
                f"Predictions at a tiny size, not yet confirmed on the GPU with Nsight Compute.{tail}*")
     return "\n".join(out + ["", caption, ""])
