@@ -7,8 +7,8 @@ of `A.T` (coalesced) by reading the tile down a column. A warp is one row of the
 lanes with consecutive `threadIdx.x`.
 
 The grader also *traces* your kernel on the simulator (`gpulab.trace`) at a 64 × 96 matrix and
-requires, per warp-wide request: **1 shared-memory wavefront** (no bank conflict, on the tile's
-writes nor on its column reads) and **at most 4 global sectors** for loads and for stores (a
+requires, per warp-wide request: **1 shared-memory wavefront** (no bank conflict, neither on the
+tile's writes nor on its column reads) and **at most 4 global sectors** for loads and for stores (a
 warp moves 128 contiguous bytes). A `TILE × TILE` tile fails the first: a column of it sits in
 one bank. Pad it.
 (On a real GPU numba needs the shape as constants: compute `TILE + 1` in a module-level
