@@ -182,6 +182,7 @@ def _describe_arg(x):
     import numpy as np
 
     arr = getattr(x, "_ary", x)  # the simulator's device arrays wrap a numpy array
+    arr = getattr(arr, "_a", arr)  # and so do gpulab.trace's traced arrays (a launch under the tracer)
     if isinstance(arr, np.ndarray) and arr.ndim > 0:
         layout = "C" if arr.flags.c_contiguous else "F" if arr.flags.f_contiguous else "A"
         return ["array", arr.dtype.str, arr.ndim, layout]

@@ -47,6 +47,34 @@ def test_transpose_rejects_bad_input(impl):
         mod.transpose(np.ones((3, 3)))
 
 
+def traced_transpose(mod, rng):
+    """Run `mod.transpose` on a 64×96 matrix under the memory tracer; return its kernels'
+    reports (the result must be right too)."""
+    from gpulab import trace
+
+    A = rng.standard_normal((64, 96), dtype=np.float32)
+    with trace.recording() as rec:
+        T = mod.transpose(A)
+    assert np.array_equal(T, A.T)
+    return trace.merge(rec.reports)
+
+
+@pytest.mark.exercise("matmul.2-transpose-shared")
+def test_transpose_is_conflict_free_and_coalesced(impl, rng):
+    from gpulab import device
+
+    if not device.on_simulator():
+        pytest.skip("the memory tracer runs only on numba's simulator (GPULAB_DEVICE=sim)")
+    reports = traced_transpose(impl("matmul", "transpose_shared"), rng)
+    shared = [r for r in reports if r.totals["shared_requests"]]
+    assert shared, "no kernel used shared memory: stage the tile in cuda.shared.array"
+    for r in reports:
+        wf, ld, st = r.per_request("shared"), r.per_request("load"), r.per_request("store")
+        assert wf is None or wf == 1, f"{r.kernel}: {wf:.3g} shared wavefronts per request (bank conflicts); want 1"
+        assert ld is None or ld <= 4, f"{r.kernel}: {ld:.3g} global load sectors per request; want at most 4"
+        assert st is None or st <= 4, f"{r.kernel}: {st:.3g} global store sectors per request; want at most 4"
+
+
 @pytest.mark.exercise("matmul.3-rect-tiles")
 @pytest.mark.parametrize("M,K,N", [(1, 1, 1), (16, 4, 8), (17, 5, 9), (15, 3, 7), (31, 13, 2)])
 def test_rect_matches_reference(impl, rng, M, K, N):

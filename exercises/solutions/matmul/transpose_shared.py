@@ -6,22 +6,27 @@ from numba import cuda, float32
 from gpulab.errors import DtypeError, ShapeError
 from gpulab.launch import ceil_div
 
-TILE = 16
+TILE = 32
+BLOCK_ROWS = 8
 TILE_PADDED = TILE + 1  # shared-array shapes must be constants numba can see: no arithmetic inside
 
 
 @cuda.jit
 def transpose_kernel(A, T, M, N):
-    # TILE + 1 columns: a column of the tile then spans all banks instead of one.
+    # TILE + 1 columns: row i of the tile starts in bank i, so a column spans all 32 banks.
     tile = cuda.shared.array((TILE, TILE_PADDED), float32)
     tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-    r, c = cuda.blockIdx.y * TILE + ty, cuda.blockIdx.x * TILE + tx
-    if r < M and c < N:
-        tile[ty, tx] = A[r, c]  # coalesced read along a row of A
+    c = cuda.blockIdx.x * TILE + tx
+    for j in range(ty, TILE, BLOCK_ROWS):
+        r = cuda.blockIdx.y * TILE + j
+        if r < M and c < N:
+            tile[j, tx] = A[r, c]  # a warp reads 32 consecutive floats of a row of A
     cuda.syncthreads()
-    r2, c2 = cuda.blockIdx.x * TILE + ty, cuda.blockIdx.y * TILE + tx
-    if r2 < N and c2 < M:
-        T[r2, c2] = tile[tx, ty]  # coalesced write along a row of T; column read of the tile
+    c2 = cuda.blockIdx.y * TILE + tx
+    for j in range(ty, TILE, BLOCK_ROWS):
+        r2 = cuda.blockIdx.x * TILE + j
+        if r2 < N and c2 < M:
+            T[r2, c2] = tile[tx, j]  # a warp writes a row of T from a column of the tile
 
 
 def transpose(A, out=None):
@@ -32,5 +37,6 @@ def transpose(A, out=None):
         raise DtypeError("A must be float32")
     M, N = A.shape
     T = out if out is not None else cuda.device_array((N, M), np.float32)
-    transpose_kernel[(ceil_div(N, TILE), ceil_div(M, TILE)), (TILE, TILE)](cuda.to_device(A), T, np.int32(M), np.int32(N))
+    grid = (ceil_div(N, TILE), ceil_div(M, TILE))
+    transpose_kernel[grid, (TILE, BLOCK_ROWS)](cuda.to_device(A), T, np.int32(M), np.int32(N))
     return T.copy_to_host()

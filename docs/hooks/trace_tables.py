@@ -1,0 +1,131 @@
+"""mkdocs hook: a chapter's traced memory counts, from the committed ``gpulab trace`` JSON
+(``docs/benchmarks/trace-<chapter>.json``, written by ``gpulab trace CHAPTER --json``).
+
+``<!-- gpulab:trace <chapter> -->`` becomes one table row per variant and kernel (named
+``variant: kernel``, or just the variant where each launches one kernel): global load and
+store sectors per request, shared-memory and constant-memory wavefronts per request, and
+global bytes moved per element stored, with a caption that says where the counts come from
+(numba's simulator, at which size) and how to reproduce them. A kernel that several variants
+launch with the same counts (a shared final pass) is one row naming them all.
+
+Options (``key="value"`` after the chapter): ``variants="a|b"`` (only these variants, in this
+order), ``kernels="x|y"`` (only these kernels), ``lines="yes"`` (and, collapsed under the
+table, the same counts per source line and array). A marker naming a file, variant or kernel
+the JSON does not have fails the build.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("gpulab_bench_tables", Path(__file__).with_name("bench_tables.py"))
+_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_tables)
+num = _tables.num
+
+OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
+MARKER = re.compile(r"^([ \t]*)<!-- gpulab:trace (\S+)" + OPTS + r" -->$", re.MULTILINE)
+OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
+COUNT_HEAD = ["load sectors", "store sectors", "shared wavefronts", "constant wavefronts"]  # per request
+HEAD = ["variant: kernel"] + COUNT_HEAD + ["bytes / output"]
+LINE_HEAD = ["variant", "source line", "array"] + COUNT_HEAD
+PAIRS = (("global_load_sectors", "global_load_requests"), ("global_store_sectors", "global_store_requests"),
+         ("shared_wavefronts", "shared_requests"), ("constant_wavefronts", "constant_requests"))
+MAX_ROWS = 20
+
+
+class Missing(Exception):
+    """A marker names a file, variant or kernel the trace JSON does not have: the build fails."""
+
+
+def load(docs_dir: Path, chapter: str) -> dict:
+    path = docs_dir / "benchmarks" / f"trace-{chapter}.json"
+    if not path.exists():
+        raise Missing(f"{path} does not exist (write it with `gpulab trace {chapter} --json > {path}`)")
+    return json.loads(path.read_text())
+
+
+def _ratio(counts: dict, n: str, d: str) -> str:
+    return num(counts[n] / counts[d]) if counts[d] else "—"
+
+
+def _select(result: dict, variants: list[str] | None, kernels: list[str] | None) -> list[dict]:
+    rows = result["rows"]
+    known = list(dict.fromkeys(r["variant"] for r in rows))
+    for v in variants or ():
+        if v not in known:
+            raise Missing(f"trace-{result['chapter']}.json: no traced variant {v!r}; traced: {', '.join(known)}")
+    for k in kernels or ():
+        if not any(r["kernel"] == k for r in rows):
+            raise Missing(f"trace-{result['chapter']}.json: no kernel {k!r}")
+    if variants:
+        rows = sorted((r for r in rows if r["variant"] in variants), key=lambda r: variants.index(r["variant"]))
+    return [r for r in rows if not kernels or r["kernel"] in kernels]
+
+
+def _merged(rows: list[dict]) -> list[tuple[list[str], dict]]:
+    """One entry per (kernel, counts): the variants that launch that kernel with those counts."""
+    out: dict[tuple, tuple[list[str], dict]] = {}
+    for r in rows:
+        key = (r["kernel"], tuple(sorted(r["totals"].items())), r["outputs"])
+        out.setdefault(key, ([], r))[0].append(r["variant"])
+    return sorted(out.values(), key=lambda e: len(e[0]) > 1)  # a step's own kernels first, shared ones after
+
+
+def _who(names: list[str], every: list[str]) -> str:
+    if len(names) > 1 and names == every:
+        return f"all {len(names)}"
+    return ", ".join(f"`{n}`" for n in names)
+
+
+def trace_table(result: dict, variants: list[str] | None = None, kernels: list[str] | None = None,
+                lines: bool = False) -> str:
+    rows = _select(result, variants, kernels)
+    if not rows:
+        raise Missing(f"trace-{result['chapter']}.json: no row to show")
+    every = list(dict.fromkeys(r["variant"] for r in rows))
+    body = []
+    for names, r in _merged(rows):
+        t = r["totals"]
+        body.append([f"{_who(names, every)}: `{r['kernel']}`"] + [_ratio(t, n, d) for n, d in PAIRS]
+                    + [num(r["bytes_per_output"])])
+    head = HEAD
+    if len(rows) == len(every):  # one kernel per variant: the kernel's name says nothing more
+        head, body = ["variant"] + head[1:], [[r[0].split(": ")[0]] + r[1:] for r in body]
+    out = _tables._table(head, body[:MAX_ROWS])
+    if len(body) > MAX_ROWS:
+        out += _tables._details(f"All {len(body)} rows", _tables._table(head, body))
+    if lines:
+        detail = []
+        for names, r in _merged(rows):
+            for c in r["by_line"]:
+                detail.append([_who(names, every), f"`{c['file'].rsplit('/', 1)[-1]}:{c['line']}` (`{r['kernel']}`)",
+                               f"`{c['array']}`"] + [_ratio(c, n, d) for n, d in PAIRS])
+        out += _tables._details("The same counts per source line and array", _tables._table(LINE_HEAD, detail))
+    sizes = ", ".join(dict.fromkeys(r["size"] for r in rows))
+    chapter = result["chapter"]
+    skipped = [n for n in result.get("not_traced", ()) if n["backend"] == "cuda-c"]
+    tail = " CUDA C variants cannot run on the simulator and are not traced." if skipped else ""
+    caption = (f"*Traced on numba's CUDA simulator at size {sizes} (`docs/benchmarks/trace-{chapter}.json`; "
+               f"reproduce with `gpulab trace {chapter}`). Counts per warp-wide request: 32-byte global "
+               f"sectors loaded and stored, shared-memory and constant-memory wavefronts (1 is the best case); "
+               f"bytes / output: global bytes moved per element stored (atomics are not counted). "
+               f"Predictions at a tiny size, not yet confirmed on the GPU with Nsight Compute.{tail}*")
+    return "\n".join(out + ["", caption, ""])
+
+
+def _render(m: re.Match, docs_dir: Path) -> str:
+    opts = dict(OPT.findall(m.group(3) or ""))
+    unknown = set(opts) - {"variants", "kernels", "lines"}
+    if unknown:
+        raise Missing(f"gpulab:trace marker: unknown option {sorted(unknown)[0]!r}")
+    variants, kernels = (opts[k].split("|") if opts.get(k) else None for k in ("variants", "kernels"))
+    return trace_table(load(docs_dir, m.group(2)), variants, kernels, opts.get("lines") == "yes")
+
+
+def on_page_markdown(markdown, page, config, files):
+    docs_dir = Path(config["docs_dir"])
+    return MARKER.sub(lambda m: _tables._indent(m, _render(m, docs_dir)), markdown)
