@@ -57,3 +57,18 @@ def test_a_marker_naming_a_size_that_was_not_measured_fails_the_build(steps, rng
         steps.step_line(res, "s1", "N=8", "h200")
     with pytest.raises(steps.Missing, match="nope"):
         steps.step_line(res, "nope", "N=7", "h200")
+
+
+def test_a_rows_marker_can_give_columns_their_unit(tmp_path, rng):
+    """`units="ms: a|b"` heads columns a and b "a ms", "b ms"; a column the JSON lacks fails."""
+    spec = importlib.util.spec_from_file_location("gpulab_bench_tables_test", HOOK.with_name("bench_tables.py"))
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    (tmp_path / "benchmarks").mkdir()
+    rows = [{"size": f"n={i}", "pairing": float(rng.uniform(1, 9)), "ranking": float(rng.uniform(1, 9))} for i in range(3)]
+    (tmp_path / "benchmarks" / "st.json").write_text(__import__("json").dumps({"rows": rows}))
+    render = lambda opts: tables.ROWS.sub(lambda m: tables._render_rows(m, tmp_path), f"<!-- gpulab:rows st {opts}-->")
+    head = render('units="ms: pairing|ranking" ').splitlines()[0]
+    assert head.startswith("| size | pairing ms | ranking ms |"), head
+    with pytest.raises(KeyError, match="splice"):
+        render('units="ms: splice" ')

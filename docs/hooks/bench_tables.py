@@ -20,7 +20,8 @@ Every table is rendered for a reader at page width:
 A marker may say what to open with (``key="value"`` after the stem):
 ``by="measured ms"`` (the column that ranks records), ``best="size"`` (the columns to group by,
 ``|``-separated), ``where="size=2^28"`` (open only those rows instead of the best per group),
-``sizes="a|b"`` (a ``bench`` marker: the sizes shown open, at most 6).
+``sizes="a|b"`` (a ``bench`` marker: the sizes shown open, at most 6), ``units="ms: a|b"`` (a
+``rows`` marker: columns a and b are headed "a ms", "b ms").
 
 ``<!-- gpulab:summary <device> -->`` is the Benchmarks page's opening table: one row per chapter
 (its headline case), the fastest GPU variant there, its time, the peer it measures itself against
@@ -226,6 +227,13 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
     opts = dict(OPT.findall(match.group(3) or ""))
     data = json.loads(path.read_text())
     rows = data["rows"]
+    if "units" in opts:  # units="ms: a|b|c": these columns' headers say their unit
+        unit, _, named = opts["units"].partition(":")
+        named = {c.strip() for c in named.split("|")}
+        missing = named - {k for r in rows for k in r}
+        if missing:
+            raise KeyError(f"{path.name}: units= names columns it does not have: {sorted(missing)}")
+        rows = [{(f"{k} {unit.strip()}" if k in named else k): v for k, v in r.items()} for r in rows]
     cols = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, list)))
     budget = TEXT_PX - INDENT_PX * (len(match.group(1).expandtabs(4)) // 4)  # inside a note or tab: narrower
     open_cols, open_rows, what = _open_view(cols, rows, opts, budget)
