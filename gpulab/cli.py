@@ -116,15 +116,17 @@ def cmd_tour(args) -> int:
 
 
 def cmd_trace(args) -> int:
-    from gpulab import device, trace
+    from gpulab import chapters, device, trace
 
     _chapters([args.chapter], "trace")
     if not device.on_simulator():
         raise UsageError("gpulab trace: the tracer runs on numba's simulator; run it with GPULAB_DEVICE=sim")
-    try:
-        result = trace.trace_chapter(args.chapter, args.variants or None)
-    except GpulabError as exc:  # an unknown variant
-        raise UsageError(f"gpulab trace: {exc}") from None
+    numba = chapters.get(args.chapter).registry.names("numba")
+    unknown = [v for v in args.variants or () if v not in numba]
+    if unknown:  # (other errors, e.g. a limit a variant hits while traced, take the usual path)
+        raise UsageError(f"gpulab trace: {args.chapter}: no numba variant {unknown[0]!r} to trace; "
+                         f"known: {', '.join(numba)}")
+    result = trace.trace_chapter(args.chapter, args.variants or None)
     print(json.dumps(result) if args.json else trace.format_table(result, lines=args.lines))
     return 0
 

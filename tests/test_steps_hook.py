@@ -27,7 +27,9 @@ def _result(rng, times: dict) -> dict:
 
 
 def test_a_step_line_gives_each_backend_its_time_and_its_gain_over_the_step_before(steps, rng):
-    a, b, c = sorted(rng.uniform(1, 100, 3), reverse=True)  # three steps, each faster than the last
+    a = float(rng.uniform(20, 100))  # three steps, each at least 10% faster than the last
+    b = a / float(rng.uniform(1.1, 3))
+    c = b / float(rng.uniform(1.1, 3))
     res = _result(rng, {("s1", "numba"): a, ("s1", "cuda-c"): a, ("s2", "numba"): b, ("s2", "cuda-c"): c,
                         ("s3", "numba"): c})
     line = steps.step_line(res, "s2", "N=7", "h200")
@@ -57,6 +59,8 @@ def test_a_marker_naming_a_size_that_was_not_measured_fails_the_build(steps, rng
         steps.step_line(res, "s1", "N=8", "h200")
     with pytest.raises(steps.Missing, match="nope"):
         steps.step_line(res, "nope", "N=7", "h200")
+    with pytest.raises(steps.Missing, match="s9"):  # a misspelled vs= fails too
+        steps.step_line(res, "s1", "N=7", "h200", vs="s9")
 
 
 def test_a_rows_marker_can_give_columns_their_unit(tmp_path, rng):

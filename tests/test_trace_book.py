@@ -183,3 +183,21 @@ def test_the_traced_transpose_test_passes_the_solution_and_fails_an_unpadded_til
     unpadded.write_text(source.replace("TILE_PADDED = TILE + 1", "TILE_PADDED = TILE"))
     with pytest.raises(AssertionError, match="shared wavefronts per request"):
         check(lambda *_: _load(unpadded, "gpulab_transpose_unpadded"), rng)
+
+
+def test_every_committed_trace_points_at_code_lines():
+    """Each committed `trace-*.json` names, per count, a source line of its kernels: after a
+    kernel module changes, its lines move and the file must be made again
+    (`gpulab trace CHAPTER --json > docs/benchmarks/trace-CHAPTER.json`). A stale file points at
+    blank lines, comments, decorators and `def` lines (or at lines without an index)."""
+    stale = []
+    for path in sorted((ROOT / "docs" / "benchmarks").glob("trace-*.json")):
+        for row in json.loads(path.read_text())["rows"]:
+            for e in row["by_line"]:
+                src = ROOT / e["file"]
+                if not src.exists():  # generated code (gp's compiled kernels)
+                    continue
+                line = src.read_text().splitlines()[e["line"] - 1].strip()
+                if not line or line.startswith(("#", "@", "def ", '"""')) or "[" not in line:
+                    stale.append(f"{path.name}: {e['file']}:{e['line']} ({e['array']}): {line!r}")
+    assert not stale, "stale trace files:\n" + "\n".join(stale[:10])

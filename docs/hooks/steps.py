@@ -82,6 +82,8 @@ def _gain(before: float, after: float, than: str = "") -> str:
 
 def step_line(result: dict, variant: str, size: str, dev: str, vs: str | None = None) -> str:
     timed = _timed(result, size)
+    if vs is not None and not any((vs, b) in timed for b in GPU):
+        raise Missing(f"{result['chapter']}: vs={vs!r} has no timed GPU record at {size!r}")
     parts = []
     for backend in GPU:
         rec = timed.get((variant, backend))

@@ -244,8 +244,8 @@ def _generate_deep(p: dict):
     src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
     bv, be = feistel_bits(V), feistel_bits(E)
     _launch("gen_deep", E, np.int32(E), np.int32(V), _u32(bv // 2), _u32((1 << (bv // 2)) - 1),
-                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KV"]),
-                *(_u32(k) for k in p["KE"]), _u32(p["KR"]), src, dst)
+            _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KV"]),
+            *(_u32(k) for k in p["KE"]), _u32(p["KR"]), src, dst)
     return src, dst
 
 
@@ -256,6 +256,6 @@ def _generate_shallow(p: dict):
     src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
     be = feistel_bits(E)
     _launch("gen_shallow", E, *(np.int32(x) for x in (E, p["L"], p["C"], p["M0"], p["M"], p["DEGREE"], p["PATH"])),
-                _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KE"]), _u32(p["KR"]),
-                _u32(p["KP"]), _u32(p["KQ"]), src, dst)
+            _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KE"]), _u32(p["KR"]),
+            _u32(p["KP"]), _u32(p["KQ"]), src, dst)
     return src, dst

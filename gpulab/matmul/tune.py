@@ -9,7 +9,8 @@ with the variant's policy), so what is tuned is what the library runs. It is che
 odd sizes (C poisoned with NaN, fresh random inputs, against a float64 product), then timed
 (warm-up, median of `--reps`) at the timing sizes next to cuBLAS in FP32 (CuPy, `CUPY_TF32`
 removed from the environment), measured at the start and again at the end of the run (drift).
-It prints a table last and writes `matmul-<backend>-tuning-<device>.json` to `--out`.
+It prints a table last and writes `matmul-numba-tuning-<device>.json` or
+`matmul-cuda-tuning-<device>.json` to `--out`.
 """
 
 from __future__ import annotations

@@ -103,7 +103,7 @@ def plan(n: int, *, pairs: bool = False, variant: str | None = None, backend: st
     v = _resolve(variant, backend)
     if v.backend == "cpu":
         raise GpulabError(f"a sort plan runs on the device: backend must be 'numba' or 'cuda-c', got {backend!r}")
-    return v.run(int(n), bool(pairs), {**v.params, **(params or {})}, stream=numba_stream(stream))
+    return v.run(int(n), bool(pairs), v.launch_params(params), stream=numba_stream(stream))
 
 
 def _resolve(variant, backend):
@@ -124,7 +124,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream):
     if values is not None:
         host.validate_values(n, values)
     v = _resolve(variant, backend)
-    p = {**v.params, **(params or {})}
+    p = v.launch_params(params)
     s = numba_stream(stream)
     if v.backend == "cpu":
         return _sorted_on_cpu(keys, values, dtype, v, p, iota)
@@ -220,7 +220,7 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
     compact. numpy for numpy keys; a device array of the caller's library for device keys."""
     n, dtype = host.validate_keys(keys)
     v = _resolve(variant, backend)
-    p = {**v.params, **(params or {})}
+    p = v.launch_params(params)
     s = numba_stream(stream)
     if v.backend == "cpu":
         k = to_host(keys)

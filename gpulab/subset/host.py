@@ -246,7 +246,10 @@ PARAMS = ("BLOCK", "MAX_BLOCKS", "PARTITION", "CHUNK", "CHUNK_MIN", "FINAL_BLOCK
 
 
 def check_params(params: dict | None) -> None:
-    """A caller's `params` override: upper-case names this chapter reads, and whole numbers."""
+    """A caller's `params` override: names this chapter knows (`PARAMS`, upper-case; the same
+    dict may serve every variant, each reading its own), whole numbers; the blocks that reduce
+    by halving must be powers of two within the block limit (another size would leave part of
+    the argmin unread: a wrong answer). Anything else is refused, naming the parameter."""
     for key, value in (params or {}).items():
         if key not in PARAMS:
             hint = (f" (parameter names are upper-case: {str(key).upper()!r})" if str(key).upper() in PARAMS
@@ -254,6 +257,10 @@ def check_params(params: dict | None) -> None:
             raise GpulabError(f"params: unknown parameter {key!r}{hint}")
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise GpulabError(f"params: {key} = {value!r} must be a whole number >= 1")
+        if key in ("BLOCK", "FINAL_BLOCK"):
+            check_block(int(value))
+            if value & (value - 1):
+                raise LimitError(f"params: {key} = {value} must be a power of two (the argmin halves the block)")
 
 
 def geometry(params: dict) -> tuple[int, int, int]:

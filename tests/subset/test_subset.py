@@ -404,9 +404,13 @@ def test_cupy_and_torch_inputs(lib_name, backend, rng):
     (dict(BLOK=32), "unknown parameter 'BLOK'; known: BLOCK"),
     (dict(CHUNK=0), "CHUNK = 0 must be a whole number >= 1"),
     (dict(CHUNK=2.5), "CHUNK = 2.5 must be a whole number >= 1"),
+    (dict(FINAL_BLOCK=48), "FINAL_BLOCK = 48 must be a power of two"),
+    (dict(BLOCK=96), "BLOCK = 96 must be a power of two"),
+    (dict(FINAL_BLOCK=2048), "exceeds the limit of 1024 threads per block"),
 ])
 def test_a_mistyped_parameter_is_refused_not_ignored(params, fragment, rng):
-    """A parameter the search does not read would be silently ignored: it is an error instead."""
+    """A name this chapter does not know would be silently ignored, and a final block that is not
+    a power of two would leave part of the argmin unread (a wrong answer): both are errors."""
     C = np.corrcoef(rng.normal(size=(6, 20)))
     with pytest.raises(GpulabError, match=re.escape(fragment)):
         ss.least_correlated(C, 3, params=params)
