@@ -5,22 +5,12 @@ checked in tests/test_trace_book.py.)"""
 
 from __future__ import annotations
 
-import importlib.util
 import re
-from pathlib import Path
 
 import pytest
 
-from tests.conftest import ON_SIMULATOR, ROOT
-
-needs_simulator = pytest.mark.skipif(not ON_SIMULATOR, reason="the memory tracer runs only on numba's simulator")
-
-
-def _load(path: Path, name: str):
-    spec = importlib.util.spec_from_file_location(name, path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod
+from tests.conftest import ROOT
+from tests.test_trace_book import _load, needs_simulator
 
 
 # The solution's reduction loop (sequential addressing), and the same reduction with interleaved
@@ -42,18 +32,17 @@ INTERLEAVED = """{i}step = 1
 
 @needs_simulator
 def test_the_traced_argmin_test_passes_the_solution_and_fails_interleaved_addressing(rng, tmp_path):
-    tests = _load(ROOT / "exercises" / "subset" / "test_subset_exercises.py", "gpulab_subset_exercise_tests")
-    check = tests.test_block_argmin_reduction_is_free_of_bank_conflicts
     solution = ROOT / "exercises" / "solutions" / "subset" / "block_argmin.py"
-    check(lambda *_: _load(solution, "gpulab_argmin_sequential"), rng)
-
     source = solution.read_text()
     found = SEQUENTIAL.search(source)
     assert found, "the solution's reduction loop is not where this test looks for it"
-    strided = tmp_path / "block_argmin_interleaved.py"
-    strided.write_text(source[:found.start()] + INTERLEAVED.format(i=found.group(1)) + source[found.end():])
-    interleaved = _load(strided, "gpulab_argmin_interleaved")
-    # still a correct reduction: what fails it is the traced count alone
-    tests.test_block_argmin(lambda *_: interleaved, rng, 130, 64)
+    (tmp_path / "interleaved.py").write_text(
+        source[:found.start()] + INTERLEAVED.format(i=found.group(1)) + source[found.end():])
+    sequential = _load(solution, "gpulab_argmin_sequential")
+    interleaved = _load(tmp_path / "interleaved.py", "gpulab_argmin_interleaved")
+    tests = _load(ROOT / "exercises" / "subset" / "test_subset_exercises.py", "gpulab_subset_exercise_tests")
+
+    tests.test_block_argmin_reduction_is_free_of_bank_conflicts(lambda *_: sequential, rng)
+    tests.test_block_argmin(lambda *_: interleaved, rng, 130, 64)  # a correct reduction: only the count fails it
     with pytest.raises(AssertionError, match="shared wavefronts per request"):
-        check(lambda *_: interleaved, rng)
+        tests.test_block_argmin_reduction_is_free_of_bank_conflicts(lambda *_: interleaved, rng)
