@@ -131,11 +131,26 @@ def cmd_trace(args) -> int:
     return 0
 
 
+def _metrics_ncu() -> str:
+    """`bench --metrics`: Nsight Compute's ncu, and a GPU to profile (checked before any work)."""
+    from gpulab import device, metrics
+
+    try:
+        ncu = metrics.require_ncu()
+    except GpulabError as exc:
+        raise UsageError(f"gpulab bench: {exc}") from None
+    if device.on_simulator():
+        raise UsageError("gpulab bench: --metrics profiles a GPU with Nsight Compute, and this runs on numba's "
+                         "simulator (its counts: gpulab trace CHAPTER)")
+    return ncu
+
+
 def cmd_bench(args) -> int:
     from gpulab import benchmark
     from gpulab import chapters
 
     _chapters([args.chapter], "bench")
+    ncu = _metrics_ncu() if args.metrics else None
     from gpulab.commands import writable_dir
 
     try:
@@ -165,11 +180,16 @@ def cmd_bench(args) -> int:
 
     result = benchmark.run(spec, variants, quick=args.quick, warmup=args.warmup, repeat=args.repeat,
                            seed=args.seed, cases=cases, progress=None if args.no_progress else progress.write)
+    if ncu:
+        from gpulab import metrics
+
+        metrics.annotate(result, ncu, quick=args.quick, seed=args.seed,
+                         progress=None if args.no_progress else progress.write)
     paths = benchmark.write(result, args.out, append=args.append)
     failed = [r for r in result["records"] if r["check"] is False]
     if args.json:
         keep = ("variant", "backend", "label", "median_ms", "throughput", "unit", "public_median_ms",
-                "peer", "peer_median_ms", "ratio_to_peer", "check", "skipped")
+                "peer", "peer_median_ms", "ratio_to_peer", "check", "skipped") + (("metrics",) if ncu else ())
         print(json.dumps({"chapter": result["chapter"], "device": result["device"].get("name"),
                           "mode": result["device"].get("mode"), "settings": result["settings"],
                           "records": [{k: r.get(k) for k in keep} for r in result["records"]],
@@ -375,6 +395,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="one JSON object on stdout (each result and the files written), nothing else")
     s.add_argument("--append", action="store_true",
                    help="keep the records of other sizes/variants already in the JSON (a benchmark run in parts)")
+    s.add_argument("--metrics", action="store_true",
+                   help="after timing, profile one more call of each timed GPU record under Nsight Compute "
+                        "(ncu on PATH or $GPULAB_NCU) and record its kernels' counters in the JSON: global "
+                        "load/store sectors per request, shared wavefronts per request and bank conflicts, "
+                        "achieved occupancy, DRAM throughput (gpulab.metrics)")
     s.set_defaults(fn=cmd_bench)
 
     _exercises_help = ("the exercises directory (default: ./exercises, the current directory if it is one, "

@@ -84,3 +84,32 @@ def test_block_argmin_rejects_bad_blocks(impl):
         mod.block_argmin(np.ones(4), block=48)
     with pytest.raises(LimitError):
         mod.block_argmin(np.ones(4), block=2048)
+
+
+@pytest.mark.exercise("subset.3-block-argmin")
+def test_block_argmin_reduction_is_free_of_bank_conflicts(impl, rng):
+    """Traced on the simulator: every line of the kernel that reads or writes shared memory
+    costs at most 2 wavefronts per warp-wide request — what a conflict-free warp of 8-byte
+    (float64, int64) accesses costs, each element covering two banks. Sequential addressing
+    (`sv[tid]` with `sv[tid + step]`) stays there; interleaved addressing (`sv[2 * step * tid]`)
+    piles the lanes' words into a few banks."""
+    from gpulab import device, trace
+
+    if not device.on_simulator():
+        pytest.skip("the memory tracer runs only on numba's simulator (GPULAB_DEVICE=sim)")
+    mod = impl("subset", "block_argmin")
+    block = 64
+    v = rng.standard_normal(2 * block + int(rng.integers(1, block)))  # two full blocks and a partial one
+    with trace.recording() as rec:
+        bm, bi = mod.block_argmin(v, block=block)
+    starts = range(0, v.size, block)
+    assert list(bi) == [b + int(np.argmin(v[b:b + block])) for b in starts]
+    assert list(bm) == [v[b:b + block].min() for b in starts]
+    reports = trace.merge(rec.reports)
+    assert any(r.totals["shared_requests"] for r in reports), "no kernel used shared memory: reduce in cuda.shared.array"
+    for r in reports:
+        for (_, line, array), c in r.by_line.items():
+            if c["shared_requests"]:
+                wf = c["shared_wavefronts"] / c["shared_requests"]
+                assert wf <= 2, (f"{r.kernel}, line {line} ({array}): {wf:.3g} shared wavefronts per request "
+                                 "(bank conflicts); want at most 2 (one 8-byte element per lane, no conflict)")
