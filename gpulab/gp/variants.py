@@ -158,10 +158,12 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     """Every numba kernel of this chapter with the parameters the registry uses (plus a
     generated `compiled` kernel for a small fixed population), for the PTX check
     (`gpulab.compilecheck`)."""
+    from gpulab.gp import breeding_gpu as bg
     from gpulab.gp import compiled
     from gpulab.gp import kernels_numba as kn
 
-    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS)], set()
+    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
+                 ("breed_write", bg.breed_write, bg.SIG_WRITE)], set()
     for v in REGISTRY.select(backend="numba"):
         if v.policy.compiled:
             kern, sig = compiled.example_numba_kernel()
