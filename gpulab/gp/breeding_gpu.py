@@ -26,6 +26,10 @@ each one's Python source is compiled again with ``cuda.jit(device=True)``, again
 that module's globals in which every operator name refers to its device twin (a CUDA function
 cannot call a CPU-compiled one). One source, two targets: nothing to keep in step by hand.
 
+**CUDA C.** ``breeding.cu`` holds the same two kernels written in CUDA C, a line-for-line
+translation of the same functions (``backend="cuda-c"``: the loop uses them with the
+``cuda-c`` evaluators); its children are meant to be the same bit for bit (tested on a GPU).
+
 **Not yet on the device between generations:** the population comes from the host and goes
 back to it (the loop validates the changed trees with
 [`Population.bred`][gpulab.gp.programs.Population.bred], on the host); the prefix sum and the
@@ -42,6 +46,7 @@ from numba import cuda, int64, uint64
 
 from gpulab import device
 from gpulab.gp import breeding as _cpu
+from gpulab.gp import opcodes as oc
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
 _OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
@@ -110,31 +115,58 @@ def breed_write(code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_l
 
 
 def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
-          p_leaf, p_func, parsimony, seed):
+          p_leaf, p_func, parsimony, seed, backend: str = "numba"):
     """[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] on the GPU: the same arguments
-    (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit."""
+    (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
+    ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
+    pycuda; the same buffers, the same launches)."""
     code = np.ascontiguousarray(code, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int32)
     fitness = np.ascontiguousarray(fitness, np.float64)
     P = (offsets.size - 1) // 2
     sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
-    args = (int(tournament), float(p_cross), float(p_mut), int(max_depth), int(max_nodes), int(mut_depth),
-            float(p_leaf), float(p_func), bool(parsimony), int(seed))
     d_code, d_off = cuda.to_device(code), cuda.to_device(offsets)
     plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
     grown_at = cuda.to_device(np.zeros(P, np.uint64))
     ops = cuda.device_array((P, mut_depth + 2), np.int32)
     left = cuda.device_array((P, mut_depth + 2), np.int32)
+    st = cuda.device_array((P, longest + 2), np.int32)
+    grown = cuda.device_array((P, max_nodes + 8), np.uint8)
+    inputs = (d_code, d_off, cuda.to_device(np.ascontiguousarray(tree_depth, np.int32)), cuda.to_device(fitness),
+              cuda.to_device(sizes), cuda.to_device(elites))
     blocks = (P + THREADS - 1) // THREADS
-    breed_plan[blocks, THREADS](d_code, d_off, cuda.to_device(np.ascontiguousarray(tree_depth, np.int32)),
-                                cuda.to_device(fitness), cuda.to_device(sizes), cuda.to_device(elites), *args,
-                                cuda.device_array((P, longest + 2), np.int32), ops, left,
-                                cuda.device_array((P, max_nodes + 8), np.uint8), plan, grown_at)
+    if backend == "cuda-c":
+        from gpulab import cudac
+
+        i, f = np.int64, np.float64
+        cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(elites.size), i(P), i(tournament),
+                     f(p_cross), f(p_mut), i(max_depth), i(max_nodes), i(mut_depth), f(p_leaf), f(p_func),
+                     np.int32(bool(parsimony)), i(seed), st, i(longest + 2), ops, left, grown, plan, grown_at)
+    else:
+        breed_plan[blocks, THREADS](*inputs, int(tournament), float(p_cross), float(p_mut), int(max_depth),
+                                    int(max_nodes), int(mut_depth), float(p_leaf), float(p_func), bool(parsimony),
+                                    int(seed), st, ops, left, grown, plan, grown_at)
     lengths = plan.copy_to_host()[:, _cpu._LEN0:_cpu._LEN1 + 1]
     out_off = np.zeros(2 * P + 1, np.int32)
     out_off[1:] = np.cumsum(lengths.ravel())
     out = cuda.device_array(max(int(out_off[-1]), 1), np.uint8)
     src = cuda.device_array(2 * P, np.int64)
-    breed_write[blocks, THREADS](d_code, d_off, plan, grown_at, cuda.to_device(out_off), out, src, int(max_nodes),
-                                 float(p_leaf), ops, left)
+    d_out_off = cuda.to_device(out_off)
+    if backend == "cuda-c":
+        cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, plan, grown_at, d_out_off,
+                     out, src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf), np.int64(mut_depth), ops, left)
+    else:
+        breed_write[blocks, THREADS](d_code, d_off, plan, grown_at, d_out_off, out, src, int(max_nodes),
+                                     float(p_leaf), ops, left)
     return out.copy_to_host()[:out_off[-1]], out_off, src.copy_to_host()
+
+
+CUDA_SOURCE = "breeding.cu"
+CUDA_DEFINES = {"NF": oc.NF, "NB": oc.NB, "OP_AND": oc.OP_AND, "OP_NOT": oc.OP_NOT, "OP_LT": oc.OP_LT}
+
+
+def cuda_c_kernel(name: str):
+    """``breed_plan`` / ``breed_write`` of ``breeding.cu`` (NVRTC, once), as a pycuda function."""
+    from gpulab import cudac
+
+    return cudac.kernel("gpulab.gp", CUDA_SOURCE, name, CUDA_DEFINES)
