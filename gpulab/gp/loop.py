@@ -117,18 +117,22 @@ def default_breeding() -> str:
 
 
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
-                    breeding_on: str = "cpu") -> Population:
+                    breeding_on: str = "cpu", backend: str = "numba") -> Population:
     """Selection, crossover, mutation, elitism: one call into compiled code, on the host
-    (``breeding_on="cpu"``) or the GPU (``"gpu"``); the same children either way."""
+    (``breeding_on="cpu"``) or the GPU (``"gpu"``: CUDA C kernels when ``backend`` is
+    ``"cuda-c"``, numba's otherwise); the same children either way."""
     depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
+    kw = {}
     if breeding_on == "gpu":
         from gpulab.gp import breeding_gpu as bred_on
+
+        kw["backend"] = "cuda-c" if backend == "cuda-c" else "numba"
     else:
         bred_on = breeding
     code, offsets, src = bred_on.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
                                    params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
                                    params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
-                                   bool(params.parsimony), seed)
+                                   bool(params.parsimony), seed, **kw)
     return Population.bred(code, offsets, pop, src)
 
 
@@ -157,7 +161,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             see `gpulab.progress`); a callable: called with one line per
             generation; ``None`` / ``False``: quiet.
         kernel_params: override the variant's compile-time parameters.
-        breeding: ``"gpu"`` ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]) or ``"cpu"``
+        breeding: ``"gpu"`` ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]: its CUDA C kernels
+            with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
             ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the GPU when there
             is one, the CPU on the simulator ([`default_breeding`][gpulab.gp.loop.default_breeding]).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
@@ -187,7 +192,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     tiny = Population.from_individuals([("NVIG", "NVIL")])
     ev_train(tiny), ev_test(tiny)  # compile the kernels (JIT) and upload the markets before the clock starts
     warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})  # ... and the breeding
-    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on)  # (numba JIT, or its disk cache)
+    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on, backend)  # (numba JIT, or its disk cache)
     t_start = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
     settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
@@ -218,7 +223,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
                 t_eval += t1 - t0
                 if g < params.generations and not stop.requested:
-                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on)
+                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend)
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t1) * 1e3
                 t_breed += t2 - t1
