@@ -357,6 +357,7 @@ _A, _KIND, _TREE, _LO, _HI, _SLO, _SHI, _ROOM, _LEN0, _LEN1 = range(10)
 NPLAN = 10
 
 
+# --8<-- [start:breed]
 @njit(inline="always")
 def _copy(dst, d0, src, s0, n):
     """``dst[d0:d0 + n] = src[s0:s0 + n]``, as a loop (the same code compiles for the GPU)."""
@@ -460,7 +461,6 @@ def sizes_and_elites(offsets, fitness, elite, parsimony):
     return sizes, _elites(fitness, sizes, elite, parsimony), longest
 
 
-# --8<-- [start:breed]
 @njit(parallel=True, cache=True)
 def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
           p_leaf, p_func, parsimony, seed):
