@@ -17,6 +17,9 @@ subtree's length) and so every child's length; a prefix sum places the children;
 writes them. Each child draws its random numbers from its own counter-based stream, a
 SplitMix64 sequence started from a hash of ``(seed, c)``: the result does not depend on how
 many threads run or in which order, so a run is reproducible from its seed on any machine.
+The two passes' work per child is in `_plan_child` and `_write_child`, which the GPU breeding
+([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]) compiles as CUDA device functions and runs
+one thread per child: the same children, bit for bit, on the CPU and the GPU.
 """
 
 from __future__ import annotations
