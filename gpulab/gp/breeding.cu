@@ -39,7 +39,9 @@ __device__ __forceinline__ u64 mix(u64 z) {
     return z ^ (z >> 31);
 }
 
-__device__ __forceinline__ void seed_stream(u64 &s, i64 seed, i64 k) { s = mix((u64)seed * GOLDEN + mix((u64)k + GOLDEN)); }
+__device__ __forceinline__ void seed_stream(u64 &s, i64 seed, i64 k) {
+    s = mix((u64)seed * GOLDEN + mix((u64)k + GOLDEN));
+}
 
 __device__ __forceinline__ u64 next(u64 &s) {
     s += GOLDEN;

@@ -132,8 +132,8 @@ def run_evolve(args) -> int:
     if args.json:
         summary = {"command": "gp evolve", "interrupted": result.interrupted, "generations_done": done,
                    "generations": args.generations, "population": args.population, "variant": args.variant,
-                   "backend": args.backend, "breeding": args.breeding, "seed": args.seed, "data": args.data, "stocks": train.stocks,
-                   "train_days": train.days, "test_days": test.days, "best": best,
+                   "backend": args.backend, "breeding": args.breeding, "seed": args.seed, "data": args.data,
+                   "stocks": train.stocks, "train_days": train.days, "test_days": test.days, "best": best,
                    "train_best_per100": result.history[-1]["train_best_per100"] if result.history else None,
                    "test_of_best_per100": result.history[-1]["test_of_best_per100"] if result.history else None,
                    "timing": {k: v for k, v in t.items() if k != "what"}, "files": [str(p) for p in paths]}

@@ -192,11 +192,13 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     tiny = Population.from_individuals([("NVIG", "NVIL")])
     ev_train(tiny), ev_test(tiny)  # compile the kernels (JIT) and upload the markets before the clock starts
     warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})  # ... and the breeding
-    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on, backend)  # (numba JIT, or its disk cache)
+    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on,
+                    backend)  # (numba JIT, or its disk cache)
     t_start = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
     settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
-                "variant": variant, "backend": backend, "breeding": breeding_on, "seed": seed, "stocks": train.stocks,
+                "variant": variant, "backend": backend, "breeding": breeding_on, "seed": seed,
+                "stocks": train.stocks,
                 "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
                 "initial_mean_nodes": float(pop.nodes.sum(axis=1).mean())}
     result = EvolutionResult(settings)
