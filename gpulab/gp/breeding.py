@@ -17,6 +17,9 @@ subtree's length) and so every child's length; a prefix sum places the children;
 writes them. Each child draws its random numbers from its own counter-based stream, a
 SplitMix64 sequence started from a hash of ``(seed, c)``: the result does not depend on how
 many threads run or in which order, so a run is reproducible from its seed on any machine.
+The two passes' work per child is in `_plan_child` and `_write_child`, which the GPU breeding
+([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]) compiles as CUDA device functions and runs
+one thread per child: the same children, bit for bit, on the CPU and the GPU.
 """
 
 from __future__ import annotations
@@ -354,9 +357,113 @@ def _elites(fitness, sizes, elite, parsimony):
 
 # what pass 1 decides for each child (columns of the int64 plan)
 _A, _KIND, _TREE, _LO, _HI, _SLO, _SHI, _ROOM, _LEN0, _LEN1 = range(10)
+NPLAN = 10
 
 
 # --8<-- [start:breed]
+@njit(inline="always")
+def _copy(dst, d0, src, s0, n):
+    """``dst[d0:d0 + n] = src[s0:s0 + n]``, as a loop (the same code compiles for the GPU)."""
+    for k in range(n):
+        dst[d0 + k] = src[s0 + k]
+
+
+@njit(inline="always")
+def _plan_child(c, code, offsets, tree_depth, fitness, sizes, elites, tournament, p_cross, p_mut, max_depth,
+                max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, rng, st, ops, left, grown, plan, grown_at):
+    """Pass 1 for child ``c`` (see [`breed`][gpulab.gp.breeding.breed]): fills ``plan[c]`` and
+    ``grown_at[c]`` from stream ``c`` of ``seed``. ``rng`` (1), ``st`` (longest tree + 2), ``ops``,
+    ``left`` (mut_depth + 2) and ``grown`` (max_nodes + 8) are the caller's scratch. The CPU
+    breeding and the GPU kernel ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]) both call this."""
+    _seed_stream(rng, seed, c)
+    if c < elites.size:
+        a, kind = elites[c], 0
+    else:
+        a = _tournament(rng, fitness, sizes, tournament, parsimony)
+        r = _uniform(rng)
+        kind = 1 if r < p_cross else (2 if r < p_cross + p_mut else 0)
+    b = _tournament(rng, fitness, sizes, tournament, parsimony) if kind == 1 else a
+    t = _below(rng, 2)  # the tree that crossover / mutation changes
+    s0, s1 = offsets[2 * a + t], offsets[2 * a + t + 1]
+    lo = hi = slo = shi = room = 0
+    new_len = -1  # the changed tree's length, or -1: the child copies parent a
+    if kind != 0 and tree_depth[2 * a + t] <= max_depth:
+        p = _pick(rng, code, s0, s1, -1, p_func)
+        lo, _ = _subtree(code, p, st)
+        hi = p + 1
+        rest = (s1 - s0) - (hi - lo)
+        if kind == 1:
+            b0, b1 = offsets[2 * b + t], offsets[2 * b + t + 1]
+            q = _pick(rng, code, b0, b1, 1 if code[p] < _NF else 0, p_func)
+            if q >= 0:
+                qlo, qh = _subtree(code, q, st)
+                # a point is at most as deep as its tree: walk to it only when that bound is not enough
+                deep = tree_depth[2 * a + t] - 1 + qh > max_depth
+                if rest + (q + 1 - qlo) <= max_nodes and (not deep or _depth_at(code, s1, p, st) - 1 + qh <= max_depth):
+                    slo, shi = qlo, q + 1
+                    new_len = rest + (shi - slo)
+        else:
+            room = 1 if code[p] < _NF else mut_depth
+            if room > 1 and tree_depth[2 * a + t] - 1 + mut_depth > max_depth:
+                room = min(mut_depth, max_depth - _depth_at(code, s1, p, st) + 1)
+            if room >= 1:
+                grown_at[c] = rng[0]
+                g = _grow(rng, grown, 0, max_nodes - rest, code[p] < _NF, room, False, p_leaf, ops, left)
+                if g >= 0:
+                    new_len = rest + g
+    plan[c, _A] = a
+    plan[c, _KIND] = kind if new_len >= 0 else 0
+    plan[c, _TREE] = t
+    plan[c, _LO] = lo
+    plan[c, _HI] = hi
+    plan[c, _SLO] = slo
+    plan[c, _SHI] = shi
+    plan[c, _ROOM] = room
+    for u in range(2):
+        full = offsets[2 * a + u + 1] - offsets[2 * a + u]
+        plan[c, _LEN0 + u] = new_len if (u == t and new_len >= 0) else full
+
+
+@njit(inline="always")
+def _write_child(c, code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_leaf, rng, ops, left):
+    """Pass 2 for child ``c``: writes its two trees at ``out_off[2c]`` and ``out_off[2c + 1]``,
+    and ``src`` for them (the CPU breeding and the GPU kernel both call this)."""
+    a, kind, t = plan[c, _A], plan[c, _KIND], plan[c, _TREE]
+    for u in range(2):
+        s0, s1 = offsets[2 * a + u], offsets[2 * a + u + 1]
+        n = out_off[2 * c + u]
+        if kind == 0 or u != t:
+            _copy(out, n, code, s0, s1 - s0)
+            src[2 * c + u] = 2 * a + u
+            continue
+        src[2 * c + u] = -1
+        lo, hi = plan[c, _LO], plan[c, _HI]
+        _copy(out, n, code, s0, lo - s0)
+        n += lo - s0
+        if kind == 1:
+            slo, shi = plan[c, _SLO], plan[c, _SHI]
+            _copy(out, n, code, slo, shi - slo)
+            n += shi - slo
+        else:  # regrow the same subtree from the same stream state, with the same limits
+            rng[0] = grown_at[c]
+            rest = (s1 - s0) - (hi - lo)
+            n = _grow(rng, out, n, n + max_nodes - rest, code[hi - 1] < _NF, plan[c, _ROOM], False, p_leaf, ops, left)
+        _copy(out, n, code, hi, s1 - hi)
+
+
+@njit(cache=True)
+def sizes_and_elites(offsets, fitness, elite, parsimony):
+    """Per individual its size (both trees' nodes), the ``elite`` best in order, and the longest
+    tree's length (the walks' scratch size): what both breedings compute before their passes."""
+    P = (offsets.size - 1) // 2
+    sizes = np.empty(P, np.int32)
+    longest = 1
+    for i in range(P):
+        sizes[i] = offsets[2 * i + 2] - offsets[2 * i]
+        longest = max(longest, offsets[2 * i + 1] - offsets[2 * i], offsets[2 * i + 2] - offsets[2 * i + 1])
+    return sizes, _elites(fitness, sizes, elite, parsimony), longest
+
+
 @njit(parallel=True, cache=True)
 def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
           p_leaf, p_func, parsimony, seed):
@@ -369,19 +476,17 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     tree that child tree ``t`` copies byte for byte, or -1 for a changed tree (the only ones that
     need validating again).
 
-    Pass 1 plans child ``c`` — parent ``a``, operator, the changed tree, the span ``[lo, hi)``
-    of ``a``'s tree it replaces and the span ``[slo, shi)`` of parent ``b``'s tree that goes in
-    (or, for mutation, the stream state the new subtree is grown from) — and its two lengths;
-    pass 2 writes every child at its offset. The work per child is a few random draws and walks
-    over the two subtrees involved, not over whole trees."""
+    Pass 1 plans child ``c`` (`_plan_child`) — parent ``a``, operator, the changed tree, the
+    span ``[lo, hi)`` of ``a``'s tree it replaces and the span ``[slo, shi)`` of parent ``b``'s
+    tree that goes in (or, for mutation, the stream state the new subtree is grown from) — and
+    its two lengths; pass 2 (`_write_child`) writes every child at its offset. The work per
+    child is a few random draws and walks over the two subtrees involved, not over whole trees.
+    This is the reference that the GPU breeding
+    ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]) reproduces bit for bit: it runs the
+    same two per-child functions, one thread per child."""
     P = (offsets.size - 1) // 2
-    sizes = np.empty(P, np.int32)
-    longest = 1
-    for i in range(P):
-        sizes[i] = offsets[2 * i + 2] - offsets[2 * i]
-        longest = max(longest, offsets[2 * i + 1] - offsets[2 * i], offsets[2 * i + 2] - offsets[2 * i + 1])
-    elites = _elites(fitness, sizes, elite, parsimony)
-    plan = np.zeros((P, 10), np.int64)
+    sizes, elites, longest = sizes_and_elites(offsets, fitness, elite, parsimony)
+    plan = np.zeros((P, NPLAN), np.int64)
     grown_at = np.zeros(P, np.uint64)  # mutation: the stream state the subtree is grown from
     ntasks = (P + CHUNK - 1) // CHUNK
     for task in prange(ntasks):
@@ -391,49 +496,9 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
         left = np.empty(mut_depth + 2, np.int32)
         grown = np.empty(max_nodes + 8, np.uint8)
         for c in range(task * CHUNK, min(P, (task + 1) * CHUNK)):
-            _seed_stream(rng, seed, c)
-            if c < elites.size:
-                a, kind = elites[c], 0
-            else:
-                a = _tournament(rng, fitness, sizes, tournament, parsimony)
-                r = _uniform(rng)
-                kind = 1 if r < p_cross else (2 if r < p_cross + p_mut else 0)
-            b = _tournament(rng, fitness, sizes, tournament, parsimony) if kind == 1 else a
-            t = _below(rng, 2)  # the tree that crossover / mutation changes
-            s0, s1 = offsets[2 * a + t], offsets[2 * a + t + 1]
-            lo = hi = slo = shi = room = 0
-            new_len = -1  # the changed tree's length, or -1: the child copies parent a
-            if kind != 0 and tree_depth[2 * a + t] <= max_depth:
-                p = _pick(rng, code, s0, s1, -1, p_func)
-                lo, _ = _subtree(code, p, st)
-                hi = p + 1
-                rest = (s1 - s0) - (hi - lo)
-                if kind == 1:
-                    b0, b1 = offsets[2 * b + t], offsets[2 * b + t + 1]
-                    q = _pick(rng, code, b0, b1, 1 if code[p] < _NF else 0, p_func)
-                    if q >= 0:
-                        qlo, qh = _subtree(code, q, st)
-                        # a point is at most as deep as its tree: walk to it only when that bound is not enough
-                        deep = tree_depth[2 * a + t] - 1 + qh > max_depth
-                        if rest + (q + 1 - qlo) <= max_nodes and (not deep or _depth_at(code, s1, p, st) - 1 + qh <= max_depth):
-                            slo, shi = qlo, q + 1
-                            new_len = rest + (shi - slo)
-                else:
-                    room = 1 if code[p] < _NF else mut_depth
-                    if room > 1 and tree_depth[2 * a + t] - 1 + mut_depth > max_depth:
-                        room = min(mut_depth, max_depth - _depth_at(code, s1, p, st) + 1)
-                    if room >= 1:
-                        grown_at[c] = rng[0]
-                        g = _grow(rng, grown, 0, max_nodes - rest, code[p] < _NF, room, False, p_leaf, ops, left)
-                        if g >= 0:
-                            new_len = rest + g
-            plan[c, _A] = a
-            plan[c, _KIND] = kind if new_len >= 0 else 0
-            plan[c, _TREE] = t
-            plan[c, _LO], plan[c, _HI], plan[c, _SLO], plan[c, _SHI], plan[c, _ROOM] = lo, hi, slo, shi, room
-            for u in range(2):
-                full = offsets[2 * a + u + 1] - offsets[2 * a + u]
-                plan[c, _LEN0 + u] = new_len if (u == t and new_len >= 0) else full
+            _plan_child(c, code, offsets, tree_depth, fitness, sizes, elites, tournament, p_cross, p_mut, max_depth,
+                        max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, rng, st, ops, left, grown, plan,
+                        grown_at)
     out_off = np.zeros(2 * P + 1, np.int32)
     out_off[1:] = np.cumsum(plan[:, _LEN0:_LEN1 + 1].ravel())
     out = np.empty(out_off[2 * P], np.uint8)
@@ -443,27 +508,6 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
         ops = np.empty(mut_depth + 2, np.int32)
         left = np.empty(mut_depth + 2, np.int32)
         for c in range(task * CHUNK, min(P, (task + 1) * CHUNK)):
-            a, kind, t = plan[c, _A], plan[c, _KIND], plan[c, _TREE]
-            for u in range(2):
-                s0, s1 = offsets[2 * a + u], offsets[2 * a + u + 1]
-                n = out_off[2 * c + u]
-                if kind == 0 or u != t:
-                    out[n:n + s1 - s0] = code[s0:s1]
-                    src[2 * c + u] = 2 * a + u
-                    continue
-                src[2 * c + u] = -1
-                lo, hi = plan[c, _LO], plan[c, _HI]
-                out[n:n + lo - s0] = code[s0:lo]
-                n += lo - s0
-                if kind == 1:
-                    slo, shi = plan[c, _SLO], plan[c, _SHI]
-                    out[n:n + shi - slo] = code[slo:shi]
-                    n += shi - slo
-                else:  # regrow the same subtree from the same stream state, with the same limits
-                    rng[0] = grown_at[c]
-                    rest = (s1 - s0) - (hi - lo)
-                    n = _grow(rng, out, n, n + max_nodes - rest, code[hi - 1] < _NF, plan[c, _ROOM], False, p_leaf,
-                              ops, left)
-                out[n:n + s1 - hi] = code[hi:s1]
+            _write_child(c, code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_leaf, rng, ops, left)
     return out, out_off, src
 # --8<-- [end:breed]

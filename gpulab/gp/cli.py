@@ -90,7 +90,7 @@ def _say(line: str) -> None:
 
 
 def run_evolve(args) -> int:
-    from gpulab.gp.loop import EvolutionInterrupted, GPParams, evolve, write
+    from gpulab.gp.loop import EvolutionInterrupted, GPParams, check_breeding, evolve, write
 
     check_data_spec(args.data)
     note = settle_defaults(args, "evolve")
@@ -104,6 +104,7 @@ def run_evolve(args) -> int:
     test_days = 256 if args.test_days is None else args.test_days
     params = GPParams(population=args.population, generations=args.generations).check()
     resolve_variant(args)
+    args.breeding = check_breeding(args.breeding)
     if synthetic and args.days is None:
         args.days = 768
     market = market_from(args.data, stocks, args.days or 0, test_days, args.seed)
@@ -117,11 +118,12 @@ def run_evolve(args) -> int:
     if note:
         _say(note)
     print(f"gp evolve: {market} — train {train.days} days, test {test.days} days; population {args.population:,}, "
-          f"{args.generations} generations, variant {args.variant} [{args.backend}], seed {args.seed}",
+          f"{args.generations} generations, variant {args.variant} [{args.backend}], breeding on the "
+          f"{args.breeding.upper()}, seed {args.seed}",
           file=tell, flush=True)
     try:
         result = evolve(market, train_days=train_days, params=params, variant=args.variant, backend=args.backend,
-                        seed=args.seed, progress=True)
+                        seed=args.seed, progress=True, breeding=args.breeding)
     except EvolutionInterrupted as exc:
         result = exc.result
     paths = write(result, out, stem=args.stem, extra={"data": args.data})
@@ -130,8 +132,8 @@ def run_evolve(args) -> int:
     if args.json:
         summary = {"command": "gp evolve", "interrupted": result.interrupted, "generations_done": done,
                    "generations": args.generations, "population": args.population, "variant": args.variant,
-                   "backend": args.backend, "seed": args.seed, "data": args.data, "stocks": train.stocks,
-                   "train_days": train.days, "test_days": test.days, "best": best,
+                   "backend": args.backend, "breeding": args.breeding, "seed": args.seed, "data": args.data,
+                   "stocks": train.stocks, "train_days": train.days, "test_days": test.days, "best": best,
                    "train_best_per100": result.history[-1]["train_best_per100"] if result.history else None,
                    "test_of_best_per100": result.history[-1]["test_of_best_per100"] if result.history else None,
                    "timing": {k: v for k, v in t.items() if k != "what"}, "files": [str(p) for p in paths]}

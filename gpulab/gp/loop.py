@@ -2,9 +2,11 @@ r"""The GP loop: evolve trading rules on a training period, report them on a tes
 
 Per generation: evaluate the population on the training days (the fitness that drives
 selection) and on the test days that follow them (out-of-sample, never used for selection),
-then breed the next population on the host ([`gpulab.gp.breeding`][gpulab.gp.breeding], compiled with numba:
-typed subtree crossover and mutation on the flat byte code, tournament selection, elitism,
-depth and length limits). Everything is seeded: the same seed gives the same run.
+then breed the next population: on the GPU ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu], one thread
+per child) or on the host ([`gpulab.gp.breeding`][gpulab.gp.breeding], compiled with numba: the
+reference), both with typed subtree crossover and mutation on the flat byte code, tournament
+selection, elitism, depth and length limits, and both drawing from the same counter-based
+streams: the same seed gives the same run, bit for bit, with either breeding.
 
 Fitness is the mean over stocks of ROI − buy-and-hold ROI over the period. Periods of
 different length are compared per 100 days, as the paper's figures do: ``fitness × 100 / D``.
@@ -20,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from gpulab import device
 from gpulab import progress as _progress
 from gpulab.errors import GpulabError
 from gpulab.gp import breeding
@@ -104,13 +107,32 @@ def initial_population(params: GPParams, seed: int) -> Population:
     return Population(code, offsets)
 
 
-def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int) -> Population:
-    """Selection, crossover, mutation, elitism: one call into compiled code."""
+BREEDINGS = ("gpu", "cpu")
+
+
+def default_breeding() -> str:
+    """``"gpu"`` when there is a GPU, ``"cpu"`` on numba's simulator (where the GPU breeding
+    runs too, as Python: slowly)."""
+    return "cpu" if device.on_simulator() else "gpu"
+
+
+def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
+                    breeding_on: str = "cpu", backend: str = "numba") -> Population:
+    """Selection, crossover, mutation, elitism: one call into compiled code, on the host
+    (``breeding_on="cpu"``) or the GPU (``"gpu"``: CUDA C kernels when ``backend`` is
+    ``"cuda-c"``, numba's otherwise); the same children either way."""
     depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
-    code, offsets, src = breeding.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
+    kw = {}
+    if breeding_on == "gpu":
+        from gpulab.gp import breeding_gpu as bred_on
+
+        kw["backend"] = "cuda-c" if backend == "cuda-c" else "numba"
+    else:
+        bred_on = breeding
+    code, offsets, src = bred_on.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
                                    params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
                                    params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
-                                   bool(params.parsimony), seed)
+                                   bool(params.parsimony), seed, **kw)
     return Population.bred(code, offsets, pop, src)
 
 
@@ -121,8 +143,8 @@ def _host(x) -> np.ndarray:
 # --8<-- [start:evolve]
 def evolve(market: Market, *, train_days: int | None = None, test_market: Market | None = None,
            params: GPParams | None = None, variant: str | None = None, backend: str = "numba",
-           seed: int = 0, progress: bool | Callable[[str], None] | None = True, kernel_params: dict | None = None
-           ) -> EvolutionResult:
+           seed: int = 0, progress: bool | Callable[[str], None] | None = True, kernel_params: dict | None = None,
+           breeding: str | None = None) -> EvolutionResult:
     """Evolve buy/sell rules on ``market``'s first ``train_days`` evaluation days and report them
     on the rest (or on ``test_market`` when given; then all of ``market`` is training data).
 
@@ -139,6 +161,11 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             see `gpulab.progress`); a callable: called with one line per
             generation; ``None`` / ``False``: quiet.
         kernel_params: override the variant's compile-time parameters.
+        breeding: ``"gpu"`` ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]: its CUDA C kernels
+            with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
+            ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the GPU when there
+            is one, the CPU on the simulator ([`default_breeding`][gpulab.gp.loop.default_breeding]).
+            Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
 
     Returns:
         [`EvolutionResult`][gpulab.gp.loop.EvolutionResult]: per generation the best and mean training fitness, the test
@@ -151,6 +178,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             ``KeyboardInterrupt`` whose ``result`` holds the generations finished.
     """
     params = _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params)
+    breeding_on = check_breeding(breeding)
     if test_market is None:
         train, test = market.split(market.days * 3 // 4 if train_days is None else train_days)
     else:
@@ -164,11 +192,13 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     tiny = Population.from_individuals([("NVIG", "NVIL")])
     ev_train(tiny), ev_test(tiny)  # compile the kernels (JIT) and upload the markets before the clock starts
     warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})  # ... and the breeding
-    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0)  # (numba JIT, or its disk cache)
+    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on,
+                    backend)  # (numba JIT, or its disk cache)
     t_start = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
     settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
-                "variant": variant, "backend": backend, "seed": seed, "stocks": train.stocks,
+                "variant": variant, "backend": backend, "breeding": breeding_on, "seed": seed,
+                "stocks": train.stocks,
                 "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
                 "initial_mean_nodes": float(pop.nodes.sum(axis=1).mean())}
     result = EvolutionResult(settings)
@@ -195,7 +225,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
                 t_eval += t1 - t0
                 if g < params.generations and not stop.requested:
-                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)))
+                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend)
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t1) * 1e3
                 t_breed += t2 - t1
@@ -224,6 +254,17 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                                  "breeding; warmup_s (before it): kernel compilation and market upload"}
     return result
 # --8<-- [end:evolve]
+
+
+def check_breeding(breeding: str | None) -> str:
+    """``breeding`` (``"gpu"``, ``"cpu"`` or ``None``: [`default_breeding`][gpulab.gp.loop.default_breeding]),
+    else a GpulabError naming it."""
+    if breeding is None:
+        return default_breeding()
+    if not isinstance(breeding, str) or breeding not in BREEDINGS:
+        raise GpulabError(f"breeding must be one of {', '.join(BREEDINGS)} (or None: the GPU when there is one), "
+                          f"got {breeding!r}")
+    return breeding
 
 
 def _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params) -> GPParams:

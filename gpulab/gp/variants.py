@@ -138,8 +138,8 @@ REGISTRY.defaults.update({"numba": DEFAULT_VARIANT, "cuda-c": DEFAULT_VARIANT, "
 
 def cuda_builds() -> list[tuple]:
     """Every CUDA C configuration the registry uses (for the NVRTC check), plus generated
-    ``compiled`` source for a small fixed population."""
-    from gpulab.gp import compiled
+    ``compiled`` source for a small fixed population, and the GPU breeding's kernels."""
+    from gpulab.gp import breeding_gpu, compiled
 
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
@@ -151,6 +151,7 @@ def cuda_builds() -> list[tuple]:
             seen.add(key)
             out.append((host.SOURCE, d))
     out.append(("compiled_example.cu", {}, compiled.example_cuda_source()))
+    out.append((breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES))  # the GPU breeding's CUDA C twin
     return out
 
 
@@ -158,10 +159,12 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     """Every numba kernel of this chapter with the parameters the registry uses (plus a
     generated `compiled` kernel for a small fixed population), for the PTX check
     (`gpulab.compilecheck`)."""
+    from gpulab.gp import breeding_gpu as bg
     from gpulab.gp import compiled
     from gpulab.gp import kernels_numba as kn
 
-    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS)], set()
+    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
+                 ("breed_write", bg.breed_write, bg.SIG_WRITE)], set()
     for v in REGISTRY.select(backend="numba"):
         if v.policy.compiled:
             kern, sig = compiled.example_numba_kernel()

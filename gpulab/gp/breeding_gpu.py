@@ -1,0 +1,172 @@
+r"""GP breeding on the GPU (numba.cuda): the CPU breeding's two passes, one thread per child.
+
+[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] is the reference. Its work per child
+is already independent of every other child: child ``c`` draws only from stream ``c`` of the
+generation's seed (a counter-based SplitMix64 stream, `_seed_stream`), so the order and the
+number of threads do not matter. The GPU breeding runs **the same per-child functions**
+(`_plan_child`, `_write_child` and the operators they call: tournament, typed point choice with
+Koza's 90% internal-node rule, subtree walks, grow), compiled as CUDA device functions, one
+thread per child:
+
+1. on the host, each individual's size and the ``elite`` best (`sizes_and_elites`: O(elite × P),
+   from the fitness the loop already holds on the host);
+2. `breed_plan`: thread ``c`` decides parent(s), operator, crossover points / mutation subtree,
+   and child ``c``'s two tree lengths;
+3. a prefix sum of the ``2P`` tree lengths gives the children's offsets (on the host: a copy of
+   ``2P`` lengths each way);
+4. `breed_write`: thread ``c`` writes its two trees (a copy, a splice of two spans, or a splice
+   of a subtree regrown from the stream state pass 2 saved).
+
+So the children are bit-identical to the CPU breeding's for the same seed (the tests check
+it on numba's simulator), and validity, typing, depth/length limits and the operators'
+statistics carry over from the CPU breeding's tests.
+
+**Device twins.** The operators are numba ``@njit`` functions in `gpulab.gp.breeding`; here
+each one's Python source is compiled again with ``cuda.jit(device=True)``, against a copy of
+that module's globals in which every operator name refers to its device twin (a CUDA function
+cannot call a CPU-compiled one). One source, two targets: nothing to keep in step by hand.
+
+**CUDA C.** ``breeding.cu`` holds the same two kernels written in CUDA C, a line-for-line
+translation of the same functions (``backend="cuda-c"``: the loop uses them with the
+``cuda-c`` evaluators); its children are meant to be the same bit for bit (tested on a GPU).
+
+**Not yet on the device between generations:** the population comes from the host and goes
+back to it (the loop validates the changed trees with
+[`Population.bred`][gpulab.gp.programs.Population.bred], on the host); the prefix sum and the
+elites are host work too.
+"""
+
+from __future__ import annotations
+
+import functools
+import types
+
+import numpy as np
+from numba import cuda, int64, uint64
+
+from gpulab import device
+from gpulab.gp import breeding as _cpu
+from gpulab.gp import opcodes as oc
+
+# the per-child functions and everything they call, in gpulab.gp.breeding
+_OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
+              "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child")
+
+
+_ENTRIES = ("_plan_child", "_write_child")  # what the kernels call
+
+
+def _quiet(f):
+    """On the simulator the operators run as Python on numpy scalars, whose uint64 arithmetic
+    warns on the wrap-around SplitMix64 relies on (compiled code wraps silently): the kernels'
+    two entry points run under ``np.errstate(over="ignore")`` there (per thread: the
+    simulator's threads do not inherit the host's error state)."""
+    @functools.wraps(f)
+    def quiet(*args):
+        with np.errstate(over="ignore"):
+            return f(*args)
+    return quiet
+
+
+def _device_twins() -> dict:
+    """``{name: device function}``: each operator's Python function recompiled for CUDA, its
+    calls resolved among the twins (a shared copy of the module's globals)."""
+    g = dict(vars(_cpu))
+    for name in _OPERATORS:
+        f = getattr(_cpu, name).py_func
+        f = types.FunctionType(f.__code__, g, f.__name__, f.__defaults__, f.__closure__)
+        g[name] = cuda.jit(device=True)(_quiet(f) if device.on_simulator() and name in _ENTRIES else f)
+    return {name: g[name] for name in _OPERATORS}
+
+
+_DEV = _device_twins()
+plan_child, write_child = _DEV["_plan_child"], _DEV["_write_child"]
+THREADS = 128  # threads (children) per block
+# the kernels' signatures as `breed` launches them (for the PTX check, gpulab.compilecheck)
+SIG_PLAN = ("void(uint8[::1], int32[::1], int32[::1], float64[::1], int32[::1], int64[::1], int64, float64, float64, "
+            "int64, int64, int64, float64, float64, boolean, int64, int32[:, ::1], int32[:, ::1], int32[:, ::1], "
+            "uint8[:, ::1], int64[:, ::1], uint64[::1])")
+SIG_WRITE = ("void(uint8[::1], int32[::1], int64[:, ::1], uint64[::1], int32[::1], uint8[::1], int64[::1], int64, "
+             "float64, int32[:, ::1], int32[:, ::1])")
+
+
+# --8<-- [start:kernels]
+@cuda.jit
+def breed_plan(code, offsets, tree_depth, fitness, sizes, elites, tournament, p_cross, p_mut, max_depth, max_nodes,
+               mut_depth, p_leaf, p_func, parsimony, seed, st, ops, left, grown, plan, grown_at):
+    """Pass 1, thread ``c`` = child ``c``: ``plan[c]`` (and ``grown_at[c]``); ``st``, ``ops``,
+    ``left``, ``grown``: one row of scratch per child."""
+    c = int64(cuda.grid(1))
+    if c < plan.shape[0]:
+        rng = cuda.local.array(1, uint64)
+        plan_child(c, code, offsets, tree_depth, fitness, sizes, elites, tournament, p_cross, p_mut, max_depth,
+                   max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, rng, st[c], ops[c], left[c], grown[c], plan,
+                   grown_at)
+
+
+@cuda.jit
+def breed_write(code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_leaf, ops, left):
+    """Pass 2, thread ``c`` = child ``c``: its two trees at ``out_off[2c]``, ``out_off[2c + 1]``."""
+    c = int64(cuda.grid(1))
+    if c < plan.shape[0]:
+        rng = cuda.local.array(1, uint64)
+        write_child(c, code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_leaf, rng, ops[c], left[c])
+# --8<-- [end:kernels]
+
+
+def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
+          p_leaf, p_func, parsimony, seed, backend: str = "numba"):
+    """[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] on the GPU: the same arguments
+    (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
+    ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
+    pycuda; the same buffers, the same launches)."""
+    code = np.ascontiguousarray(code, np.uint8)
+    offsets = np.ascontiguousarray(offsets, np.int32)
+    fitness = np.ascontiguousarray(fitness, np.float64)
+    P = (offsets.size - 1) // 2
+    sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
+    d_code, d_off = cuda.to_device(code), cuda.to_device(offsets)
+    plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
+    grown_at = cuda.to_device(np.zeros(P, np.uint64))
+    ops = cuda.device_array((P, mut_depth + 2), np.int32)
+    left = cuda.device_array((P, mut_depth + 2), np.int32)
+    st = cuda.device_array((P, longest + 2), np.int32)
+    grown = cuda.device_array((P, max_nodes + 8), np.uint8)
+    inputs = (d_code, d_off, cuda.to_device(np.ascontiguousarray(tree_depth, np.int32)), cuda.to_device(fitness),
+              cuda.to_device(sizes), cuda.to_device(elites))
+    blocks = (P + THREADS - 1) // THREADS
+    if backend == "cuda-c":
+        from gpulab import cudac
+
+        i, f = np.int64, np.float64
+        cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(elites.size), i(P), i(tournament),
+                     f(p_cross), f(p_mut), i(max_depth), i(max_nodes), i(mut_depth), f(p_leaf), f(p_func),
+                     np.int32(bool(parsimony)), i(seed), st, i(longest + 2), ops, left, grown, plan, grown_at)
+    else:
+        breed_plan[blocks, THREADS](*inputs, int(tournament), float(p_cross), float(p_mut), int(max_depth),
+                                    int(max_nodes), int(mut_depth), float(p_leaf), float(p_func), bool(parsimony),
+                                    int(seed), st, ops, left, grown, plan, grown_at)
+    lengths = plan.copy_to_host()[:, _cpu._LEN0:_cpu._LEN1 + 1]
+    out_off = np.zeros(2 * P + 1, np.int32)
+    out_off[1:] = np.cumsum(lengths.ravel())
+    out = cuda.device_array(max(int(out_off[-1]), 1), np.uint8)
+    src = cuda.device_array(2 * P, np.int64)
+    d_out_off = cuda.to_device(out_off)
+    if backend == "cuda-c":
+        cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, plan, grown_at, d_out_off,
+                     out, src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf), np.int64(mut_depth), ops, left)
+    else:
+        breed_write[blocks, THREADS](d_code, d_off, plan, grown_at, d_out_off, out, src, int(max_nodes),
+                                     float(p_leaf), ops, left)
+    return out.copy_to_host()[:out_off[-1]], out_off, src.copy_to_host()
+
+
+CUDA_SOURCE = "breeding.cu"
+CUDA_DEFINES = {"NF": oc.NF, "NB": oc.NB, "OP_AND": oc.OP_AND, "OP_NOT": oc.OP_NOT, "OP_LT": oc.OP_LT}
+
+
+def cuda_c_kernel(name: str):
+    """``breed_plan`` / ``breed_write`` of ``breeding.cu`` (NVRTC, once), as a pycuda function."""
+    from gpulab import cudac
+
+    return cudac.kernel("gpulab.gp", CUDA_SOURCE, name, CUDA_DEFINES)

@@ -1,0 +1,193 @@
+"""Chapter 3's GPU breeding (gpulab.gp.breeding_gpu): the same children as the CPU breeding,
+bit for bit, for fresh seeds and settings (so validity, typing, limits and the operators'
+statistics follow from the CPU breeding's tests in test_evolve.py); seeded runs repeat;
+``breeding=`` / ``--breeding`` and their errors. Small populations: these run on the simulator.
+
+The CUDA C twin (breeding.cu) runs only on a GPU; without one its logic is still checked here:
+compiled as plain C++ by the host compiler (the CUDA keywords defined away, each launch a loop
+over the threads) it must give the CPU breeding's children too."""
+
+import ctypes
+import json
+import shutil
+import subprocess
+from importlib import resources
+
+import numpy as np
+import pytest
+
+import gpulab.gp as gp
+from gpulab import device
+from gpulab.errors import GpulabError
+from gpulab.gp import breeding, breeding_gpu
+from gpulab.gp.loop import GPParams, evolve, initial_population
+from gpulab.gp.market import synthetic_market
+from gpulab.gp.programs import STAT_DEPTH
+from tests.test_cli import assert_one_line_error, gpulab
+
+
+def _breed_args(pop, fitness, p, seed):
+    return (pop.code, pop.offsets, np.ascontiguousarray(pop.stats[:, STAT_DEPTH]), fitness, p.elite, p.tournament,
+            p.p_crossover, p.p_mutation, p.max_depth, p.max_nodes, p.mutation_depth, p.p_leaf, p.p_function,
+            p.parsimony, seed)
+
+
+def test_gpu_children_are_the_cpu_childrens_bit_for_bit(rng):
+    """Three generations from a fresh population, settings drawn fresh, tight limits (so that
+    children over a limit fall back to their parent); each generation's GPU children must equal
+    the CPU's, and go through the typed validation of Population.bred."""
+    for trial in range(2):
+        p_cross = float(rng.uniform(0.4, 0.7))
+        params = GPParams(population=int(rng.integers(40, 72)), elite=int(rng.integers(0, 4)),
+                          tournament=int(rng.integers(2, 8)), p_crossover=p_cross,
+                          p_mutation=float(rng.uniform(0.2, 1 - p_cross)), max_depth=int(rng.integers(6, 9)),
+                          max_nodes=int(rng.integers(30, 60)), init_depth=(2, 5), parsimony=bool(trial % 2))
+        pop = initial_population(params, int(rng.integers(2**31)))
+        changed = copied = 0
+        for _ in range(3):
+            fitness = rng.normal(size=len(pop)).round(1)  # ties: parsimony and index order decide some tournaments
+            args = _breed_args(pop, fitness, params, int(rng.integers(2**31)))
+            cpu = breeding.breed(*args)
+            gpu = breeding_gpu.breed(*args)
+            for name, a, b in zip(("code", "offsets", "src"), cpu, gpu):
+                assert a.dtype == b.dtype and np.array_equal(a, b), (trial, name)
+            changed += int((gpu[2] < 0).sum())
+            copied += int((gpu[2] >= 0).sum())
+            pop = gp.Population.bred(*gpu[:2], pop, gpu[2])
+            assert pop.depth.max() <= max(params.max_depth, params.init_depth[1])
+            assert pop.nodes.max() <= params.max_nodes
+        assert changed > 0 and copied > 0  # both paths of the write kernel ran
+
+
+def test_gpu_breeding_run_repeats_and_equals_the_cpu_breeding_run(rng):
+    market = synthetic_market(4, 96, seed=int(rng.integers(2**31)))
+    params = GPParams(population=32, generations=2)
+    seed = int(rng.integers(2**31))
+
+    def run(where):
+        r = evolve(market, train_days=64, params=params, backend="cpu", seed=seed, progress=None, breeding=where)
+        assert r.settings["breeding"] == where
+        return [{k: v for k, v in h.items() if not k.endswith("_ms")} for h in r.history], r.best
+
+    first = run("gpu")
+    assert run("gpu") == first
+    assert run("cpu") == first
+    history = first[0]
+    assert [h["generation"] for h in history] == [0, 1, 2]
+    assert len({(h["train_mean"], h["mean_nodes"]) for h in history}) > 1  # the populations did change
+
+
+@pytest.mark.parametrize("bad", ["tpu", "GPU", 1])
+def test_evolve_breeding_must_be_gpu_or_cpu(bad):
+    with pytest.raises(GpulabError, match="breeding must be one of gpu, cpu"):
+        evolve(synthetic_market(2, 16, seed=1), params=GPParams(population=4, generations=0), breeding=bad)
+
+
+def test_cli_breeding_recorded_default_and_one_line_error(tmp_path):
+    small = ["gp", "evolve", "--backend", "cpu", "--population", "12", "--generations", "1", "--stocks", "2",
+             "--days", "32", "--test-days", "16", "--out", str(tmp_path), "--json"]
+    default = "cpu" if device.on_simulator() else "gpu"
+    for flag, want in (([], default), (["--breeding", "gpu"], "gpu")):
+        p = gpulab(*small, *flag, "--stem", want + str(len(flag)), cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        summary = json.loads(p.stdout)
+        assert summary["breeding"] == want
+        assert json.loads((tmp_path / f"{want}{len(flag)}.json").read_text())["settings"]["breeding"] == want
+    assert_one_line_error(gpulab(*small, "--breeding", "tpu", cwd=tmp_path), "--breeding", "invalid choice: 'tpu'")
+
+
+def _random_params(rng, trial):
+    p_cross = float(rng.uniform(0.3, 0.7))
+    return GPParams(population=int(rng.integers(40, 200)), elite=int(rng.integers(0, 4)),
+                    tournament=int(rng.integers(1, 8)), p_crossover=p_cross,
+                    p_mutation=float(rng.uniform(0.2, 1 - p_cross)), max_depth=int(rng.integers(5, 10)),
+                    max_nodes=int(rng.integers(25, 90)), mutation_depth=int(rng.integers(1, 6)), init_depth=(2, 5),
+                    parsimony=bool(trial % 2))
+
+
+def _generations_agree(rng, breed, trials=4, generations=3):
+    """``breed`` (breeding.breed's signature) gives the CPU breeding's children, generation after
+    generation, for fresh settings; returns how many trees changed (the premise: some did)."""
+    changed = 0
+    for trial in range(trials):
+        params = _random_params(rng, trial)
+        pop = initial_population(params, int(rng.integers(2**31)))
+        for _ in range(generations):
+            args = _breed_args(pop, rng.normal(size=len(pop)).round(1), params, int(rng.integers(2**31)))
+            cpu, other = breeding.breed(*args), breed(*args)
+            for name, a, b in zip(("code", "offsets", "src"), cpu, other):
+                assert a.dtype == b.dtype and np.array_equal(a, b), (trial, name)
+            changed += int((cpu[2] < 0).sum())
+            pop = gp.Population.bred(*cpu[:2], pop, cpu[2])
+    return changed
+
+
+_HARNESS = r"""
+struct dim { unsigned x; };
+static dim blockIdx, blockDim = {1}, threadIdx = {0};
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#include "breeding.cu"
+#define LOOP(P, call) for (i64 c = 0; c < P; c++) { blockIdx.x = (unsigned)c; call; }
+extern "C" void run_plan(const u8 *code, const int *off, const int *td, const double *fit, const int *sizes,
+    const i64 *el, i64 ne, i64 P, i64 nt, double pc, double pm, i64 md, i64 mn, i64 mut, double pl, double pf, int par,
+    i64 seed, int *st, i64 sts, int *ops, int *left, u8 *grown, i64 *plan, u64 *ga) {
+  LOOP(P, breed_plan(code, off, td, fit, sizes, el, ne, P, nt, pc, pm, md, mn, mut, pl, pf, par, seed, st, sts, ops,
+                     left, grown, plan, ga))
+}
+extern "C" void run_write(const u8 *code, const int *off, const i64 *plan, const u64 *ga, const int *oo, u8 *out,
+    i64 *src, i64 P, i64 mn, double pl, i64 mut, int *ops, int *left) {
+  LOOP(P, breed_write(code, off, plan, ga, oo, out, src, P, mn, pl, mut, ops, left))
+}
+"""
+
+
+def _host_compiled_twin(tmp_path):
+    cxx = shutil.which("g++") or shutil.which("clang++")
+    if cxx is None:
+        pytest.skip("no host C++ compiler (g++ or clang++) to compile breeding.cu's logic as C++")
+    (tmp_path / "breeding.cu").write_text(resources.files("gpulab.gp").joinpath(breeding_gpu.CUDA_SOURCE).read_text())
+    (tmp_path / "harness.cpp").write_text(_HARNESS)
+    defines = [f"-D{k}={v}" for k, v in breeding_gpu.CUDA_DEFINES.items()]
+    subprocess.run([cxx, "-O1", "-ffp-contract=off", "-shared", "-fPIC", *defines, "-o", str(tmp_path / "twin.so"),
+                    str(tmp_path / "harness.cpp")], check=True, cwd=tmp_path)
+    lib = ctypes.CDLL(str(tmp_path / "twin.so"))
+    i, f = ctypes.c_longlong, ctypes.c_double
+
+    def ptr(a):
+        return a.ctypes.data_as(ctypes.c_void_p)
+
+    def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
+              p_leaf, p_func, parsimony, seed):
+        P = (offsets.size - 1) // 2
+        sizes, elites, longest = breeding.sizes_and_elites(offsets, fitness, elite, parsimony)
+        plan, grown_at = np.zeros((P, breeding.NPLAN), np.int64), np.zeros(P, np.uint64)
+        ops, left = np.zeros((P, mut_depth + 2), np.int32), np.zeros((P, mut_depth + 2), np.int32)
+        st, grown = np.zeros((P, longest + 2), np.int32), np.zeros((P, max_nodes + 8), np.uint8)
+        depth = np.ascontiguousarray(tree_depth, np.int32)
+        lib.run_plan(ptr(code), ptr(offsets), ptr(depth), ptr(fitness), ptr(sizes), ptr(elites), i(elites.size), i(P),
+                     i(tournament), f(p_cross), f(p_mut), i(max_depth), i(max_nodes), i(mut_depth), f(p_leaf),
+                     f(p_func), ctypes.c_int(int(parsimony)), i(seed), ptr(st), i(longest + 2), ptr(ops), ptr(left),
+                     ptr(grown), ptr(plan), ptr(grown_at))
+        out_off = np.zeros(2 * P + 1, np.int32)
+        out_off[1:] = np.cumsum(plan[:, -2:].ravel())
+        out, src = np.zeros(max(int(out_off[-1]), 1), np.uint8), np.zeros(2 * P, np.int64)
+        lib.run_write(ptr(code), ptr(offsets), ptr(plan), ptr(grown_at), ptr(out_off), ptr(out), ptr(src), i(P),
+                      i(max_nodes), f(p_leaf), i(mut_depth), ptr(ops), ptr(left))
+        return out[:out_off[-1]], out_off, src
+
+    return breed
+
+
+def test_cuda_c_twin_compiled_for_the_host_gives_the_cpu_children(rng, tmp_path):
+    assert _generations_agree(rng, _host_compiled_twin(tmp_path)) > 0
+
+
+def test_cuda_c_breeding_on_the_gpu_gives_the_cpu_children(rng):
+    from gpulab import cudac
+
+    reason = cudac.unavailable_reason()
+    if reason:
+        pytest.skip(f"GPU breeding in CUDA C: {reason}")
+    assert _generations_agree(rng, lambda *args: breeding_gpu.breed(*args, backend="cuda-c")) > 0
