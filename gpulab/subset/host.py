@@ -258,9 +258,15 @@ def check_params(params: dict | None) -> None:
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
             raise GpulabError(f"params: {key} = {value!r} must be a whole number >= 1")
         if key in ("BLOCK", "FINAL_BLOCK"):
-            check_block(int(value))
-            if value & (value - 1):
-                raise LimitError(f"params: {key} = {value} must be a power of two (the argmin halves the block)")
+            check_reduction_block(f"params: {key}", int(value))
+
+
+def check_reduction_block(name: str, threads: int) -> None:
+    """A block that reduces its (value, rank) pairs by halving: within the block limit and a
+    power of two (another size would leave part of the argmin unread: a wrong answer)."""
+    check_block(threads)
+    if threads & (threads - 1):
+        raise LimitError(f"{name} = {threads} must be a power of two (the argmin halves the block)")
 
 
 def geometry(params: dict) -> tuple[int, int, int]:
@@ -269,9 +275,7 @@ def geometry(params: dict) -> tuple[int, int, int]:
     block = params.get("BLOCK", 256)
     max_blocks = params.get("MAX_BLOCKS", 132 * 16)
     partition = params.get("PARTITION", 1 << 24)
-    check_block(block)
-    if block & (block - 1):
-        raise LimitError(f"block = {block} must be a power of two (tree reduction)")
+    check_reduction_block("BLOCK", block)
     return block, max_blocks, partition
 
 
@@ -482,6 +486,7 @@ def incremental_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes, ranks=N
     nchunks = ceil_div(stop - start, chunk)
     grid = max(1, min(ceil_div(nchunks, block), max_blocks))
     fb = params["FINAL_BLOCK"]
+    check_reduction_block("FINAL_BLOCK", fb)
     vals, block_ranks = _block_results(grid)
     out_v, out_r = _block_results(1)
 
