@@ -21,8 +21,7 @@ import os
 from pathlib import Path
 
 from gpulab.matmul.variants import REGISTRY
-
-TILE = dict(BM=128, BN=128, BK=8, TM=8, TN=8, PAD=4)
+from gpulab.matmul.variants import TILE_128 as TILE
 
 
 def _tiles(**kw):

@@ -85,13 +85,7 @@ LADDER_STEPS = tuple(step[0] for step in _LADDER)  # each in numba and in CUDA C
 
 def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
-    seen, out = set(), []
-    for v in REGISTRY.select(backend="cuda-c"):
-        key = tuple(sorted(v.params.items()))
-        if key not in seen:
-            seen.add(key)
-            out.append((host.SOURCE, dict(v.params)))
-    return out
+    return REGISTRY.cuda_builds(host.SOURCE, lambda v: [dict(v.params)])
 
 
 def ptx_targets() -> list[tuple[str, object, str]]:

@@ -56,11 +56,10 @@ REGISTRY.add(Variant("reference", "cpu", ("host",),
                      "the exact reference: itertools.combinations in pure Python",
                      reference.cpu_reference, teaching_only=True, policy=SubsetPolicy()))
 
-GPU_VARIANTS = tuple(dict.fromkeys(v.name for v in REGISTRY if v.policy.kernel))
 # What each variant's argmin compares (SubsetPolicy.compares_sums): a merge of partial searches
 # (gpulab.distributed) must compare what the variant compares.
 COMPARES_SUMS = frozenset(v.name for v in REGISTRY if v.policy.compares_sums)
-# K values the CUDA C incremental kernels are compiled for in the NVRTC check (any K <= MAX_K works).
+# K values the incremental kernels are compiled for in the NVRTC and PTX checks (any K <= MAX_K works).
 CHECK_KS = (1, 2, 5, 6, 16)
 
 
@@ -69,7 +68,6 @@ def cuda_builds() -> list[tuple[str, dict]]:
     return [(host.SOURCE, {"SUBSET_K": K}) for K in CHECK_KS]
 
 
-PTX_KS = (1, 2, 5, 6, 16)  # the selection sizes K whose incremental kernels the PTX check compiles
 
 
 def ptx_targets() -> list[tuple[str, object, str]]:
@@ -87,7 +85,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         out.append((f"pack_squared[{dt}]", kn.pack_squared, kn.SIG_PACK.format(dt)))
         out.append((f"column_moments[{dt}]", kn.column_moments, kn.SIG_MOMENTS.format(dt)))
         out.append((f"correlation_pairs[{dt}]", kn.correlation_pairs, kn.SIG_PAIRS.format(dt)))
-    for K in PTX_KS:
+    for K in CHECK_KS:
         for warp in (False, True):
             out.append((f"subset_incremental[K={K}{',warp' if warp else ''}]", kn.incremental_kernel(K, warp),
                         kn.SIG_INCREMENTAL))
