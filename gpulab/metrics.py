@@ -10,8 +10,10 @@ ncu --csv --metrics <METRICS> --target-processes all --profile-from-start off \\
     python -m gpulab.metrics CHAPTER VARIANT BACKEND SIZE_LABEL [--quick] [--seed N]
 ```
 
-The child sets the case up exactly as the benchmark does (the chapter's
-[`BenchSpec`][gpulab.benchmark.BenchSpec]: `setup`, then `runner`), calls the launch once
+The child sets the case up with the benchmark's own code (the chapter's
+[`BenchSpec`][gpulab.benchmark.BenchSpec]: `setup`, then `runner`) on inputs of the same
+size and distribution, drawn afresh from `--seed` for each case (not the very inputs the timed
+runs drew: the benchmark draws every case from one generator in turn), calls the launch once
 unprofiled (compilation, plan caches) and once between `cuda.profile_start()` and
 `cuda.profile_stop()`: only that call's kernels are profiled (`--profile-from-start off`).
 Nsight Compute replays each kernel as often as the counters need, so the profiled call is

@@ -485,9 +485,10 @@ def trace_chapter(name: str, variants: list[str] | None = None) -> dict:
     from gpulab import chapters, progress
     from gpulab.errors import GpulabError
 
-    if name not in chapters.CHAPTERS:
-        raise GpulabError(f"unknown chapter {name!r}; known: {', '.join(chapters.CHAPTERS)}")
-    chapter = chapters.get(name)
+    try:
+        chapter = chapters.get(name)
+    except KeyError as exc:  # (its message names the chapters there are)
+        raise GpulabError(exc.args[0]) from None
     numba_names = chapter.registry.names("numba")
     unknown = [v for v in variants or () if v not in numba_names]
     if unknown:

@@ -398,10 +398,11 @@ def _render_summary(match: re.Match, page_dir: str, docs_dir: Path, nav=None) ->
     results = _bench_results(docs_dir, device)
     head = ["chapter", "best variant", "time (ms)", "peer", "% of peer", "device", "date"]
     rows, peers, files = [], {}, []
+    titles = _nav_titles(nav)
     for ch in all_chapters():
         result = results.get(ch.name)
         page = _chapter_page(docs_dir, ch.number)
-        title = _nav_titles(nav).get(page, f"{ch.number}. {ch.title}")
+        title = titles.get(page, f"{ch.number}. {ch.title}")
         link = f"[{title}]({posixpath.relpath(page, page_dir or '.')})" if page else title
         if result is None:
             rows.append([link, "not measured yet", "—", "—", "—", "—", "—"])

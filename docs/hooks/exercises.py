@@ -13,9 +13,14 @@ carries, fails the build.
 from __future__ import annotations
 
 import ast
+import importlib.util
 import posixpath
 import re
 from pathlib import Path
+
+_spec = importlib.util.spec_from_file_location("gpulab_bench_tables", Path(__file__).with_name("bench_tables.py"))
+_tables = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_tables)
 
 MARKER = re.compile(r"^<!-- gpulab:exercises -->$", re.MULTILINE)
 FIRST_LINE = re.compile(r"Exercise (\w+\.\d+) — (.+?)\.?$")
@@ -65,10 +70,10 @@ def render(root: Path, page_dir: str, docs_dir: Path) -> str:
         set_dir = root / "exercises" / ch.exercises
         if not set_dir.is_dir():
             continue
-        pages = sorted((docs_dir / "chapters").glob(f"ch{ch.number}-*.md"))
+        page = _tables._chapter_page(docs_dir, ch.number)
         title = f"{ch.number}. {ch.title}"
-        if pages:
-            title = f"[{title}]({posixpath.relpath(pages[0].relative_to(docs_dir).as_posix(), page_dir or '.')})"
+        if page:
+            title = f"[{title}]({posixpath.relpath(page, page_dir or '.')})"
         out += [f"## {title}: `exercises/{ch.exercises}/` {{#{ch.exercises}}}", ""]
         intro = set_intro(set_dir)
         if intro:

@@ -24,11 +24,9 @@ _spec = importlib.util.spec_from_file_location("gpulab_bench_tables", Path(__fil
 _tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_tables)
 num, ratio = _tables.num, _tables.ratio
-
-OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
+OPTS, OPT = _tables.OPTS, _tables.OPT  # a marker's key="value" options, as bench_tables reads them
 STEP = re.compile(r"^([ \t]*)<!-- gpulab:step (\S+) (\S+) (\S+)" + OPTS + r" -->$", re.MULTILINE)
 LADDER = re.compile(r"^([ \t]*)<!-- gpulab:ladder (\S+) (\S+)" + OPTS + r" -->$", re.MULTILINE)
-OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 GPU = ("numba", "cuda-c")
 BACKEND = {"numba": "numba", "cuda-c": "CUDA C"}
 DEVICE = {"h200": "H200", "h100": "H100"}
@@ -141,7 +139,7 @@ def on_page_markdown(markdown, page, config, files):
         chapter, dev = m.group(2), m.group(3)
         opts = dict(OPT.findall(m.group(4) or ""))
         text = ladder_table(_load(docs_dir, chapter, dev), opts["size"], dev)
-        return "\n".join(m.group(1) + line if line else line for line in text.splitlines())
+        return _tables._indent(m, text)
 
     markdown = STEP.sub(step, markdown)
     return LADDER.sub(ladder, markdown)

@@ -25,10 +25,8 @@ _spec = importlib.util.spec_from_file_location("gpulab_bench_tables", Path(__fil
 _tables = importlib.util.module_from_spec(_spec)
 _spec.loader.exec_module(_tables)
 num = _tables.num
-
-OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
+OPTS, OPT = _tables.OPTS, _tables.OPT  # a marker's key="value" options, as bench_tables reads them
 MARKER = re.compile(r"^([ \t]*)<!-- gpulab:trace (\S+)" + OPTS + r" -->$", re.MULTILINE)
-OPT = re.compile(r"([\w-]+)=\"([^\"]*)\"")
 COUNT_HEAD = ["load sectors", "store sectors", "shared wavefronts", "constant wavefronts"]  # per request
 HEAD = ["variant: kernel"] + COUNT_HEAD + ["bytes / output"]
 LINE_HEAD = ["variant", "source line", "array"] + COUNT_HEAD
