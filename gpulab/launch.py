@@ -49,6 +49,11 @@ def i32(x) -> np.int32:
     return np.int32(x)
 
 
+def u32(x) -> np.uint32:
+    """A `uint32` kernel argument from any whole number: its low 32 bits (hash keys, masks)."""
+    return np.uint32(int(x) & 0xFFFFFFFF)
+
+
 # ----------------------------------------------------------------------------- kernel providers
 
 

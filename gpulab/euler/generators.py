@@ -23,6 +23,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulab.launch import u32
+
 MASK32 = 0xFFFFFFFF
 
 
@@ -222,10 +224,6 @@ def path_of_cycles(count: int, length: int, shuffle_rng=None):
 # ----------------------------------------------------------------------------- generators on the device
 
 
-def _u32(x) -> np.uint32:
-    return np.uint32(int(x) & MASK32)
-
-
 def _launch(name: str, n: int, *args):
     """Launch the numba kernel ``name`` over n items, as the plan's element-wise launches (grid-stride loops)."""
     from gpulab import device
@@ -243,9 +241,9 @@ def _generate_deep(p: dict):
     E, V = p["E"], p["V"]
     src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
     bv, be = feistel_bits(V), feistel_bits(E)
-    _launch("gen_deep", E, np.int32(E), np.int32(V), _u32(bv // 2), _u32((1 << (bv // 2)) - 1),
-            _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KV"]),
-            *(_u32(k) for k in p["KE"]), _u32(p["KR"]), src, dst)
+    _launch("gen_deep", E, np.int32(E), np.int32(V), u32(bv // 2), u32((1 << (bv // 2)) - 1),
+            u32(be // 2), u32((1 << (be // 2)) - 1), *(u32(k) for k in p["KV"]),
+            *(u32(k) for k in p["KE"]), u32(p["KR"]), src, dst)
     return src, dst
 
 
@@ -256,6 +254,6 @@ def _generate_shallow(p: dict):
     src, dst = cuda.device_array(E, np.int32), cuda.device_array(E, np.int32)
     be = feistel_bits(E)
     _launch("gen_shallow", E, *(np.int32(x) for x in (E, p["L"], p["C"], p["M0"], p["M"], p["DEGREE"], p["PATH"])),
-            _u32(be // 2), _u32((1 << (be // 2)) - 1), *(_u32(k) for k in p["KE"]), _u32(p["KR"]),
-            _u32(p["KP"]), _u32(p["KQ"]), src, dst)
+            u32(be // 2), u32((1 << (be // 2)) - 1), *(u32(k) for k in p["KE"]), u32(p["KR"]),
+            u32(p["KP"]), u32(p["KQ"]), src, dst)
     return src, dst

@@ -40,7 +40,7 @@ import numpy as np
 from gpulab import device
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.euler.reference import NotEulerian
-from gpulab.launch import KernelSource, ceil_div
+from gpulab.launch import KernelSource, ceil_div, u32
 from gpulab.launch import i32 as _i
 
 PACKAGE = "gpulab.euler"
@@ -104,10 +104,6 @@ KERNELS = KernelSource(PACKAGE, numba_kernel, defines=("BLOCK", "TILE"), fixed_d
                        source=SOURCE)
 cuda_defines = KERNELS.cuda_defines
 provider = KERNELS.provider
-
-
-def _u(x) -> np.uint32:
-    return np.uint32(int(x) & 0xFFFFFFFF)
 
 
 def launch_shape(n: int, block: int, sim: bool):
@@ -507,8 +503,8 @@ class EulerPlan:
         registers, Wyllie ranks the short list of splitters, one pass writes every edge's place."""
         sid, spl = self.buf("sid"), self.buf("spl")
         spacing = self.params["RANK_SPACING"]
-        thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
-        rseed = _u(int(self.params.get("SEED", 0x5EED)) ^ 0xA5A5)
+        thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
+        rseed = u32(int(self.params.get("SEED", 0x5EED)) ^ 0xA5A5)
         self.preset(0, 1)
         self.launch("pick_rank_splitters", n, _i(n), thresh, rseed, _i(head), sid, spl, self.ctr)
         s = int(self.read()[0])

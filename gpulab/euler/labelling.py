@@ -21,8 +21,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab.errors import LimitError
-from gpulab.euler.host import FLAGS, ROUND, _u, ceil_log2
-from gpulab.launch import ceil_div
+from gpulab.euler.host import FLAGS, ROUND, ceil_log2
+from gpulab.launch import ceil_div, u32
 from gpulab.launch import i32 as _i
 
 
@@ -119,8 +119,8 @@ def label_ruling_set(plan, succ, n, label):
     seed = int(plan.params.get("SEED", 0x5EED))
     base, rounds, splitters, jump_rounds = 0, 0, [], 0
     while True:
-        thresh = _u(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
-        rseed = _u(seed + rounds * 0x9E3779B9)
+        thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
+        rseed = u32(seed + rounds * 0x9E3779B9)
         plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds))
         h = plan.read()
         total, todo = int(h[0]), int(h[ROUND + rounds])

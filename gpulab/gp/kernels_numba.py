@@ -32,7 +32,6 @@ from gpulab.gp.market import NMASK, NPAIR
 # meets an index is a uint64.
 U0, U1, U2, U32 = np.uint64(0), np.uint64(1), np.uint64(2), np.uint64(32)
 UNF, UNB, UCP = np.uint64(oc.NF), np.uint64(oc.NB), np.uint64(oc.OP_CP)
-UNMASK = np.uint64(NMASK)
 # Opcodes, from the table (module-level ints: numba compiles them in as constants).
 NF, NT = oc.NF, oc.NT
 AND, OR, NOT, LT = oc.OP_AND, oc.OP_OR, oc.OP_NOT, oc.OP_LT

@@ -33,6 +33,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulab import device
+from gpulab.arrays import to_host
 from gpulab.benchmark import BenchSpec, Case
 from gpulab.errors import GpulabError
 from gpulab.radix.policy import RadixPolicy
@@ -108,10 +109,6 @@ def runner(variant, state):
     return lambda: plan.sort(d)
 
 
-def _host(a):
-    return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
-
-
 def _reference(state):
     if state["ref"] is None:
         keys = state["keys"]
@@ -167,17 +164,17 @@ def check(variant, state):
     ref = _reference(state)
     if state["kind"] == "distinct":
         arr, count = out
-        got = _host(arr[:count])  # the buffer past the count is unspecified: not copied (initcheck)
+        got = to_host(arr[:count])  # the buffer past the count is unspecified: not copied (initcheck)
         ok = np.array_equal(got, ref)
         return ok, f"{count} distinct keys ({ref.size} expected)" if not ok else "equals numpy.unique"
     keys_out, vals_out = out
-    got = _host(keys_out)
+    got = to_host(keys_out)
     if state["kind"] == "pairs":
         if not np.array_equal(got, ref):
             return False, "sorted keys differ from numpy.sort"
         xp = _xp(state)
         perm = vals_out if xp is np else xp.asarray(vals_out)  # cupy reads numba arrays in place
-        return check_argsort(state["keys"], _host(perm) if xp is np else perm, ref, xp)
+        return check_argsort(state["keys"], to_host(perm) if xp is np else perm, ref, xp)
     ok = np.array_equal(got, ref)
     return ok, "equals numpy.sort" if ok else f"differs from numpy.sort first at {int(np.argmax(got != ref))}"
 
@@ -200,9 +197,9 @@ def peer(state):
     pairs = state["kind"] == "pairs"
     launch, keys_out, vals_out = cub.sorter(state["d_keys"], pairs=pairs)
     launch()
-    if not np.array_equal(_host(keys_out), _reference(state)):
+    if not np.array_equal(to_host(keys_out), _reference(state)):
         raise RuntimeError("the CUB peer's output differs from numpy.sort: not timing a wrong peer")
-    if pairs and not check_argsort(state["keys"], _host(vals_out), _reference(state))[0]:
+    if pairs and not check_argsort(state["keys"], to_host(vals_out), _reference(state))[0]:
         raise RuntimeError("the CUB peer's values are not a stable argsort: not timing a wrong peer")
     return launch, cub.NAME_PAIRS if pairs else cub.NAME_KEYS
 

@@ -48,20 +48,16 @@ class CpuPlan:
     def __init__(self, n: int, has_vals: bool, params: dict, stream=0):
         self.n, self.has_vals, self.params, self.passes_run = n, has_vals, dict(params), 0
 
-    @staticmethod
-    def _host(a):
-        return a.copy_to_host() if hasattr(a, "copy_to_host") else np.asarray(a)
-
     def sort(self, d_keys_in, d_vals_in=None, iota: bool = False):
-        keys = self._host(d_keys_in)[: self.n]
+        keys = to_host(d_keys_in)[: self.n]
         if not self.has_vals:
             return np.sort(keys, kind="stable"), None
         perm = np.argsort(keys, kind="stable")
-        vals = perm.astype(np.uint32) if iota else self._host(d_vals_in)[perm]
+        vals = perm.astype(np.uint32) if iota else to_host(d_vals_in)[perm]
         return keys[perm], vals
 
     def distinct(self, d_keys_in):
-        out = np.unique(self._host(d_keys_in)[: self.n])
+        out = np.unique(to_host(d_keys_in)[: self.n])
         return out, out.size
 
 
