@@ -164,8 +164,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         kernel_params: override the variant's compile-time parameters.
         breeding: ``"gpu"`` ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]: its CUDA C kernels
             with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
-            ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the GPU when there
-            is one, the CPU on the simulator ([`default_breeding`][gpulab.gp.loop.default_breeding]).
+            ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the CPU breeding for
+            now ([`default_breeding`][gpulab.gp.loop.default_breeding] says why).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
 
     Returns:
@@ -263,7 +263,7 @@ def check_breeding(breeding: str | None) -> str:
     if breeding is None:
         return default_breeding()
     if not isinstance(breeding, str) or breeding not in BREEDINGS:
-        raise GpulabError(f"breeding must be one of {', '.join(BREEDINGS)} (or None: the GPU when there is one), "
+        raise GpulabError(f"breeding must be one of {', '.join(BREEDINGS)} (or None: the default, the CPU breeding for now), "
                           f"got {breeding!r}")
     return breeding
 
