@@ -151,12 +151,6 @@ def cmd_bench(args) -> int:
 
     _chapters([args.chapter], "bench")
     ncu = _metrics_ncu() if args.metrics else None
-    from gpulab.commands import writable_dir
-
-    try:
-        writable_dir(args.out, "--out")  # before the benchmark: its results must have somewhere to go
-    except GpulabError as exc:
-        raise UsageError(f"gpulab bench: {exc}") from None
     chapter = chapters.get(args.chapter)
     spec, reg = chapter.bench, chapter.registry
     unknown = [n for n in args.variants or () if n not in reg.names()]
@@ -177,6 +171,12 @@ def cmd_bench(args) -> int:
                              f"{' with --quick' if args.quick else ''}; known: {', '.join(known)}")
         cases = [c for c in spec.cases(args.quick) if c.label in args.sizes]
     from gpulab import progress
+    from gpulab.commands import writable_dir
+
+    try:  # after the arguments' checks (a typo makes no directory), before the benchmark's work
+        writable_dir(args.out, "--out")
+    except GpulabError as exc:
+        raise UsageError(f"gpulab bench: {exc}") from None
 
     result = benchmark.run(spec, variants, quick=args.quick, warmup=args.warmup, repeat=args.repeat,
                            seed=args.seed, cases=cases, progress=None if args.no_progress else progress.write)

@@ -20,7 +20,6 @@ from contextlib import contextmanager
 
 from gpulab import device
 from gpulab import chapters as book
-from gpulab.chapters import CHAPTERS
 
 ARCH = (9, 0)
 
@@ -86,7 +85,7 @@ def numba_ptx(chapters=None) -> list[dict]:
     from numba import cuda
 
     out = []
-    for ch in chapters or [*CHAPTERS, FOUNDATION]:
+    for ch in chapters or [*book.CHAPTERS, FOUNDATION]:
         for name, kern, sig in _ptx_targets(ch):
             rec = {"chapter": ch, "kernel": name, "kind": "numba", "ok": False, "error": None,
                    "local_memory_ops": None, "resources": {}}
@@ -113,7 +112,7 @@ def nvrtc(chapters=None) -> list[dict]:
     from gpulab.cudac import nvrtc_compile, source_text
 
     out = []
-    for ch in chapters or CHAPTERS:
+    for ch in chapters or book.CHAPTERS:
         chapter = book.get(ch)
         pkg = chapter.package
         for build in chapter.cuda_builds():

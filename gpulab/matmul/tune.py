@@ -18,8 +18,9 @@ from __future__ import annotations
 import argparse
 import json
 import os
-from pathlib import Path
 
+from gpulab.commands import writable_dir
+from gpulab.errors import GpulabError
 from gpulab.matmul.variants import REGISTRY
 from gpulab.matmul.variants import TILE_128 as TILE
 
@@ -145,6 +146,10 @@ def main(argv=None) -> int:
     ap.add_argument("--extra", nargs="*", default=[], help="CUDA C: more warp-tile shapes, name:K=V,K=V (WT_ added)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench-results"))
     args = ap.parse_args(argv)
+    try:  # before the sweep: its only output must have somewhere to go
+        out = writable_dir(args.out, "--out")
+    except GpulabError as exc:
+        ap.error(str(exc))
     os.environ.pop("CUPY_TF32", None)  # FP32 SGEMM for the peer, no TF32
 
     import numpy as np
@@ -202,8 +207,6 @@ def main(argv=None) -> int:
 
     result = {"backend": args.backend, "device": device.info().as_dict(), "versions": versions(),
               "cublas_ms": peer, "cublas_ms_end": peer_end, "rows": rows}
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
     tag = "numba" if args.backend == "numba" else "cuda"
     path = out / f"matmul-{tag}-tuning-{device_slug({'device': result['device']})}.json"
     path.write_text(json.dumps(result, indent=1) + "\n")

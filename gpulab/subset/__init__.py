@@ -83,15 +83,11 @@ def check(C, k: int, variant: str | None = None, backend: str = "numba",
     on a GPU that one is left to the search itself. [`gpulab.distributed`][gpulab.distributed]
     checks a search here, on its client, before any task is submitted.
     """
-    from gpulab.errors import DtypeError
-
     if is_device_array(C):
         C = to_host(C)  # n² values; its triangle is what every worker gets
     C, n, k = host.validate(C, k)
     variant = variant or REGISTRY.default(backend)
     v = REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
-    if params is not None and not isinstance(params, dict):
-        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
     host.check_params(params)
     if v.policy.kernel is not None:
         host.check_gpu_limits(n, k)

@@ -250,6 +250,8 @@ def check_params(params: dict | None) -> None:
     dict may serve every variant, each reading its own), whole numbers; the blocks that reduce
     by halving must be powers of two within the block limit (another size would leave part of
     the argmin unread: a wrong answer). Anything else is refused, naming the parameter."""
+    if params is not None and not isinstance(params, dict):
+        raise DtypeError(f"params must be a dict, got {type(params).__name__}")
     for key, value in (params or {}).items():
         if key not in PARAMS:
             hint = (f" (parameter names are upper-case: {str(key).upper()!r})" if str(key).upper() in PARAMS
