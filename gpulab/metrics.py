@@ -6,7 +6,7 @@ record (a variant at one size) gets ONE more call of its benchmark case, in a ch
 run under Nsight Compute's command-line profiler:
 
 ```
-ncu --csv --metrics <METRICS> --target-processes all --profile-from-start off \\
+ncu --csv --metrics <METRICS> --target-processes all --profile-from-start off --clock-control none \\
     python -m gpulab.metrics CHAPTER VARIANT BACKEND SIZE_LABEL [--quick] [--seed N]
 ```
 
@@ -111,7 +111,7 @@ def ncu_command(ncu: str, chapter: str, variant: str, backend: str, label: str, 
                 seed: int | None = None) -> list[str]:
     """The command line that profiles one call of a benchmark case (see the module's text)."""
     cmd = [ncu, "--csv", "--metrics", ",".join(m for names in METRICS.values() for m in names),
-           "--target-processes", "all", "--profile-from-start", "off",
+           "--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none",
            sys.executable, "-m", "gpulab.metrics", chapter, variant, backend, label]
     if quick:
         cmd.append("--quick")

@@ -3,7 +3,7 @@
     python scripts/bench_ab.py --old /tmp/old --new . --rounds 2 --out $OUT \
         matmul:N=4096 subset:"n=50 k=5" radix:2^26
 
-Each argument is `CHAPTER:SIZE[,SIZE...]` (size labels as `gpulab bench CHAPTER --sizes` takes
+Each argument is `CHAPTER:SIZE[,SIZE...]` (a comma inside parentheses, `C(100,6)`, is part of the label) (size labels as `gpulab bench CHAPTER --sizes` takes
 them). For every round, each tree runs `gpulab bench CHAPTER --backend B --sizes ... --json` for
 the GPU backends (old, new, old, new ...), so drift in clocks or temperature falls on both sides.
 The table gives, per variant and size, the median of each side's round medians, the ratio
@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -55,7 +56,7 @@ def main() -> int:
     rows = []
     for case in a.cases:
         chapter, _, sizes = case.partition(":")
-        sizes = sizes.split(",")
+        sizes = re.split(r",(?![^(]*\))", sizes)  # commas inside a label, as in C(100,6), stay
         times: dict = {}
         t0 = time.time()
         for rnd in range(a.rounds):

@@ -115,16 +115,20 @@ def breed_write(code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_l
 
 
 def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
-          p_leaf, p_func, parsimony, seed, backend: str = "numba"):
+          p_leaf, p_func, parsimony, seed, backend: str = "numba", timings: dict | None = None):
     """[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] on the GPU: the same arguments
     (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
     ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
-    pycuda; the same buffers, the same launches)."""
+    pycuda; the same buffers, the same launches). ``timings``: a dict that receives each stage's
+    seconds (host work, uploads and allocations, plan kernel, offsets, write kernel, download),
+    the device synchronized after each stage (so only for measuring: it adds the syncs)."""
+    mark = _stage_clock(timings)
     code = np.ascontiguousarray(code, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int32)
     fitness = np.ascontiguousarray(fitness, np.float64)
     P = (offsets.size - 1) // 2
     sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
+    mark("host")
     d_code, d_off = cuda.to_device(code), cuda.to_device(offsets)
     plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
     grown_at = cuda.to_device(np.zeros(P, np.uint64))
@@ -135,6 +139,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     inputs = (d_code, d_off, cuda.to_device(np.ascontiguousarray(tree_depth, np.int32)), cuda.to_device(fitness),
               cuda.to_device(sizes), cuda.to_device(elites))
     blocks = (P + THREADS - 1) // THREADS
+    mark("upload")
     if backend == "cuda-c":
         from gpulab import cudac
 
@@ -146,19 +151,41 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
         breed_plan[blocks, THREADS](*inputs, int(tournament), float(p_cross), float(p_mut), int(max_depth),
                                     int(max_nodes), int(mut_depth), float(p_leaf), float(p_func), bool(parsimony),
                                     int(seed), st, ops, left, grown, plan, grown_at)
+    mark("plan")
     lengths = plan.copy_to_host()[:, _cpu._LEN0:_cpu._LEN1 + 1]
     out_off = np.zeros(2 * P + 1, np.int32)
     out_off[1:] = np.cumsum(lengths.ravel())
     out = cuda.device_array(max(int(out_off[-1]), 1), np.uint8)
     src = cuda.device_array(2 * P, np.int64)
     d_out_off = cuda.to_device(out_off)
+    mark("offsets")
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, plan, grown_at, d_out_off,
                      out, src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf), np.int64(mut_depth), ops, left)
     else:
         breed_write[blocks, THREADS](d_code, d_off, plan, grown_at, d_out_off, out, src, int(max_nodes),
                                      float(p_leaf), ops, left)
-    return out.copy_to_host()[:out_off[-1]], out_off, src.copy_to_host()
+    mark("write")
+    result = out.copy_to_host()[:out_off[-1]], out_off, src.copy_to_host()
+    mark("download")
+    return result
+
+
+def _stage_clock(timings: dict | None):
+    """``mark(stage)``: adds the seconds since the last mark to ``timings[stage]`` (the device
+    synchronized first); does nothing when ``timings`` is None."""
+    if timings is None:
+        return lambda stage: None
+    import time
+
+    last = [time.perf_counter()]
+
+    def mark(stage: str) -> None:
+        cuda.synchronize()
+        now = time.perf_counter()
+        timings[stage] = timings.get(stage, 0.0) + now - last[0]
+        last[0] = now
+    return mark
 
 
 CUDA_SOURCE = "breeding.cu"

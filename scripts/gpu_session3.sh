@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Session 3's GPU checks, one stage per call (writes under $OUT, prints a short table last):
+#   smoke     ncu present?  GPU breeding tests on the GPU; evolve at paper scale, cpu vs gpu
+#             breeding, both backends; ncu on matmul --quick
+#   tests     the whole test suite (scripts/gpu_tests.sh)
+#   ab        subset A/B old (.ab-old) vs new at C(100,6) and n=50 k=5, cuda-c and numba
+#   metrics   gpulab bench CH --metrics for every chapter's ladder (quick sizes)
+set -uo pipefail
+FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
+stages="${*:-smoke}"
+py="${PYTHON:-python3}"
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+summary="$OUT/summary.txt"; : > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+if [[ " $stages " == *" smoke "* ]]; then
+  (ncu --version 2>&1 | tail -1; which ncu) | tee -a "$summary"
+  timeout 200 $py -m pytest -q -x -p no:cacheprovider tests/gp/test_breeding_gpu.py > "$OUT/breeding-tests.log" 2>&1
+  say "breeding tests exit $? ($(el) s): $(tail -1 "$OUT/breeding-tests.log")"
+  for b in ${GP_BACKENDS:-cuda-c numba}; do for br in cpu gpu; do
+    timeout 120 $py -m gpulab gp evolve --backend "$b" --breeding "$br" --out "$OUT/evolve" --stem "evolve-$b-$br" --json \
+      > "$OUT/evolve-$b-$br.json" 2> "$OUT/evolve-$b-$br.err"
+    say "evolve $b breeding=$br exit $? ($(el) s): $($py -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timing',{}); print({k: round(v,4) for k,v in t.items() if isinstance(v,(int,float))})" "$OUT/evolve-$b-$br.json" 2>&1 | tail -1)"
+  done; done
+  timeout 240 $py -m gpulab bench matmul --quick --metrics --repeat 3 --out "$OUT/metrics-matmul" --no-progress > "$OUT/metrics-matmul.log" 2>&1
+  say "bench matmul --metrics exit $? ($(el) s)"; tail -5 "$OUT/metrics-matmul.log" | tee -a "$summary"
+fi
+if [[ " $stages " == *" tests "* ]]; then
+  OUT="$OUT/tests" WORKERS=${WORKERS:-8} timeout 560 bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
+  say "tests exit $? ($(el) s)"; grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.out" | tail -15 | tee -a "$summary"
+fi
+if [[ " $stages " == *" ab "* ]]; then
+  timeout "${ABT:-300}" $py scripts/bench_ab.py --old .ab-old --new . --rounds "${ROUNDS:-3}" --repeat 10 --out "$OUT/ab" \
+    subset:"C(100,6),n=50 k=5,n=20 k=9" > "$OUT/ab.log" 2>&1
+  say "ab exit $? ($(el) s)"; tail -40 "$OUT/ab.log" | tee -a "$summary"
+fi
+if [[ " $stages " == *" metrics "* ]]; then
+  for ch in ${CHAPTERS:-matmul subset gp radix euler}; do
+    # one small size per chapter: ncu replays every kernel once per counter pass
+    case $ch in subset) sz="n=50 k=5";; gp) sz="P=1024 32x768";; radix) sz="2^20";; euler) sz="deep 2^20";; *) sz="";; esac
+    timeout "${MT:-150}" $py -m gpulab bench "$ch" --quick ${sz:+--sizes "$sz"} --metrics --repeat 3 --out "$OUT/metrics-$ch" \
+      > "$OUT/metrics-$ch.log" 2>&1
+    say "bench $ch --metrics exit $? ($(el) s)"
+  done
+fi
+cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
+echo "== summary"; cat "$FINAL/summary.txt"
