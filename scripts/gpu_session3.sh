@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Session 3's GPU checks, one stage per call (writes under $OUT, prints a short table last):
 #   smoke     ncu present?  GPU breeding tests on the GPU; evolve at paper scale, cpu vs gpu
-#             breeding, both backends; ncu on matmul --quick
+#             breeding, both backends
+#   timeline  scripts/gp_breed_timeline.py: a breeding's stages at 25,000 and 500,000 individuals
 #   tests     the whole test suite (scripts/gpu_tests.sh)
-#   ab        subset A/B old (.ab-old) vs new at C(100,6) and n=50 k=5, cuda-c and numba
+#   ab        subset A/B old (.ab-old) vs new, the variants session 2 flagged, 4 rounds of 20
 #   metrics   gpulab bench CH --metrics for every chapter's ladder (quick sizes)
 set -uo pipefail
 FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
@@ -21,16 +22,18 @@ if [[ " $stages " == *" smoke "* ]]; then
       > "$OUT/evolve-$b-$br.json" 2> "$OUT/evolve-$b-$br.err"
     say "evolve $b breeding=$br exit $? ($(el) s): $($py -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timing',{}); print({k: round(v,4) for k,v in t.items() if isinstance(v,(int,float))})" "$OUT/evolve-$b-$br.json" 2>&1 | tail -1)"
   done; done
-  timeout 240 $py -m gpulab bench matmul --quick --metrics --repeat 3 --out "$OUT/metrics-matmul" --no-progress > "$OUT/metrics-matmul.log" 2>&1
-  say "bench matmul --metrics exit $? ($(el) s)"; tail -5 "$OUT/metrics-matmul.log" | tee -a "$summary"
+fi
+if [[ " $stages " == *" timeline "* ]]; then
+  timeout 200 $py scripts/gp_breed_timeline.py --population 25000 500000 --repeat 5 --json "$OUT/breed-timeline.json" \
+    > "$OUT/timeline.txt" 2>&1; say "timeline exit $? ($(el) s)"; cat "$OUT/timeline.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" tests "* ]]; then
   OUT="$OUT/tests" WORKERS=${WORKERS:-8} timeout 560 bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
   say "tests exit $? ($(el) s)"; grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.out" | tail -15 | tee -a "$summary"
 fi
 if [[ " $stages " == *" ab "* ]]; then
-  timeout "${ABT:-300}" $py scripts/bench_ab.py --old .ab-old --new . --rounds "${ROUNDS:-3}" --repeat 10 --out "$OUT/ab" \
-    subset:"C(100,6),n=50 k=5,n=20 k=9" > "$OUT/ab.log" 2>&1
+  timeout "${ABT:-300}" $py scripts/bench_ab.py --old .ab-old --new . --rounds "${ROUNDS:-4}" --out "$OUT/ab" \
+    --repeat 20 --variants global incremental incremental_warp subset:"n=50 k=5,n=20 k=9" > "$OUT/ab.log" 2>&1
   say "ab exit $? ($(el) s)"; tail -40 "$OUT/ab.log" | tee -a "$summary"
 fi
 if [[ " $stages " == *" metrics "* ]]; then

@@ -90,11 +90,17 @@ def _evaluator(market, variant, backend, params):
 
 def clear_cache() -> None:
     """Free what the evaluations keep between calls: the evaluators (each a market's arrays on the
-    device and its buffers) and the populations compiled by the `compiled` variant."""
+    device and its buffers), the populations compiled by the `compiled` variant, and the GPU
+    breeding's buffers."""
+    import sys
+
     from gpulab.gp import compiled
 
     _EVALUATORS.clear()
     compiled.clear_cache()
+    bred = sys.modules.get("gpulab.gp.breeding_gpu")  # loaded only once a GPU breeding ran
+    if bred is not None:
+        bred.clear_cache()
 
 
 # --8<-- [start:entry]

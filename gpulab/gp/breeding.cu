@@ -297,3 +297,11 @@ extern "C" __global__ void breed_write(const u8 *code, const int *offsets, const
         copy(out, n, code, hi, s1 - hi);
     }
 }
+
+// the 2P tree lengths of the children, from their plan rows: what the offsets' prefix sum needs
+extern "C" __global__ void plan_lengths(const i64 *plan, int *lens, i64 P) {
+    i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (c >= P) return;
+    lens[2 * c] = (int)plan[c * NPLAN + LEN0];
+    lens[2 * c + 1] = (int)plan[c * NPLAN + LEN1];
+}

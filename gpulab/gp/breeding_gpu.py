@@ -47,6 +47,7 @@ from numba import cuda, int64, uint64
 from gpulab import device
 from gpulab.gp import breeding as _cpu
 from gpulab.gp import opcodes as oc
+from gpulab.launch import PlanCache
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
 _OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
@@ -114,28 +115,79 @@ def breed_write(code, offsets, plan, grown_at, out_off, out, src, max_nodes, p_l
 # --8<-- [end:kernels]
 
 
+@cuda.jit
+def plan_lengths(plan, lens):
+    """``lens[2c + u]`` = child ``c``'s tree ``u`` length, from its plan row: the ``2P`` numbers
+    the offsets are a prefix sum of (the only part of the plan the host needs)."""
+    c = cuda.grid(1)
+    if c < plan.shape[0]:
+        lens[2 * c] = plan[c, _cpu._LEN0]
+        lens[2 * c + 1] = plan[c, _cpu._LEN1]
+
+
+SIG_LENGTHS = "void(int64[:, ::1], int32[::1])"
+
+
+class _Buffers:
+    """One generation's device buffers (and the pinned host buffers of the offsets' round trip),
+    kept from one generation to the next: a breeding allocates nothing while the population
+    size, the limits and the longest tree's power-of-two class stay the same; the code buffers
+    grow (by a quarter more than asked) only when the population's code does."""
+
+    def __init__(self, P: int, max_nodes: int, mut_depth: int, width: int):
+        self.plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
+        self.grown_at = cuda.device_array(P, np.uint64)  # read only where pass 1 wrote it (mutations)
+        self.ops = cuda.device_array((P, mut_depth + 2), np.int32)
+        self.left = cuda.device_array((P, mut_depth + 2), np.int32)
+        self.st = cuda.device_array((P, width), np.int32)  # width >= the longest tree + 2
+        self.grown = cuda.device_array((P, max_nodes + 8), np.uint8)
+        self.lens = cuda.device_array(2 * P, np.int32)
+        self.lens_host = cuda.pinned_array(2 * P, np.int32)
+        self.out_off = cuda.device_array(2 * P + 1, np.int32)
+        self.src = cuda.device_array(2 * P, np.int64)
+        self.code = self.out = cuda.device_array(1, np.uint8)
+
+    def room(self, name: str, nbytes: int):
+        """The code buffer ``name`` (``"code"`` or ``"out"``) with room for ``nbytes``."""
+        buf = getattr(self, name)
+        if buf.size < nbytes:
+            buf = cuda.device_array(nbytes + nbytes // 4, np.uint8)
+            setattr(self, name, buf)
+        return buf
+
+
+_BUFFERS = PlanCache(maxsize=1)
+
+
+def clear_cache() -> None:
+    """Free the GPU breeding's kept buffers."""
+    _BUFFERS.clear()
+
+
 def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
           p_leaf, p_func, parsimony, seed, backend: str = "numba", timings: dict | None = None):
     """[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] on the GPU: the same arguments
     (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
     ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
     pycuda; the same buffers, the same launches). ``timings``: a dict that receives each stage's
-    seconds (host work, uploads and allocations, plan kernel, offsets, write kernel, download),
-    the device synchronized after each stage (so only for measuring: it adds the syncs)."""
+    seconds (host work, uploads, plan kernel, offsets, write kernel, download), the device
+    synchronized after each stage (so only for measuring: it adds the syncs).
+
+    The buffers stay allocated between calls (`_Buffers`); the offsets' round trip moves only
+    the ``2P`` tree lengths (`plan_lengths`) through pinned host memory."""
     mark = _stage_clock(timings)
     code = np.ascontiguousarray(code, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int32)
     fitness = np.ascontiguousarray(fitness, np.float64)
     P = (offsets.size - 1) // 2
     sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
+    width = 1 << max(5, int(longest + 1).bit_length())
+    b = _BUFFERS.get((P, int(max_nodes), int(mut_depth), width),
+                     lambda: _Buffers(P, int(max_nodes), int(mut_depth), width))
     mark("host")
-    d_code, d_off = cuda.to_device(code), cuda.to_device(offsets)
-    plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
-    grown_at = cuda.to_device(np.zeros(P, np.uint64))
-    ops = cuda.device_array((P, mut_depth + 2), np.int32)
-    left = cuda.device_array((P, mut_depth + 2), np.int32)
-    st = cuda.device_array((P, longest + 2), np.int32)
-    grown = cuda.device_array((P, max_nodes + 8), np.uint8)
+    d_code = b.room("code", code.size)
+    d_code[:code.size].copy_to_device(code)
+    d_off = cuda.to_device(offsets)
     inputs = (d_code, d_off, cuda.to_device(np.ascontiguousarray(tree_depth, np.int32)), cuda.to_device(fitness),
               cuda.to_device(sizes), cuda.to_device(elites))
     blocks = (P + THREADS - 1) // THREADS
@@ -146,27 +198,30 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
         i, f = np.int64, np.float64
         cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(elites.size), i(P), i(tournament),
                      f(p_cross), f(p_mut), i(max_depth), i(max_nodes), i(mut_depth), f(p_leaf), f(p_func),
-                     np.int32(bool(parsimony)), i(seed), st, i(longest + 2), ops, left, grown, plan, grown_at)
+                     np.int32(bool(parsimony)), i(seed), b.st, i(width), b.ops, b.left, b.grown, b.plan, b.grown_at)
+        cudac.launch(cuda_c_kernel("plan_lengths"), (blocks,), (THREADS,), b.plan, b.lens, i(P))
     else:
         breed_plan[blocks, THREADS](*inputs, int(tournament), float(p_cross), float(p_mut), int(max_depth),
                                     int(max_nodes), int(mut_depth), float(p_leaf), float(p_func), bool(parsimony),
-                                    int(seed), st, ops, left, grown, plan, grown_at)
+                                    int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
+        plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
-    lengths = plan.copy_to_host()[:, _cpu._LEN0:_cpu._LEN1 + 1]
+    b.lens.copy_to_host(b.lens_host)
     out_off = np.zeros(2 * P + 1, np.int32)
-    out_off[1:] = np.cumsum(lengths.ravel())
-    out = cuda.device_array(max(int(out_off[-1]), 1), np.uint8)
-    src = cuda.device_array(2 * P, np.int64)
-    d_out_off = cuda.to_device(out_off)
+    np.cumsum(b.lens_host, out=out_off[1:])
+    total = int(out_off[-1])
+    out = b.room("out", max(total, 1))
+    b.out_off.copy_to_device(out_off)
     mark("offsets")
     if backend == "cuda-c":
-        cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, plan, grown_at, d_out_off,
-                     out, src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf), np.int64(mut_depth), ops, left)
+        cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at, b.out_off,
+                     out, b.src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf), np.int64(mut_depth), b.ops,
+                     b.left)
     else:
-        breed_write[blocks, THREADS](d_code, d_off, plan, grown_at, d_out_off, out, src, int(max_nodes),
-                                     float(p_leaf), ops, left)
+        breed_write[blocks, THREADS](d_code, d_off, b.plan, b.grown_at, b.out_off, out, b.src, int(max_nodes),
+                                     float(p_leaf), b.ops, b.left)
     mark("write")
-    result = out.copy_to_host()[:out_off[-1]], out_off, src.copy_to_host()
+    result = out[:total].copy_to_host() if total else np.zeros(0, np.uint8), out_off, b.src.copy_to_host()
     mark("download")
     return result
 

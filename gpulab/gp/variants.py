@@ -164,7 +164,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     from gpulab.gp import kernels_numba as kn
 
     out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
-                 ("breed_write", bg.breed_write, bg.SIG_WRITE)], set()
+                 ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS)], set()
     for v in REGISTRY.select(backend="numba"):
         if v.policy.compiled:
             kern, sig = compiled.example_numba_kernel()

@@ -190,3 +190,19 @@ def test_cuda_c_breeding_on_the_gpu_gives_the_cpu_children(rng):
     if reason:
         pytest.skip(f"GPU breeding in CUDA C: {reason}")
     assert _generations_agree(rng, lambda *args: breeding_gpu.breed(*args, backend="cuda-c")) > 0
+
+
+def test_gpu_breeding_keeps_its_buffers_between_generations(rng):
+    """A second generation of the same population size allocates no new scratch (the plan
+    cache holds one `_Buffers`, the same object), and still gives the CPU breeding's children."""
+    params = _random_params(rng, 0)
+    pop = initial_population(params, int(rng.integers(2**31)))
+    breeding_gpu.clear_cache()
+    kept = []
+    for _ in range(2):
+        args = _breed_args(pop, rng.normal(size=len(pop)).round(1), params, int(rng.integers(2**31)))
+        got = breeding_gpu.breed(*args)
+        kept.append(list(breeding_gpu._BUFFERS.values()))
+        for a, b in zip(breeding.breed(*args), got):
+            assert np.array_equal(a, b)
+    assert len(kept[0]) == len(kept[1]) == 1 and kept[0][0] is kept[1][0]
