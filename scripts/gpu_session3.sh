@@ -24,16 +24,28 @@ if [[ " $stages " == *" smoke "* ]]; then
   done; done
 fi
 if [[ " $stages " == *" timeline "* ]]; then
-  timeout 200 $py scripts/gp_breed_timeline.py --population 25000 500000 --repeat 5 --json "$OUT/breed-timeline.json" \
+  timeout 200 $py scripts/gp_breed_timeline.py --population ${TL_POP:-25000 500000} --repeat 5 --json "$OUT/breed-timeline.json" \
     > "$OUT/timeline.txt" 2>&1; say "timeline exit $? ($(el) s)"; cat "$OUT/timeline.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" tests "* ]]; then
-  OUT="$OUT/tests" WORKERS=${WORKERS:-8} timeout 560 bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
+  OUT="$OUT/tests" WORKERS=${WORKERS:-8} timeout "${TT:-560}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
   say "tests exit $? ($(el) s)"; grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.out" | tail -15 | tee -a "$summary"
 fi
+if [[ " $stages " == *" big "* ]]; then  # 500,000 individuals, 5 generations, CUDA C, both breedings
+  for br in cpu gpu; do
+    timeout 150 $py -m gpulab gp evolve --population 500000 --generations 5 --backend cuda-c --breeding "$br" \
+      --out "$OUT/evolve" --stem "evolve-500k-$br" --json > "$OUT/evolve-500k-$br.json" 2> "$OUT/evolve-500k-$br.err"
+    say "evolve 500k breeding=$br exit $? ($(el) s): $($py -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timing',{}); print({k: round(v,4) for k,v in t.items() if isinstance(v,(int,float))})" "$OUT/evolve-500k-$br.json" 2>&1 | tail -1)"
+  done
+fi
+if [[ " $stages " == *" abswap "* ]]; then  # the same A/B with the trees' order swapped (is "second" slower?)
+  timeout 120 $py scripts/bench_ab.py subset:"n=50 k=5,n=20 k=9" --old . --new .ab-old --rounds 4 --backends numba \
+    --out "$OUT/abswap" --repeat 20 --variants global > "$OUT/abswap.log" 2>&1
+  say "abswap (old=new tree, new=.ab-old) exit $? ($(el) s)"; tail -6 "$OUT/abswap.log" | tee -a "$summary"
+fi
 if [[ " $stages " == *" ab "* ]]; then
-  timeout "${ABT:-300}" $py scripts/bench_ab.py --old .ab-old --new . --rounds "${ROUNDS:-4}" --out "$OUT/ab" \
-    --repeat 20 --variants global incremental incremental_warp subset:"n=50 k=5,n=20 k=9" > "$OUT/ab.log" 2>&1
+  timeout "${ABT:-300}" $py scripts/bench_ab.py subset:"n=50 k=5,n=20 k=9" --old .ab-old --new . --rounds "${ROUNDS:-4}" \
+    --out "$OUT/ab" --repeat 20 --variants global incremental incremental_warp > "$OUT/ab.log" 2>&1
   say "ab exit $? ($(el) s)"; tail -40 "$OUT/ab.log" | tee -a "$summary"
 fi
 if [[ " $stages " == *" metrics "* ]]; then

@@ -129,10 +129,11 @@ SIG_LENGTHS = "void(int64[:, ::1], int32[::1])"
 
 
 class _Buffers:
-    """One generation's device buffers (and the pinned host buffers of the offsets' round trip),
+    """One generation's device buffers (and the pinned host buffer of the offsets' round trip),
     kept from one generation to the next: a breeding allocates nothing while the population
-    size, the limits and the longest tree's power-of-two class stay the same; the code buffers
-    grow (by a quarter more than asked) only when the population's code does."""
+    size and the limits stay the same (the walks' stack is sized for the longest tree allowed,
+    not the longest present, so the trees' growth never reallocates it); the code buffers grow
+    (by a quarter more than asked) only when the population's code does."""
 
     def __init__(self, P: int, max_nodes: int, mut_depth: int, width: int):
         self.plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
@@ -181,7 +182,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     fitness = np.ascontiguousarray(fitness, np.float64)
     P = (offsets.size - 1) // 2
     sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
-    width = 1 << max(5, int(longest + 1).bit_length())
+    width = max(int(max_nodes), int(longest)) + 2  # the walks' stack: any tree the limits allow
     b = _BUFFERS.get((P, int(max_nodes), int(mut_depth), width),
                      lambda: _Buffers(P, int(max_nodes), int(mut_depth), width))
     mark("host")

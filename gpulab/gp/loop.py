@@ -22,6 +22,7 @@ from typing import Callable
 
 import numpy as np
 
+from gpulab import device
 from gpulab import progress as _progress
 from gpulab.errors import GpulabError
 from gpulab.gp import breeding
@@ -109,11 +110,22 @@ def initial_population(params: GPParams, seed: int) -> Population:
 BREEDINGS = ("gpu", "cpu")
 
 
-def default_breeding() -> str:
-    """``"cpu"``, for now: the GPU breeding gives the CPU breeding's children bit for bit on
-    numba's simulator (and its CUDA C twin, compiled as C++, too), but it has not yet been run
-    and timed on a GPU; ``breeding="gpu"`` (`--breeding gpu`) asks for it. Once a GPU run has
-    checked and timed it, the default becomes ``"gpu"`` where there is one."""
+# The population from which the GPU breeding is the default: measured on an H100 (2026-11-26,
+# scripts/gp_breed_timeline.py, docs/benchmarks/gp-breeding-h100.json), one generation's breeding
+# with its buffers kept, CUDA C: 1.65 ms on the GPU against 1.25 ms for the CPU breeding (16
+# cores) at 25,000 individuals, 3.5 against 3.0 at 50,000, 4.7 against 5.9 at 100,000 and 10.3
+# against 36.4 at 500,000. Below it the host's breeding is faster: the GPU's share is launches
+# and copies, not work.
+GPU_BREEDING_FROM = 100_000
+
+
+def default_breeding(population: int | None = None) -> str:
+    """The faster breeding as measured: ``"gpu"`` on a GPU (not numba's simulator) for
+    ``population`` >= `GPU_BREEDING_FROM` (100,000), ``"cpu"`` otherwise. Both give the same
+    children for the same seed; the GPU one wins where there is enough work to hide its launches
+    and copies (the chapter's "Breeding on the GPU" has the measurements)."""
+    if population is not None and population >= GPU_BREEDING_FROM and not device.on_simulator():
+        return "gpu"
     return "cpu"
 
 
@@ -164,8 +176,9 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         kernel_params: override the variant's compile-time parameters.
         breeding: ``"gpu"`` ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]: its CUDA C kernels
             with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
-            ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the CPU breeding for
-            now ([`default_breeding`][gpulab.gp.loop.default_breeding] says why).
+            ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the faster for this
+            population size ([`default_breeding`][gpulab.gp.loop.default_breeding]: the GPU from
+            100,000 individuals).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
 
     Returns:
@@ -179,7 +192,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             ``KeyboardInterrupt`` whose ``result`` holds the generations finished.
     """
     params = _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params)
-    breeding_on = check_breeding(breeding)
+    breeding_on = check_breeding(breeding, params.population)
     if test_market is None:
         train, test = market.split(market.days * 3 // 4 if train_days is None else train_days)
     else:
@@ -257,13 +270,13 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
 # --8<-- [end:evolve]
 
 
-def check_breeding(breeding: str | None) -> str:
-    """``breeding`` (``"gpu"``, ``"cpu"`` or ``None``: [`default_breeding`][gpulab.gp.loop.default_breeding]),
-    else a GpulabError naming it."""
+def check_breeding(breeding: str | None, population: int | None = None) -> str:
+    """``breeding`` (``"gpu"``, ``"cpu"`` or ``None``: [`default_breeding`][gpulab.gp.loop.default_breeding]
+    for ``population`` individuals), else a GpulabError naming it."""
     if breeding is None:
-        return default_breeding()
+        return default_breeding(population)
     if not isinstance(breeding, str) or breeding not in BREEDINGS:
-        raise GpulabError(f"breeding must be one of {', '.join(BREEDINGS)} (or None: the default, the CPU breeding for now), "
+        raise GpulabError(f"breeding must be one of {', '.join(BREEDINGS)} (or None: the faster for the population size), "
                           f"got {breeding!r}")
     return breeding
 

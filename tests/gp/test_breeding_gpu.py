@@ -82,10 +82,22 @@ def test_evolve_breeding_must_be_gpu_or_cpu(bad):
         evolve(synthetic_market(2, 16, seed=1), params=GPParams(population=4, generations=0), breeding=bad)
 
 
+def test_default_breeding_is_the_gpu_from_the_measured_size_on_a_gpu_only(monkeypatch):
+    from gpulab import device
+    from gpulab.gp import loop
+
+    at = loop.GPU_BREEDING_FROM
+    monkeypatch.setattr(device, "on_simulator", lambda: False)  # as on a GPU
+    assert [loop.default_breeding(p) for p in (None, 1, at - 1, at, 10 * at)] == ["cpu", "cpu", "cpu", "gpu", "gpu"]
+    assert loop.check_breeding(None, at) == "gpu" and loop.check_breeding("cpu", at) == "cpu"
+    monkeypatch.setattr(device, "on_simulator", lambda: True)  # the simulator: always the host's
+    assert loop.default_breeding(10 * at) == "cpu"
+
+
 def test_cli_breeding_recorded_default_and_one_line_error(tmp_path):
     small = ["gp", "evolve", "--backend", "cpu", "--population", "12", "--generations", "1", "--stocks", "2",
              "--days", "32", "--test-days", "16", "--out", str(tmp_path), "--json"]
-    default = "cpu"  # until a GPU run has checked and timed the GPU breeding
+    default = "cpu"  # 12 individuals: below GPU_BREEDING_FROM, the host's breeding is the faster
     for flag, want in (([], default), (["--breeding", "gpu"], "gpu")):
         p = gpulab(*small, *flag, "--stem", want + str(len(flag)), cwd=tmp_path)
         assert p.returncode == 0, p.stderr
