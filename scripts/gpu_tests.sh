@@ -19,7 +19,7 @@ paths=("$@")
 [ ${#paths[@]} -gt 0 ] || paths=(tests)
 start=$(date +%s)
 workers="${WORKERS:-8}"
-export NUMBA_NUM_THREADS="${NUMBA_NUM_THREADS:-$(( $(nproc) / workers > 0 ? $(nproc) / workers : 1 ))}"
+export NUMBA_NUM_THREADS="${NUMBA_NUM_THREADS:-$(( $(nproc) / workers > 2 ? $(nproc) / workers : 2 ))}"  # at least 2: tests compare thread counts
 export GPULAB_TEST_LOG="$out/tests-all.tsv"; : > "$GPULAB_TEST_LOG"
 $py -m gpulab info > "$out/info.txt" 2>&1
 # shellcheck disable=SC2086

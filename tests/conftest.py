@@ -163,11 +163,16 @@ def pytest_itemcollected(item):
 
 def pytest_runtest_logreport(report):
     """With `GPULAB_TEST_LOG=FILE`, one line per test phase as it ends (node id, phase, outcome,
-    seconds), flushed at once: a run cut off by a time limit still says where its time went
+    seconds, worker, and for a failure the last line of its report), flushed at once: a run cut
+    off by a time limit still says where its time went and why a test failed
     (scripts/gpu_tests.sh sets it; under xdist the controller writes every worker's reports)."""
     path = os.environ.get("GPULAB_TEST_LOG")
     if path and not os.environ.get("PYTEST_XDIST_WORKER") and (report.when == "call" or report.duration > 1.0 or report.outcome == "failed"):
         worker = getattr(report, "node", None)
         worker = getattr(getattr(worker, "gateway", None), "id", "-")
+        why = ""
+        if report.outcome == "failed":
+            crash = getattr(report.longrepr, "reprcrash", None)
+            why = (crash.message if crash is not None else str(report.longrepr)).replace("\n", " | ")[:2000]
         with open(path, "a") as f:
-            f.write(f"{report.nodeid}\t{report.when}\t{report.outcome}\t{report.duration:.2f}\t{worker}\n")
+            f.write(f"{report.nodeid}\t{report.when}\t{report.outcome}\t{report.duration:.2f}\t{worker}\t{why}\n")

@@ -238,6 +238,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 last = (pop, best, row)
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
                 t_eval += t1 - t0
+                t1 = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
                 if g < params.generations and not stop.requested:
                     pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend)
                 t2 = time.perf_counter()
@@ -265,7 +266,9 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         result.timing = {"total_s": time.perf_counter() - t_start, "evaluation_s": t_eval, "breeding_s": t_breed,
                          "evaluations": 2 * len(result.history), "warmup_s": t_start - t_warm,
                          "what": "total_s: initialization + every generation's evaluations (train and test) and "
-                                 "breeding; warmup_s (before it): kernel compilation and market upload"}
+                                 "breeding + the loop's bookkeeping; breeding_s: the next_generation calls alone "
+                                 "(the children and their validation on the host); warmup_s (before it): kernel "
+                                 "compilation and market upload"}
     return result
 # --8<-- [end:evolve]
 
