@@ -169,13 +169,26 @@ class CudaCKernels(KernelProvider):
         cudac.launch(kernel, grid, block, *args, shared_bytes=shared_bytes, stream=self.stream)
 
     def set_constant(self, kernel, args, image: np.ndarray) -> None:
-        import pycuda.driver as drv
         from numba import cuda
 
-        module = cudac.load(self.source.package, self.source.source, self.defines)
-        symbol, size = module.get_global(self.source.constant)
         cuda.synchronize()  # the previous launch may still read the symbol
-        drv.memcpy_htod(symbol, image[:size])
+        self.copy_to_constant(image)
+
+    def copy_to_constant(self, src, nbytes: int | None = None) -> None:
+        """The first `nbytes` of `src` (all of it by default; never more than the symbol holds)
+        into the source's `__constant__` symbol: device to device from a device array (numba,
+        CuPy, PyTorch), host to device from a host array. No synchronization: the caller knows
+        whether a launch may still read the symbol."""
+        import pycuda.driver as drv
+
+        symbol, size = cudac.load(self.source.package, self.source.source, self.defines).get_global(self.source.constant)
+        nbytes = min(size, int(src.nbytes if nbytes is None else nbytes))
+        if nbytes <= 0:
+            return
+        if hasattr(src, "__cuda_array_interface__"):  # CUDA C runs on a GPU: no simulator arrays here
+            drv.memcpy_dtod(symbol, cudac.ptr(src), nbytes)
+        else:
+            drv.memcpy_htod(symbol, np.ascontiguousarray(src).reshape(-1).view(np.uint8)[:nbytes])
 
 
 # ----------------------------------------------------------------------------- plan caches

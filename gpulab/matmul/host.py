@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab import cudac, device
+from gpulab import device
 from gpulab.arrays import check_array, to_host
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, check_block
@@ -130,18 +130,11 @@ def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict
     kern = KERNELS.provider(backend, params, stream)
     kern.kernel(policy.kernel)  # built now, not in the first (timed) launch
     if policy.constant_b and backend == "cuda-c":
-        _copy_to_constant(kern, dB, K * N * 4)
+        kern.copy_to_constant(dB, K * N * 4)  # B -> `__constant__ B_const`, once, untimed (device to device)
     args = (dA, dC) if policy.constant_b else (dA, dB, dC)
     args = (*args, np.int32(M), np.int32(N), np.int32(K))
     return lambda: kern(policy.kernel, grid, block, *args)
 
-
-def _copy_to_constant(kern, dB, nbytes: int) -> None:
-    """B -> the CUDA C source's `__constant__ B_const`, once, untimed (device to device)."""
-    import pycuda.driver as drv
-
-    symbol, _size = cudac.load(PACKAGE, SOURCE, kern.defines).get_global(KERNELS.constant)
-    drv.memcpy_dtod(symbol, cudac.ptr(dB), nbytes)
 
 
 def launcher(policy: MatmulPolicy, backend: str):

@@ -22,7 +22,7 @@ import math
 
 import numpy as np
 
-from gpulab import cudac, device
+from gpulab import device
 from gpulab.arrays import check_array, is_device_array, to_host
 from gpulab.errors import DtypeError, GpulabError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, check_block
@@ -398,18 +398,6 @@ def prepare(policy: SubsetPolicy, backend: str, Q, n: int, k: int, params: dict,
     return search(policy, K, Q, n, k, params, nbytes, ranks)
 
 
-def _copy_q_to_constant(K, Q, n: int) -> None:
-    """CUDA C: Q -> `__constant__ Q_const`, from wherever Q lies (numba compiles Q into its kernel)."""
-    import pycuda.driver as drv
-
-    if npairs(n) == 0:
-        return
-    sym, _size = cudac.load(PACKAGE, SOURCE, K.defines).get_global(KERNELS.constant)
-    if is_device_array(Q):
-        drv.memcpy_dtod(sym, cudac.ptr(Q), 8 * npairs(n))
-    else:
-        drv.memcpy_htod(sym, np.ascontiguousarray(Q, dtype=np.float64))
-
 
 # ----------------------------------------------------------------------------- the seed variants' host loop
 
@@ -454,7 +442,7 @@ def seed_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes=0, ranks=None):
 
     def launch():
         if not reads_q and K.backend == "cuda-c":
-            _copy_q_to_constant(K, Q, n)
+            K.copy_to_constant(Q if is_device_array(Q) else np.asarray(Q, np.float64), 8 * npairs(n))  # -> Q_const
         if reads_q:
             inputs = _upload(Q, n, k)
         else:  # Q is in constant memory
