@@ -44,7 +44,7 @@ from gpulab.radix.variants import REGISTRY
 __all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
-DEFAULT_VARIANT = "local"
+DEFAULT_VARIANT = REGISTRY.default("numba")  # the GPU backends' default (onesweep: the fastest measured)
 # On the simulator: warp intrinsics run there (gpulab.simwarp), but every lane of the default
 # 256-thread blocks is a Python thread meeting at a barrier per intrinsic; radix4_shared is
 # the quicker of the exact sorts to simulate.
@@ -180,8 +180,8 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
         keys: 1-D array of uint32, int32 or float32 (any length, including 0 and 1): numpy,
             or a device array (CuPy, PyTorch CUDA tensor, numba), sorted where it lies.
         variant: a name from `gpulab.radix.variants()`; `None` picks the backend's default:
-            `"local"` on a GPU, `"radix4_shared"` on the simulator (quicker to simulate),
-            `"numpy"` for `backend="cpu"`.
+            `"onesweep"` on a GPU (the fastest measured), `"radix4_shared"` on the simulator
+            (quicker to simulate), `"numpy"` for `backend="cpu"`.
         backend: `"numba"`, `"cuda-c"` or `"cpu"` (numpy on the host).
         params: overrides of the variant's compile-time parameters (block sizes, digit bits ...).
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
