@@ -150,8 +150,7 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
             got = [g for g in got if isinstance(g, dict)]
             cells = [c if key is None else _measured_cell(c, [g[key] for g in got]) for c, key in zip(cells, MEASURED)]
         body.append([f"{_who(names, every)}: `{r['kernel']}`"] + cells + [num(r["bytes_per_output"])])
-    head = HEAD if measured is None else [HEAD[0]] + [h if key is None else f"{h} (sim / GPU)"
-                                                      for h, key in zip(COUNT_HEAD, MEASURED)] + HEAD[-1:]
+    head = HEAD  # the caption says which number is which: longer heads squeeze the names
     if len(rows) == len(every):  # one kernel per variant: the kernel's name says nothing more
         head, body = ["variant"] + head[1:], [[r[0].split(": ")[0]] + r[1:] for r in body]
     out = _tables._table(head, body[:MAX_ROWS])
@@ -168,7 +167,8 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
     chapter = result["chapter"]
     skipped = [n for n in result.get("not_traced", ()) if n["backend"] == "cuda-c"]
     tail = " CUDA C variants cannot run on the simulator and are not traced." if skipped else ""
-    caption = (f"*Traced on numba's CUDA simulator at size {sizes} (`docs/benchmarks/trace-{chapter}.json`; "
+    lead = "Two numbers in a cell: traced on the simulator / measured on the GPU. " if measured is not None else ""
+    caption = (f"*{lead}Traced on numba's CUDA simulator at size {sizes} (`docs/benchmarks/trace-{chapter}.json`; "
                f"reproduce with `gpulab trace {chapter}`). Counts per warp-wide request: 32-byte global "
                f"sectors loaded and stored, shared-memory and constant-memory wavefronts (1 is the best case); "
                f"bytes / output: global bytes moved per element stored (atomics are not counted). ")
@@ -181,7 +181,7 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
 
 def _measured_caption(chapter: str, metrics: dict, size: str, measured: dict) -> str:
     quick = " --quick" if metrics.get("settings", {}).get("quick") else ""
-    text = (f"After the slash: the same count measured by Nsight Compute on an {metrics['device']['name']} "
+    text = (f"Measured: the same count from Nsight Compute on an {metrics['device']['name']} "
             f"({metrics['date'][:10]}) for the numba kernel at {size}, ncu run with `--clock-control none` "
             f"(reproduce with `gpulab bench {chapter}{quick} --metrics --sizes \"{size}\"`). Constant "
             f"wavefronts are the simulator's only: ncu gives no such count.")
