@@ -675,6 +675,15 @@ class EulerPlan:
                            f"chain (first at position {first})")
         return True, "every edge once, chained" + (", closed" if closed else "") + " (checked on the device)"
 
+    def differences(self, a, b, n: int) -> tuple[int, int]:
+        """How many of the first n entries of the device arrays a and b differ, and the first
+        position that does (INT32_MAX when none): the benchmark and the tuner compare a circuit
+        with the first one found this way, on the device (the `mismatch` kernel)."""
+        self.set_ctr(0, INT32_MAX)
+        self.launch("mismatch", n, a, b, _i(n), self.ctr)
+        diff, first = (int(x) for x in self.get_ctr(2))
+        return diff, first
+
     def cycle_stats(self, n: int) -> tuple[int, int]:
         """(cycles, longest cycle) of the pairing, from the labels of the last run."""
         size = self.buf("vpos")
