@@ -3,6 +3,7 @@
 #   smoke     ncu present?  GPU breeding tests on the GPU; evolve at paper scale, cpu vs gpu
 #             breeding, both backends
 #   timeline  scripts/gp_breed_timeline.py: a breeding's stages at 25,000 and 500,000 individuals
+#   subsetcall scripts/subset_call_timeline.py: a subset public call's stages at n = 50, k = 5
 #   tests     the whole test suite (scripts/gpu_tests.sh)
 #   ab        subset A/B old (.ab-old) vs new, the variants session 2 flagged, 4 rounds of 20
 #   metrics   gpulab bench CH --metrics for every chapter's ladder (quick sizes)
@@ -26,6 +27,10 @@ fi
 if [[ " $stages " == *" timeline "* ]]; then
   timeout 200 $py scripts/gp_breed_timeline.py --population ${TL_POP:-25000 500000} --repeat 5 --json "$OUT/breed-timeline.json" \
     > "$OUT/timeline.txt" 2>&1; say "timeline exit $? ($(el) s)"; cat "$OUT/timeline.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" subsetcall "* ]]; then  # where a subset public call's time goes (issue 31)
+  timeout 90 $py scripts/subset_call_timeline.py --n 50 --k 5 --repeat 20 --json "$OUT/subset-call-timeline.json" \
+    > "$OUT/subset-call.txt" 2>&1; say "subset call timeline exit $? ($(el) s)"; cat "$OUT/subset-call.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" tests "* ]]; then
   OUT="$OUT/tests" WORKERS=${WORKERS:-8} timeout "${TT:-560}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
