@@ -27,9 +27,9 @@ each one's Python source is compiled again with ``cuda.jit(device=True)``, again
 that module's globals in which every operator name refers to its device twin (a CUDA function
 cannot call a CPU-compiled one). One source, two targets: nothing to keep in step by hand.
 
-**CUDA C.** ``breeding.cu`` holds the same two kernels written in CUDA C, a line-for-line
+**CUDA C.** ``breeding.cu`` holds the same kernels (and `plan_lengths`) written in CUDA C, a line-for-line
 translation of the same functions (``backend="cuda-c"``: the loop uses them with the
-``cuda-c`` evaluators); its children are meant to be the same bit for bit (tested on a GPU).
+``cuda-c`` evaluators); its children are the same bit for bit (the tests compare them on a GPU).
 
 The buffers (plan, scratch, lengths, the code buffers) are kept from one generation to the
 next (`_Buffers`, in a [`PlanCache`][gpulab.launch.PlanCache]; `clear_cache()` frees them).
@@ -39,7 +39,7 @@ back to it (the loop validates the changed trees with
 [`Population.bred`][gpulab.gp.programs.Population.bred], on the host); the prefix sum and the
 elites are host work too. Measured on an H100 (`docs/benchmarks/gp-breeding-h100.json`), those
 copies and the host work are most of a GPU breeding's time: at 500,000 individuals 9.7 of
-10.3 ms, the two kernels 0.66 ms.
+10.3 ms, the kernels (the two passes and `plan_lengths`) 0.66 ms.
 """
 
 from __future__ import annotations
@@ -135,13 +135,13 @@ SIG_LENGTHS = "void(int64[:, ::1], int32[::1])"
 
 
 class _Buffers:
-    """One generation's device buffers (and the pinned host buffer of the offsets' round trip),
-    kept from one generation to the next: a breeding allocates nothing while the population
-    size and the limits stay the same (the walks' stack is sized for the longest tree allowed,
-    not the longest present, so the trees' growth never reallocates it); the code buffers grow
-    (by a quarter more than asked) only when the population's code does."""
+    """One generation's device buffers and the pinned host buffers of its copies, kept from one
+    generation to the next: while the population size and the limits stay the same, a breeding
+    allocates no device memory (the walks' stack is sized for the longest tree the limits allow,
+    not the longest present, so the trees' growth never reallocates it) except when the
+    population's code outgrows its buffer (which then grows by a quarter more than asked)."""
 
-    def __init__(self, P: int, max_nodes: int, mut_depth: int, width: int):
+    def __init__(self, P: int, max_nodes: int, mut_depth: int, width: int, n_elites: int):
         self.plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
         self.grown_at = cuda.device_array(P, np.uint64)  # read only where pass 1 wrote it (mutations)
         self.ops = cuda.device_array((P, mut_depth + 2), np.int32)
@@ -149,9 +149,17 @@ class _Buffers:
         self.st = cuda.device_array((P, width), np.int32)  # width >= the longest tree + 2
         self.grown = cuda.device_array((P, max_nodes + 8), np.uint8)
         self.lens = cuda.device_array(2 * P, np.int32)
-        self.lens_host = cuda.pinned_array(2 * P, np.int32)
-        self.out_off = cuda.device_array(2 * P + 1, np.int32)
         self.src = cuda.device_array(2 * P, np.int64)
+        # the inputs, copied in each generation
+        self.offsets = cuda.device_array(2 * P + 1, np.int32)
+        self.depth = cuda.device_array(2 * P, np.int32)
+        self.fitness = cuda.device_array(P, np.float64)
+        self.sizes = cuda.device_array(P, np.int32)
+        self.elites = cuda.device_array(max(n_elites, 1), np.int64)
+        self.out_off = cuda.device_array(2 * P + 1, np.int32)
+        # pinned host memory for the offsets' round trip
+        self.lens_host = cuda.pinned_array(2 * P, np.int32)
+        self.out_off_host = cuda.pinned_array(2 * P + 1, np.int32)
         self.code = self.out = cuda.device_array(1, np.uint8)
 
     def room(self, name: str, nbytes: int):
@@ -163,7 +171,7 @@ class _Buffers:
         return buf
 
 
-_BUFFERS = PlanCache(maxsize=1)
+_BUFFERS = PlanCache(maxsize=1, after_evict=device.release_memory)  # one population size at a time
 
 
 def clear_cache() -> None:
@@ -181,7 +189,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     synchronized after each stage (so only for measuring: it adds the syncs).
 
     The buffers stay allocated between calls (`_Buffers`); the offsets' round trip moves only
-    the ``2P`` tree lengths (`plan_lengths`) through pinned host memory."""
+    the ``2P`` tree lengths (`plan_lengths`) down and the offsets up, through pinned host memory."""
     mark = _stage_clock(timings)
     code = np.ascontiguousarray(code, np.uint8)
     offsets = np.ascontiguousarray(offsets, np.int32)
@@ -189,14 +197,17 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     P = (offsets.size - 1) // 2
     sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
     width = max(int(max_nodes), int(longest)) + 2  # the walks' stack: any tree the limits allow
-    b = _BUFFERS.get((P, int(max_nodes), int(mut_depth), width),
-                     lambda: _Buffers(P, int(max_nodes), int(mut_depth), width))
+    b = _BUFFERS.get((P, int(max_nodes), int(mut_depth), width, elites.size),
+                     lambda: _Buffers(P, int(max_nodes), int(mut_depth), width, elites.size))
     mark("host")
     d_code = b.room("code", code.size)
     d_code[:code.size].copy_to_device(code)
-    d_off = cuda.to_device(offsets)
-    inputs = (d_code, d_off, cuda.to_device(np.ascontiguousarray(tree_depth, np.int32)), cuda.to_device(fitness),
-              cuda.to_device(sizes), cuda.to_device(elites))
+    for dst, src in ((b.offsets, offsets), (b.depth, np.ascontiguousarray(tree_depth, np.int32)),
+                     (b.fitness, fitness), (b.sizes, sizes), (b.elites[:elites.size], elites)):
+        if src.size:
+            dst.copy_to_device(src)
+    d_off = b.offsets
+    inputs = (d_code, d_off, b.depth, b.fitness, b.sizes, b.elites[:elites.size])  # (numba reads the elites' count from its shape)
     blocks = (P + THREADS - 1) // THREADS
     mark("upload")
     if backend == "cuda-c":
@@ -214,11 +225,12 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
         plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
     b.lens.copy_to_host(b.lens_host)
-    out_off = np.zeros(2 * P + 1, np.int32)
-    np.cumsum(b.lens_host, out=out_off[1:])
-    total = int(out_off[-1])
+    b.out_off_host[0] = 0
+    np.cumsum(b.lens_host, out=b.out_off_host[1:])
+    total = int(b.out_off_host[-1])
     out = b.room("out", max(total, 1))
-    b.out_off.copy_to_device(out_off)
+    b.out_off.copy_to_device(b.out_off_host)
+    out_off = b.out_off_host.copy()  # the caller's to keep: the pinned buffer is the next generation's
     mark("offsets")
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at, b.out_off,

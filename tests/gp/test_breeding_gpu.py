@@ -205,8 +205,9 @@ def test_cuda_c_breeding_on_the_gpu_gives_the_cpu_children(rng):
 
 
 def test_gpu_breeding_keeps_its_buffers_between_generations(rng):
-    """A second generation of the same population size allocates no new scratch (the plan
-    cache holds one `_Buffers`, the same object), and still gives the CPU breeding's children."""
+    """A second generation of the same population size, bred from the first one's children
+    (new code in the kept buffers), allocates no new scratch — the plan cache holds one
+    `_Buffers`, the same object — and still gives the CPU breeding's children."""
     params = _random_params(rng, 0)
     pop = initial_population(params, int(rng.integers(2**31)))
     breeding_gpu.clear_cache()
@@ -215,6 +216,9 @@ def test_gpu_breeding_keeps_its_buffers_between_generations(rng):
         args = _breed_args(pop, rng.normal(size=len(pop)).round(1), params, int(rng.integers(2**31)))
         got = breeding_gpu.breed(*args)
         kept.append(list(breeding_gpu._BUFFERS.values()))
-        for a, b in zip(breeding.breed(*args), got):
+        cpu = breeding.breed(*args)
+        for a, b in zip(cpu, got):
             assert np.array_equal(a, b)
+        assert (cpu[2] < 0).any()  # the premise: some trees changed, so the next parents differ
+        pop = gp.Population.bred(*cpu[:2], pop, cpu[2])
     assert len(kept[0]) == len(kept[1]) == 1 and kept[0][0] is kept[1][0]
