@@ -203,7 +203,8 @@ class ChunkResult:
     """One task's answer: the best subset of the ranks [start, stop).
 
     ``key`` is what the variant's argmin compares (the squared sum, or the distance);
-    ``seconds`` the search's time on the worker (upload, kernels, the answer back)."""
+    ``seconds`` the search's time on the worker (upload, kernels, the answer back);
+    ``variant`` and ``backend`` what it ran (the concrete choice, never `None`)."""
 
     start: int
     stop: int
@@ -212,6 +213,8 @@ class ChunkResult:
     rank: int
     seconds: float
     worker: str
+    variant: str = ""
+    backend: str = ""
 
 
 # --8<-- [start:split]
@@ -243,7 +246,8 @@ def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -
     seconds = time.perf_counter() - t0
     # the squared sum of the winner, in the kernels' order and with their additions: the same bits
     key = subset_sum(Q, unrank(n, k, rank)) if REGISTRY.get(variant, backend).policy.compares_sums else distance
-    return ChunkResult(ranks[0], ranks[1], float(key), float(distance), int(rank), seconds, _worker_name())
+    return ChunkResult(ranks[0], ranks[1], float(key), float(distance), int(rank), seconds, _worker_name(),
+                       variant, backend)
 # --8<-- [end:task]
 
 
@@ -276,7 +280,7 @@ def prepare_subset(C, k, variant, backend, params):
 
 
 def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant: str | None = None,
-                  backend: str = "numba", params: dict | None = None,
+                  backend: str | None = None, params: dict | None = None,
                   progress: bool | None = None) -> list[ChunkResult]:
     """Every chunk's answer, in rank order (what [`least_correlated`][gpulab.distributed.least_correlated]
     merges; the benchmark reads their times). `progress`: a bar of the subsets searched, on
@@ -285,10 +289,11 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
 
     from gpulab.progress import bar
     from gpulab.subset.combinatorics import choose
-    from gpulab.subset.variants import REGISTRY
+    from gpulab.subset import default_choice
 
-    variant = variant or REGISTRY.default(backend)
     Q, n, k = prepare_subset(C, k, variant, backend, params)
+    # the defaults, decided once, here on the client (every task runs the same concrete choice)
+    variant, backend = default_choice(n, k, variant, backend)
     chunks = _count(chunks, "chunks")
     client = _client(client)
     total = choose(n, k)
@@ -311,7 +316,7 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
 
 # --8<-- [start:entry]
 def least_correlated(C, k: int, *, client=None, chunks: int | None = None, variant: str | None = None,
-                     backend: str = "numba", params: dict | None = None, progress: bool | None = None):
+                     backend: str | None = None, params: dict | None = None, progress: bool | None = None):
     """[`gpulab.subset.least_correlated`][gpulab.subset.least_correlated] across a Dask cluster.
 
     Args:
@@ -321,7 +326,10 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
         chunks: how many rank ranges (tasks); default [`default_chunks`][gpulab.distributed.default_chunks]
             (4 per worker, each at least 2**32 subsets).
         variant: chapter 2's variant each task runs; `None`: the backend's default.
-        backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`).
+        backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`); `None`: as in the single-GPU
+            search ([`default_choice`][gpulab.subset.variants.default_choice]: CUDA C with the
+            variant measured fastest for the size where CUDA C runs, else numba), decided on
+            the client: name the backend when the client's machine is not like the workers'.
         params: its parameters (overrides), as for the single-GPU search.
         progress: a bar of the subsets searched on stderr; `None`: only where stderr is a terminal.
 

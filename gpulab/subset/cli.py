@@ -72,8 +72,6 @@ def _rate(x: float) -> str:
 
 def warn_if_long(subsets: int, n: int, k: int, backend: str) -> None:
     """One line on stderr, before a search that would take minutes or more here."""
-    from gpulab import device
-
     est = estimate_seconds(subsets, backend)
     if est is None or est < WARN_SECONDS:
         return
@@ -121,9 +119,10 @@ def run_search(args) -> int:
 
     R, names = returns_from(args)
     C = ss.correlation(R)
-    args.variant = args.variant or REGISTRY.default(args.backend)
-    REGISTRY.get(args.variant, args.backend)  # an unknown variant, before any estimate
     n, _ = host.check_form(C, args.k)
+    # the defaults decided here, once: what runs, and what --json reports, is the concrete choice
+    args.variant, args.backend = ss.default_choice(n, args.k, args.variant, args.backend)
+    REGISTRY.get(args.variant, args.backend)  # an unknown variant, before any estimate
     subsets = ss.choose(n, args.k)
     if args.scheduler is None:  # on a cluster the work runs on its workers, not on this machine
         warn_if_long(subsets, n, args.k, args.backend)

@@ -234,6 +234,14 @@ def check_constant(n: int) -> None:
                          "use the shared or incremental variant")
 
 
+def fits_by_kernel(policy: SubsetPolicy, n: int) -> bool:
+    """Whether `policy`'s kernel takes n strategies by its own sizes, known without a CUDA
+    context: the constant-memory kernel's `Q_const` holds CONST_PAIRS values (64 KiB, every
+    CUDA GPU's constant memory), n <= 128. (The shared-memory cap of Q in shared memory needs
+    the device, and is the search's own check.)"""
+    return policy.q_in != "constant" or npairs(n) <= CONST_PAIRS
+
+
 def max_n_constant() -> int:
     limit = min(device.info().constant_memory, 8 * CONST_PAIRS)
     n = 1

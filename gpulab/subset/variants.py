@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from gpulab import device
 from gpulab.registry import Registry, Variant
 from gpulab.subset import host, reference
+from gpulab.subset.combinatorics import choose
 from gpulab.subset.policy import SubsetPolicy
 
 SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
@@ -42,6 +44,22 @@ _LADDER = [
 # Each backend's default (what a call naming a backend but no variant runs).
 DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_parallel"}
 
+# What a search naming no backend runs (`default_choice`): on a GPU where the CUDA C backend runs,
+# CUDA C — on the H200, incremental takes 8.9 ms at C(100,6) and 15.2 ms at C(200,5) against
+# numba's 19.2 and 28.5 ms — with the variant this table gives for the number of subsets:
+# (at most this many subsets, variant), smallest first; the first row whose variant can run at
+# n wins (else the backend's default). Derived on 2026-11-26 from docs/benchmarks/subset-h200.json
+# (measured 2026-11-21): constant_local was the fastest GPU record at every measured size up to
+# C(50,4) = 230,300 subsets (0.28-0.38 ms against incremental's 0.42-0.51 ms; at C(20,7) 0.433 ms,
+# 2% behind incremental_warp), incremental from C(50,5) = 2,118,760 (0.551 ms against
+# constant_local's 0.862; at C(100,6) and C(200,5) within 1% of incremental_warp). Between
+# those two sizes nothing was measured: the boundary is the last size constant_local won.
+# tests/subset/test_default_backend.py checks every row against that file.
+# Elsewhere (numba's simulator, a GPU without pycuda) numba runs its default, incremental:
+# numba's constant_local compiles a kernel for every Q (Q is baked into it), which the
+# benchmark's warm-up hides.
+FASTEST = {"cuda-c": ((230_300, "constant_local"), (None, "incremental"))}
+
 REGISTRY = Registry("subset", defaults=DEFAULTS)
 for name, memory, lesson, policy, params, sim_params, teaching, warp in _LADDER:
     for backend in ("numba", "cuda-c"):
@@ -61,6 +79,47 @@ REGISTRY.add(Variant("reference", "cpu", ("host",),
 COMPARES_SUMS = frozenset(v.name for v in REGISTRY if v.policy.compares_sums)
 # K values the incremental kernels are compiled for in the NVRTC and PTX checks (any K <= MAX_K works).
 CHECK_KS = (1, 2, 5, 6, 16)
+
+
+def default_backend() -> str:
+    """The backend of a search that names none: `"cuda-c"` where the CUDA C backend can run
+    (a GPU, pycuda and a compiler: `gpulab.cudac.unavailable_reason()` is `None`), else
+    `"numba"` (on numba's simulator always: CUDA C cannot run there)."""
+    from gpulab import cudac
+
+    if device.on_simulator():
+        return "numba"
+    return "numba" if cudac.unavailable_reason() else "cuda-c"
+
+
+def fastest(backend: str, n: int, k: int) -> str:
+    """The variant `FASTEST` gives `backend` for C(n, k) subsets: its first row that covers
+    the size and whose variant can run at n; else the backend's default."""
+    subsets = choose(n, k)
+    for most, name in FASTEST.get(backend, ()):
+        if (most is None or subsets <= most) and host.fits_by_kernel(REGISTRY.get(name, backend).policy, n):
+            return name
+    return REGISTRY.default(backend)
+
+
+def default_choice(n: int, k: int, variant: str | None = None, backend: str | None = None) -> tuple[str, str]:
+    """The concrete `(variant, backend)` a search of C(n, k) subsets runs, for the arguments
+    the caller gave (`None`: not named). The one place the defaults are decided:
+
+    * no backend and no variant: `default_backend()` (CUDA C where it runs, else numba) with
+      `fastest(backend, n, k)`'s variant for the size (the measured table `FASTEST`);
+    * no backend, a variant: that variant on the default backend, or on the backend that has
+      it (`cpu_parallel`: `"cpu"`);
+    * a backend and no variant: the backend's default (`DEFAULTS`), as before;
+    * both: unchanged.
+    """
+    if backend is None:
+        backend = default_backend()
+        if variant is None:
+            return fastest(backend, n, k), backend
+        if variant not in REGISTRY.names(backend):
+            backend = next((v.backend for v in REGISTRY if v.name == variant), backend)
+    return variant or REGISTRY.default(backend), backend
 
 
 def cuda_builds() -> list[tuple[str, dict]]:
