@@ -175,14 +175,20 @@ class CudaCKernels(KernelProvider):
         self.copy_to_constant(image)
 
     def copy_to_constant(self, src, nbytes: int | None = None) -> None:
-        """The first `nbytes` of `src` (all of it by default; never more than the symbol holds)
-        into the source's `__constant__` symbol: device to device from a device array (numba,
-        CuPy, PyTorch), host to device from a host array. No synchronization: the caller knows
-        whether a launch may still read the symbol."""
+        """The first `nbytes` of `src` (all of it by default) into the source's `__constant__`
+        symbol: device to device from a device array (numba, CuPy, PyTorch), host to device from
+        a host array. More bytes than `src` has, or than the symbol holds, is a `LimitError` (the
+        callers check their limits first: this is the last line). No synchronization: the caller
+        knows whether a launch may still read the symbol."""
         import pycuda.driver as drv
 
+        from gpulab.errors import LimitError
+
         symbol, size = cudac.load(self.source.package, self.source.source, self.defines).get_global(self.source.constant)
-        nbytes = min(size, int(src.nbytes if nbytes is None else nbytes))
+        nbytes = int(src.nbytes if nbytes is None else nbytes)
+        if nbytes > min(size, src.nbytes):
+            raise LimitError(f"{nbytes} bytes into constant memory: the source array has {src.nbytes} and "
+                             f"{self.source.constant} holds {size}")
         if nbytes <= 0:
             return
         if hasattr(src, "__cuda_array_interface__"):  # CUDA C runs on a GPU: no simulator arrays here

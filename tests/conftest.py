@@ -173,6 +173,6 @@ def pytest_runtest_logreport(report):
         why = ""
         if report.outcome == "failed":
             crash = getattr(report.longrepr, "reprcrash", None)
-            why = (crash.message if crash is not None else str(report.longrepr)).replace("\n", " | ")[:2000]
+            why = (crash.message if crash is not None else str(report.longrepr)).replace("\n", " | ").replace("\t", " ")[:2000]
         with open(path, "a") as f:
             f.write(f"{report.nodeid}\t{report.when}\t{report.outcome}\t{report.duration:.2f}\t{worker}\t{why}\n")

@@ -104,7 +104,7 @@ def run_evolve(args) -> int:
     test_days = 256 if args.test_days is None else args.test_days
     params = GPParams(population=args.population, generations=args.generations).check()
     resolve_variant(args)
-    args.breeding = check_breeding(args.breeding, params.population)
+    args.breeding = check_breeding(args.breeding, params.population, args.backend)
     if synthetic and args.days is None:
         args.days = 768
     market = market_from(args.data, stocks, args.days or 0, test_days, args.seed)

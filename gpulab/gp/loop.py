@@ -119,12 +119,14 @@ BREEDINGS = ("gpu", "cpu")
 GPU_BREEDING_FROM = 100_000
 
 
-def default_breeding(population: int | None = None) -> str:
+def default_breeding(population: int | None = None, backend: str | None = None) -> str:
     """The faster breeding as measured: ``"gpu"`` on a GPU (not numba's simulator) for
-    ``population`` >= `GPU_BREEDING_FROM` (100,000), ``"cpu"`` otherwise. Both give the same
-    children for the same seed; the GPU one wins where there is enough work to hide its launches
-    and copies (the chapter's "Breeding on the GPU" has the measurements)."""
-    if population is not None and population >= GPU_BREEDING_FROM and not device.on_simulator():
+    ``population`` >= `GPU_BREEDING_FROM` (100,000) when the evaluation runs there too
+    (``backend`` is not ``"cpu"``), ``"cpu"`` otherwise. Both give the same children for the
+    same seed; the GPU one wins where there is enough work to hide its launches and copies (the
+    chapter's "Breeding on the GPU" has the measurements)."""
+    if (population is not None and population >= GPU_BREEDING_FROM and backend != "cpu"
+            and not device.on_simulator()):
         return "gpu"
     return "cpu"
 
@@ -177,8 +179,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         breeding: ``"gpu"`` ([`gpulab.gp.breeding_gpu`][gpulab.gp.breeding_gpu]: its CUDA C kernels
             with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
             ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the faster for this
-            population size ([`default_breeding`][gpulab.gp.loop.default_breeding]: the GPU from
-            100,000 individuals).
+            population size ([`default_breeding`][gpulab.gp.loop.default_breeding]: on a GPU, the
+            GPU from 100,000 individuals unless ``backend="cpu"``).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
 
     Returns:
@@ -192,7 +194,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             ``KeyboardInterrupt`` whose ``result`` holds the generations finished.
     """
     params = _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params)
-    breeding_on = check_breeding(breeding, params.population)
+    breeding_on = check_breeding(breeding, params.population, backend)
     if test_market is None:
         train, test = market.split(market.days * 3 // 4 if train_days is None else train_days)
     else:
@@ -238,12 +240,12 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 last = (pop, best, row)
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
                 t_eval += t1 - t0
-                t1 = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
+                t_b = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
                 if g < params.generations and not stop.requested:
                     pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend)
                 t2 = time.perf_counter()
-                row["breed_ms"] = (t2 - t1) * 1e3
-                t_breed += t2 - t1
+                row["breed_ms"] = (t2 - t_b) * 1e3
+                t_breed += t2 - t_b
                 pbar.set_postfix_str(f"train {row['train_best_per100']:+.3f}, test {row['test_of_best_per100']:+.3f} "
                                      f"per 100 days", refresh=False)
                 pbar.update()
@@ -273,11 +275,11 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
 # --8<-- [end:evolve]
 
 
-def check_breeding(breeding: str | None, population: int | None = None) -> str:
+def check_breeding(breeding: str | None, population: int | None = None, backend: str | None = None) -> str:
     """``breeding`` (``"gpu"``, ``"cpu"`` or ``None``: [`default_breeding`][gpulab.gp.loop.default_breeding]
-    for ``population`` individuals), else a GpulabError naming it."""
+    for ``population`` individuals evaluated on ``backend``), else a GpulabError naming it."""
     if breeding is None:
-        return default_breeding(population)
+        return default_breeding(population, backend)
     if not isinstance(breeding, str) or breeding not in BREEDINGS:
         raise GpulabError(f"breeding must be one of {', '.join(BREEDINGS)} (or None: the faster for the population size), "
                           f"got {breeding!r}")

@@ -136,7 +136,6 @@ def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict
     return lambda: kern(policy.kernel, grid, block, *args)
 
 
-
 def launcher(policy: MatmulPolicy, backend: str):
     """The `run` of a variant: `run(dA, dB, dC, B_host, params, stream=0) -> launch`."""
 

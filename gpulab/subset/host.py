@@ -406,7 +406,6 @@ def prepare(policy: SubsetPolicy, backend: str, Q, n: int, k: int, params: dict,
     return search(policy, K, Q, n, k, params, nbytes, ranks)
 
 
-
 # ----------------------------------------------------------------------------- the seed variants' host loop
 
 

@@ -90,8 +90,17 @@ def test_default_breeding_is_the_gpu_from_the_measured_size_on_a_gpu_only(monkey
     monkeypatch.setattr(device, "on_simulator", lambda: False)  # as on a GPU
     assert [loop.default_breeding(p) for p in (None, 1, at - 1, at, 10 * at)] == ["cpu", "cpu", "cpu", "gpu", "gpu"]
     assert loop.check_breeding(None, at) == "gpu" and loop.check_breeding("cpu", at) == "cpu"
+    assert loop.default_breeding(10 * at, "cpu") == "cpu"  # a CPU evaluation keeps its breeding on the host
+    assert loop.default_breeding(10 * at, "cuda-c") == "gpu"
     monkeypatch.setattr(device, "on_simulator", lambda: True)  # the simulator: always the host's
     assert loop.default_breeding(10 * at) == "cpu"
+
+
+def test_cli_help_states_the_measured_threshold(tmp_path):
+    p = gpulab("gp", "evolve", "--help", cwd=tmp_path)
+    from gpulab.gp.loop import GPU_BREEDING_FROM
+
+    assert p.returncode == 0 and f"{GPU_BREEDING_FROM:,} individuals" in " ".join(p.stdout.split())
 
 
 def test_cli_breeding_recorded_default_and_one_line_error(tmp_path):
