@@ -211,15 +211,18 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", defines: dict | None = N
     opts = [f"--gpu-architecture={arch}", "-std=c++17", "--ptxas-options=-v"] + (["-lineinfo"] if lineinfo else [])
     opts += define_flags(defines) + [f"-I{d}" for d in _include_dirs()]
     (err,) = nvrtc.nvrtcCompileProgram(prog, len(opts), [o.encode() for o in opts])
+    # NVRTC writes into the buffers it is given: each must be a fresh bytes object. (`b" " * n`
+    # is not: for n == 1 — an empty log, just its NUL — Python returns its one shared b" ",
+    # and NVRTC would overwrite that for the whole process.)
     log_size = check(nvrtc.nvrtcGetProgramLogSize(prog))
-    log = b" " * log_size
+    log = bytes(log_size)
     nvrtc.nvrtcGetProgramLog(prog, log)
     text = log.decode(errors="replace").rstrip("\x00 \n")
     ok = err == nvrtc.nvrtcResult.NVRTC_SUCCESS
     cubin = None
     if ok:
         size = check(nvrtc.nvrtcGetCUBINSize(prog))
-        cubin = b" " * size
+        cubin = bytes(size)
         nvrtc.nvrtcGetCUBIN(prog, cubin)
     nvrtc.nvrtcDestroyProgram(prog)
     return CompileReport(source=name, arch=arch, ok=ok, log=text, resources=parse_ptxas(text) if ok else {}, cubin=cubin)
