@@ -1,0 +1,112 @@
+"""The traces the book quotes beside the GPU's counters at sizes other than `gpulab trace`'s tour
+sizes (where those differ from the GPU's for reasons of size: edge tiles, partial warps, a
+warp of one lane): each chapter's benchmark case built at the size named, traced on numba's
+simulator. Writes docs/benchmarks/trace-sizes.json (one row per variant and kernel: the totals,
+the per-request ratios and, where the book reads them, the per-line counts).
+
+    GPULAB_DEVICE=sim python scripts/trace_at_sizes.py [--out docs/benchmarks/trace-sizes.json]
+
+Sizes: matmul 128x16x128 (every tile full); subset n=50 k=5 (the GPU's size; a window of ranks
+at the start, a third and two thirds in, with the GPU's launch parameters: CHUNK=32 for the
+incremental kernels); gp 3 individuals x 32 stocks x 40 days (full warps) and x 768 days (the
+GPU's days, for bitsliced, register and shared).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+from gpulab import trace
+
+
+def _ratio(t: dict, a: str, b: str):
+    return round(t[a] / t[b], 4) if t[b] else None
+
+
+def _rows(chapter: str, size: str, variant: str, launch, lines: bool, extra: dict | None = None) -> list[dict]:
+    out = []
+    with trace.recording() as rec:
+        launch()
+    for rep in trace.merge(rec.reports):
+        d = rep.as_dict()
+        t = d["totals"]
+        row = {"chapter": chapter, "size": size, "variant": variant, "kernel": d["kernel"], **(extra or {}),
+               "load_sectors_per_request": _ratio(t, "global_load_sectors", "global_load_requests"),
+               "store_sectors_per_request": _ratio(t, "global_store_sectors", "global_store_requests"),
+               "shared_wavefronts_per_request": _ratio(t, "shared_wavefronts", "shared_requests"),
+               "constant_wavefronts_per_request": _ratio(t, "constant_wavefronts", "constant_requests"),
+               "totals": t}
+        if lines:
+            row["by_line"] = d["by_line"]
+        out.append(row)
+        print(chapter, size, variant, d["kernel"], row["load_sectors_per_request"], row["store_sectors_per_request"],
+              row["shared_wavefronts_per_request"], flush=True)
+    return out
+
+
+def matmul() -> list[dict]:
+    from gpulab.matmul import bench
+    from gpulab.matmul.variants import REGISTRY
+
+    rows = []
+    for v in REGISTRY.select(backend="numba"):
+        state = bench.setup(bench._case(128, 16, 128), np.random.default_rng(1))
+        rows += _rows("matmul", "128x16x128", v.name, bench.runner(v, state), False)
+    return rows
+
+
+def subset() -> list[dict]:
+    from gpulab.subset import bench
+    from gpulab.subset.combinatorics import choose
+    from gpulab.subset.variants import INCREMENTAL, REGISTRY, SEED
+
+    n, k = 50, 5
+    state = bench.setup(bench._case(n, k), np.random.default_rng(7))
+    total = choose(n, k)
+    rows = []
+    for v in REGISTRY.select(backend="numba"):
+        if v.name not in ("global", "shared", "constant_local", "incremental", "incremental_warp"):
+            continue
+        inc = v.policy.chunked
+        params = dict(INCREMENTAL if inc else SEED)
+        if inc:
+            params["CHUNK"] = 32  # what the GPU run uses at n = 50, k = 5 (132 SMs x 2048 threads)
+        width = 512 * 32 if inc else 2048
+        for base in (0, total // 3, 2 * total // 3):
+            launch = v.run(state["Q"], n, k, params, ranks=(base, base + width))
+            rows += _rows("subset", "n=50 k=5", v.name, launch, base == 0, {"ranks": [base, base + width]})
+    return rows
+
+
+def gp() -> list[dict]:
+    from gpulab.gp import bench
+    from gpulab.gp.variants import REGISTRY
+
+    rows = []
+    for label, days, names in (("P=3 32x40", 40, None), ("P=3 32x768", 768, ("bitsliced", "register", "shared"))):
+        state = bench.setup(bench._case(label, 3, 32, days), np.random.default_rng(3))
+        for v in REGISTRY.select(backend="numba"):
+            if (names and v.name not in names) or v.policy.compiled:
+                continue
+            rows += _rows("gp", label, v.name, bench.runner(v, state), days == 768 and v.name == "bitsliced")
+    return rows
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--out", default="docs/benchmarks/trace-sizes.json")
+    ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp"])
+    a = ap.parse_args()
+    rows = []
+    for ch in a.chapters:
+        rows += {"matmul": matmul, "subset": subset, "gp": gp}[ch]()
+    Path(a.out).write_text(json.dumps({"what": __doc__.split("\n\n")[0], "script": "scripts/trace_at_sizes.py",
+                                       "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
