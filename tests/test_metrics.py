@@ -115,6 +115,7 @@ def test_the_command_ncu_is_given():
     assert listed == [m for names in metrics.METRICS.values() for m in names] and len(set(listed)) == 12
     assert cmd[cmd.index("--target-processes") + 1] == "all"
     assert cmd[cmd.index("--profile-from-start") + 1] == "off"  # only the call between profile_start/stop
+    assert cmd[cmd.index("--clock-control") + 1] == "none"  # the GPU's clocks left as they are (the book says so)
     child = cmd[cmd.index(sys.executable):]
     assert child == [sys.executable, "-m", "gpulab.metrics", "matmul", "shared", "cuda-c", "N=1024",
                      "--quick", "--seed", "7"]
