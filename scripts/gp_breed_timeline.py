@@ -13,6 +13,7 @@ import argparse
 import json
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -70,8 +71,7 @@ def main() -> None:
         rows.append(row)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":

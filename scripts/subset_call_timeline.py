@@ -18,6 +18,7 @@ import argparse
 import json
 import statistics
 import time
+from pathlib import Path
 
 import numpy as np
 
@@ -72,8 +73,7 @@ def main() -> None:
         rows.append(row)
         print(json.dumps({k: (round(x, 4) if isinstance(x, float) else x) for k, x in row.items()}), flush=True)
     if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
+        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
 
 
 if __name__ == "__main__":
