@@ -71,9 +71,12 @@ def main() -> None:
                "public ms": clock(lambda: subset.least_correlated(C, a.k, variant=v.name, backend=b), a.repeat),
                "empty launch ms": clock(lambda: _empty[1, 32](d), a.repeat)}
         rows.append(row)
-        print(json.dumps({k: (round(x, 4) if isinstance(x, float) else x) for k, x in row.items()}), flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+    stages = [k for k in rows[0] if k.endswith(" ms")]
+    print("backend  variant      " + "  ".join(f"{k:>16}" for k in stages))
+    for row in rows:
+        print(f"{row['backend']:8} {row['variant']:12} " + "  ".join(f"{row[k]:16.3f}" for k in stages))
 
 
 if __name__ == "__main__":
