@@ -1,10 +1,10 @@
 """The traces the book quotes beside the GPU's counters at sizes other than `gpulab trace`'s tour
 sizes (where those differ from the GPU's for reasons of size: edge tiles, partial warps, a
 warp of one lane): each chapter's benchmark case built at the size named, traced on numba's
-simulator. Writes docs/benchmarks/trace-sizes.json (one row per variant and kernel: the totals,
+simulator. Writes docs/benchmarks/traces-at-sizes.json (one row per variant and kernel: the totals,
 the per-request ratios and, where the book reads them, the per-line counts).
 
-    GPULAB_DEVICE=sim python scripts/trace_at_sizes.py [--out docs/benchmarks/trace-sizes.json]
+    GPULAB_DEVICE=sim python scripts/trace_at_sizes.py [--out docs/benchmarks/traces-at-sizes.json]
 
 Sizes: matmul 128x16x128 (every tile full); subset n=50 k=5 (the GPU's size; a window of ranks
 at the start, a third and two thirds in, with the GPU's launch parameters: CHUNK=32 for the
@@ -98,7 +98,7 @@ def gp() -> list[dict]:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--out", default="docs/benchmarks/trace-sizes.json")
+    ap.add_argument("--out", default="docs/benchmarks/traces-at-sizes.json")
     ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp"])
     a = ap.parse_args()
     rows = []
