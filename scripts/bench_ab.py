@@ -3,8 +3,8 @@
     python scripts/bench_ab.py --old /tmp/old --new . --rounds 2 --out $OUT \
         matmul:N=4096 subset:"n=50 k=5" radix:2^26
 
-Each argument is `CHAPTER:SIZE[,SIZE...]` (a comma inside parentheses, `C(100,6)`, is part of the label) (size labels as `gpulab bench CHAPTER --sizes` takes
-them). For every round, each tree runs `gpulab bench CHAPTER --backend B --sizes ... --json` for
+Each argument is `CHAPTER:SIZE[,SIZE...]`, with size labels as `gpulab bench CHAPTER --sizes`
+takes them; a comma inside parentheses, as in `C(100,6)`, is part of the label. For every round, each tree runs `gpulab bench CHAPTER --backend B --sizes ... --json` for
 the GPU backends (old, new, old, new ...), so drift in clocks or temperature falls on both sides.
 The table gives, per variant and size, the median of each side's round medians, the ratio
 new / old and the run-to-run spread ((max - min) / min of each side's rounds); a variant is

@@ -3,6 +3,8 @@
 #   smoke     ncu present?  GPU breeding tests on the GPU; evolve at paper scale, cpu vs gpu
 #             breeding, both backends
 #   timeline  scripts/gp_breed_timeline.py: a breeding's stages at 25,000 and 500,000 individuals
+#   big       gpulab gp evolve at 500,000 individuals, 5 generations, CUDA C, CPU then GPU breeding
+#   abswap    the subset A/B of numba global with the trees' order swapped
 #   subsetcall scripts/subset_call_timeline.py: a subset public call's stages at n = 50, k = 5
 #   tests     the whole test suite (scripts/gpu_tests.sh)
 #   ab        subset A/B old (.ab-old) vs new, the variants session 2 flagged, 4 rounds of 20
