@@ -4,8 +4,8 @@
         matmul:N=4096 subset:"n=50 k=5" radix:2^26
 
 Each argument is `CHAPTER:SIZE[,SIZE...]`, with size labels as `gpulab bench CHAPTER --sizes`
-takes them; a comma inside parentheses, as in `C(100,6)`, is part of the label. For every round, each tree runs `gpulab bench CHAPTER --backend B --sizes ... --json` for
-the GPU backends (old, new, old, new ...), so drift in clocks or temperature falls on both sides.
+takes them; a comma inside parentheses, as in `C(100,6)`, is part of the label. For every
+round, each tree runs `gpulab bench CHAPTER --backend B --sizes ... --json` for the GPU backends (old, new, old, new ...), so drift in clocks or temperature falls on both sides.
 The table gives, per variant and size, the median of each side's round medians, the ratio
 new / old and the run-to-run spread ((max - min) / min of each side's rounds); a variant is
 flagged SLOWER when new / old - 1 exceeds the larger spread (and 2%). Full records go to
