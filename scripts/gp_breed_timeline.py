@@ -28,6 +28,17 @@ def args_for(pop, fit, p: GPParams, seed):
             bool(p.parsimony), seed)
 
 
+def host_ms(f, repeat: int) -> float:
+    """Median milliseconds of `repeat` calls of the host function `f` after one warm-up."""
+    f()
+    t = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f()
+        t.append(time.perf_counter() - t0)
+    return 1e3 * statistics.median(t)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--population", type=int, nargs="+", default=[25_000])
@@ -44,18 +55,9 @@ def main() -> None:
             pop = next_generation(pop, rng.random(P), p, 100 + g)
         fit = rng.random(P)
         row = {"population": P, "bytes": int(pop.code.size)}
-        t = []
-        for r in range(a.repeat + 1):
-            t0 = time.perf_counter()
-            c, o, s = breeding.breed(*args_for(pop, fit, p, 7))
-            t.append(time.perf_counter() - t0)
-        row["cpu_breed_ms"] = 1e3 * statistics.median(t[1:])
-        t = []
-        for r in range(a.repeat + 1):
-            t0 = time.perf_counter()
-            Population.bred(c, o, pop, s)
-            t.append(time.perf_counter() - t0)
-        row["host_validate_ms"] = 1e3 * statistics.median(t[1:])
+        c, o, s = breeding.breed(*args_for(pop, fit, p, 7))
+        row["cpu_breed_ms"] = host_ms(lambda: breeding.breed(*args_for(pop, fit, p, 7)), a.repeat)
+        row["host_validate_ms"] = host_ms(lambda: Population.bred(c, o, pop, s), a.repeat)
         for backend in a.backends:
             stages = []
             for r in range(a.repeat + 1):

@@ -53,7 +53,7 @@ from numba import cuda, int64, uint64
 from gpulab import device
 from gpulab.gp import breeding as _cpu
 from gpulab.gp import opcodes as oc
-from gpulab.launch import PlanCache
+from gpulab.launch import PlanCache, ceil_div
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
 _OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
@@ -208,7 +208,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
             dst.copy_to_device(src)
     d_off = b.offsets
     inputs = (d_code, d_off, b.depth, b.fitness, b.sizes, b.elites[:elites.size])  # (numba reads the elites' count from its shape)
-    blocks = (P + THREADS - 1) // THREADS
+    blocks = ceil_div(P, THREADS)
     mark("upload")
     if backend == "cuda-c":
         from gpulab import cudac
