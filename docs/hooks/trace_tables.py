@@ -91,11 +91,11 @@ def measured_kernels(metrics: dict, size: str, rows: list[dict]) -> dict[tuple[s
 
 def _measured_cell(traced: str, values: list) -> str:
     """`traced / measured` (several variants measured apart: their range)."""
-    shown = list(dict.fromkeys(num(v) for v in values if v is not None))
+    values = [v for v in values if v is not None]
+    shown = list(dict.fromkeys(num(v) for v in values))
     if not shown:
         return traced if traced == "—" else f"{traced} / —"  # no requests of that kind: one dash
-    lo, hi = min(v for v in values if v is not None), max(v for v in values if v is not None)
-    return f"{traced} / {shown[0] if len(shown) == 1 else num(lo) + '–' + num(hi)}"
+    return f"{traced} / {shown[0] if len(shown) == 1 else num(min(values)) + '–' + num(max(values))}"
 
 
 def _ratio(counts: dict, n: str, d: str) -> str:
