@@ -150,6 +150,9 @@ def cmd_bench(args) -> int:
     from gpulab import chapters
 
     _chapters([args.chapter], "bench")
+    if not args.metrics and (args.metrics_kernels or args.metrics_launches):
+        raise UsageError(f"gpulab bench: --metrics-{'kernels' if args.metrics_kernels else 'launches'} "
+                         "goes with --metrics")
     ncu = _metrics_ncu() if args.metrics else None
     chapter = chapters.get(args.chapter)
     spec, reg = chapter.bench, chapter.registry
@@ -183,7 +186,8 @@ def cmd_bench(args) -> int:
     if ncu:
         from gpulab import metrics
 
-        metrics.annotate(result, ncu, quick=args.quick, seed=args.seed,
+        metrics.annotate(result, ncu, quick=args.quick, seed=args.seed, kernels=args.metrics_kernels,
+                         launches=args.metrics_launches,
                          progress=None if args.no_progress else progress.write)
     paths = benchmark.write(result, args.out, append=args.append)
     failed = [r for r in result["records"] if r["check"] is False]
@@ -408,6 +412,12 @@ def build_parser() -> argparse.ArgumentParser:
                         "(ncu on PATH or $GPULAB_NCU) and record its kernels' counters in the JSON: global "
                         "load/store sectors per request, shared wavefronts per request and bank conflicts, "
                         "achieved occupancy, DRAM throughput (gpulab.metrics)")
+    s.add_argument("--metrics-kernels", metavar="REGEX", default=None,
+                   help="with --metrics: profile only the kernels whose name matches REGEX (e.g. "
+                        "'jump_round|tile_contract'); the others run unprofiled (much faster for chapters "
+                        "that launch many kernels)")
+    s.add_argument("--metrics-launches", metavar="N", type=_count(1), default=None,
+                   help="with --metrics: profile only the first N (matching) kernel launches of each call")
     s.set_defaults(fn=cmd_bench)
 
     _exercises_help = ("the exercises directory (default: ./exercises, the current directory if it is one, "

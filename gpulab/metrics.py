@@ -35,6 +35,14 @@ call added up:
 | `achieved_occupancy_pct` | `sm__warps_active.avg.pct_of_peak_sustained_active` (mean over launches) | — |
 | `dram_throughput_pct` | `dram__throughput.avg.pct_of_peak_sustained_elapsed` (mean over launches) | — |
 
+A chapter whose call launches many kernels (radix sort's passes, the Euler pipeline's rounds)
+takes minutes under ncu, which replays every launch once per counter pass: `--metrics-kernels
+REGEX` profiles only the kernels whose name matches (ncu's `--kernel-name regex:`); the others
+run unprofiled, and the record keeps the expression in `metrics_kernels`. A kernel launched
+thousands of times (min-label propagation's rounds) still takes long: `--metrics-launches N`
+profiles only the first N matching launches (`metrics_launches`); totals then cover those
+launches, and per-request ratios are those of the launches profiled.
+
 A count Nsight Compute reports as `n/a` is `null`, and so is a ratio without requests. A
 record that was not profiled has `"metrics": null` and, where a profile was tried and failed
 (ncu's error, e.g. `ERR_NVGPUCTRPERM` where counters need administrator rights), the reason in
@@ -108,11 +116,17 @@ def require_ncu() -> str:
 
 
 def ncu_command(ncu: str, chapter: str, variant: str, backend: str, label: str, *, quick: bool = False,
-                seed: int | None = None) -> list[str]:
-    """The command line that profiles one call of a benchmark case (see the module's text)."""
+                seed: int | None = None, kernels: str | None = None, launches: int | None = None) -> list[str]:
+    """The command line that profiles one call of a benchmark case (see the module's text);
+    `kernels` (a regular expression) profiles only the kernels whose name contains a match,
+    `launches` only the first that many (matching) launches."""
     cmd = [ncu, "--csv", "--metrics", ",".join(m for names in METRICS.values() for m in names),
-           "--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none",
-           sys.executable, "-m", "gpulab.metrics", chapter, variant, backend, label]
+           "--target-processes", "all", "--profile-from-start", "off", "--clock-control", "none"]
+    if kernels:
+        cmd += ["--kernel-name", f"regex:.*({kernels}).*"]
+    if launches:
+        cmd += ["--launch-count", str(launches)]
+    cmd += [sys.executable, "-m", "gpulab.metrics", chapter, variant, backend, label]
     if quick:
         cmd.append("--quick")
     if seed is not None:
@@ -221,14 +235,16 @@ def _last_error(text: str) -> str:
 
 
 def profile(ncu: str, chapter: str, variant: str, backend: str, label: str, *, quick: bool = False,
-            seed: int | None = None, timeout: float = PROFILE_TIMEOUT_S) -> dict[str, dict]:
+            seed: int | None = None, timeout: float = PROFILE_TIMEOUT_S, kernels: str | None = None,
+            launches: int | None = None) -> dict[str, dict]:
     """Profile one call of a benchmark case under `ncu`; its kernels'
     [`summarize`][gpulab.metrics.summarize]d counts.
 
     Raises:
         GpulabError: ncu failed, timed out or profiled no kernel (the message says which).
     """
-    cmd = ncu_command(ncu, chapter, variant, backend, label, quick=quick, seed=seed)
+    cmd = ncu_command(ncu, chapter, variant, backend, label, quick=quick, seed=seed, kernels=kernels,
+                      launches=launches)
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, env=_child_env())
     except subprocess.TimeoutExpired:
@@ -242,9 +258,13 @@ def profile(ncu: str, chapter: str, variant: str, backend: str, label: str, *, q
 
 
 def annotate(result: dict, ncu: str, *, quick: bool = False, seed: int | None = None,
-             progress: Callable[[str], None] | None = None, timeout: float = PROFILE_TIMEOUT_S) -> dict:
+             progress: Callable[[str], None] | None = None, timeout: float = PROFILE_TIMEOUT_S,
+             kernels: str | None = None, launches: int | None = None) -> dict:
     """Add `metrics` (and, where a profile failed, `metrics_skipped`) to every record of a
-    [`gpulab.benchmark.run`][gpulab.benchmark.run] result; returns the result."""
+    [`gpulab.benchmark.run`][gpulab.benchmark.run] result; returns the result. `kernels` (a
+    regular expression, `--metrics-kernels`) profiles only the kernels it names, and the record
+    says so (`metrics_kernels`); `launches` (`--metrics-launches`) profiles only the first that
+    many of them (`metrics_launches`: the counts then cover those launches, not the whole call)."""
     records = result["records"]
     for n, rec in enumerate(records, 1):
         rec["metrics"] = None
@@ -252,7 +272,11 @@ def annotate(result: dict, ncu: str, *, quick: bool = False, seed: int | None = 
             continue
         try:
             rec["metrics"] = profile(ncu, result["chapter"], rec["variant"], rec["backend"], rec["label"],
-                                     quick=quick, seed=seed, timeout=timeout)
+                                     quick=quick, seed=seed, timeout=timeout, kernels=kernels, launches=launches)
+            if kernels:
+                rec["metrics_kernels"] = kernels
+            if launches:
+                rec["metrics_launches"] = launches
             what = ", ".join(rec["metrics"]) or "no kernel"
         except GpulabError as exc:
             rec["metrics_skipped"] = str(exc)

@@ -153,6 +153,31 @@ def test_annotate_profiles_each_timed_gpu_record_once(rng, tmp_path):
     json.dumps(result)  # JSON-ready
 
 
+def test_metrics_kernels_narrows_what_ncu_profiles(rng, tmp_path):
+    import re
+
+    cmd = metrics.ncu_command("ncu", "euler", "jump", "numba", "L", kernels="jump_round|tile_contract")
+    assert "--kernel-name" not in metrics.ncu_command("ncu", "euler", "jump", "numba", "L")
+    pattern = cmd[cmd.index("--kernel-name") + 1]
+    assert pattern.startswith("regex:") and cmd.index("--kernel-name") < cmd.index(sys.executable)
+    regex = re.compile(pattern[len("regex:"):])  # matched whole or searched: either way only these kernels
+    for name, hit in [("cudapy::gpulab::euler::kernels_numba::jump_round[abi:v1](Array<int, 1, C>)", True),
+                      ("void tile_contract<256>(int const*, int*)", True), ("void jump_init(int*)", False)]:
+        assert bool(regex.fullmatch(name)) is hit and bool(regex.search(name)) is hit
+    text, _ = _canned(rng)
+    (tmp_path / "out.csv").write_text(text)
+    ncu = _fake_ncu(tmp_path, f"sys.stdout.write(open({str(tmp_path / 'out.csv')!r}).read())")
+    rec = metrics.annotate(_result(), ncu, kernels="shared_kernel")["records"][0]
+    assert rec["metrics_kernels"] == "shared_kernel" and rec["metrics"]
+    argv = json.loads((tmp_path / "argv.json").read_text().splitlines()[0])
+    assert argv[argv.index("--kernel-name") + 1] == "regex:.*(shared_kernel).*"
+    assert "--launch-count" not in argv
+    cmd = metrics.ncu_command("ncu", "euler", "propagate", "numba", "L", kernels="propagate_round", launches=20)
+    assert cmd[cmd.index("--launch-count") + 1] == "20" and cmd.index("--launch-count") < cmd.index(sys.executable)
+    rec = metrics.annotate(_result(), ncu, launches=5)["records"][0]
+    assert rec["metrics_launches"] == 5 and "metrics_kernels" not in rec
+
+
 def test_a_failed_profile_is_recorded_not_raised(tmp_path):
     ncu = _fake_ncu(tmp_path, "print('==PROF== Connected'); print('==ERROR== ERR_NVGPUCTRPERM - The user does not "
                               "have permission to access NVIDIA GPU Performance Counters'); sys.exit(1)")
@@ -210,3 +235,12 @@ def test_the_child_ncu_runs_sets_up_and_calls_the_case(rng, tmp_path):
     assert ok["metrics"] and "metrics_skipped" not in ok, ok.get("metrics_skipped")
     assert bad["metrics"] is None and bad["metrics_skipped"] == ("ncu exited with status 2: gpulab.metrics: "
                                                                "matmul has no size 'no such size'")
+
+
+def test_metrics_options_need_metrics(capsys):
+    from gpulab import cli
+
+    for extra in (["--metrics-kernels", "jump_round"], ["--metrics-launches", "3"]):
+        assert cli.main(["bench", "euler", *extra]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert err == [f"gpulab bench: {extra[0]} goes with --metrics"]

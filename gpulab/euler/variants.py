@@ -20,12 +20,14 @@ from gpulab.registry import Registry, Variant
 #   BLOCK: threads per block of every element-wise kernel (a multiple of 32: warp appends).
 #   TILE: edges per block (= threads) of the shared-memory contraction.
 #   SMALL_SORT: up to this many keys the pairing sorts with one O(n^2) launch, above with
-#     chapter 4's radix sort (SORT names its variant).
+#     chapter 4's radix sort (SORT names its variant: `onesweep`, chapter 4's default, measured
+#     0.4-0.6 ms faster per 42M-edge pipeline than `local` on an H100, both backends:
+#     docs/benchmarks/ab-runs/euler-sort-h100.json).
 #   SPACING / GROWTH: ruling-set labelling: about one splitter per SPACING unlabelled edges,
 #     SPACING / GROWTH in the next round. RANK_SPACING: splitters of the final ranking.
 #   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
 #     "changed" flags (the host waits for the device at each look).
-BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="local", JUMP_CHECK=8)
+BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="onesweep", JUMP_CHECK=8)
 PARAMS = {
     "partition": dict(BASE),
     "propagate": dict(BASE),

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 4's GPU work, one call per group of stages (writes under $OUT, prints a short table last):
+#   metrics    gpulab bench radix|euler --metrics, numba backend (the trace tables' columns), one size
+#   eulersort  chapter 5's pairing with radix `local` (its SORT today) against `onesweep`,
+#              ruling_set at deep-42M and shallow-42M, both backends, A B A B
+set -uo pipefail
+FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
+stages="${*:-metrics}"
+py="${PYTHON:-python3}"
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+summary="$OUT/summary.txt"; : > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+if [[ " $stages " == *" metrics "* ]]; then
+  for ch in ${CHAPTERS:-radix euler}; do
+    case $ch in radix) sz="2^20"; vs="split1_global split1_shared radix4_shared local4 local onesweep"; ks="";;
+                euler) sz="shallow-2^20"; vs="propagate jump shared ruling_set"; ks="propagate_round|jump_round|tile_contract|walk_label";; esac
+    timeout "${MT:-270}" $py -m gpulab bench "$ch" --quick --sizes "$sz" --backend numba --variants $vs \
+      --metrics ${ks:+--metrics-kernels "$ks" --metrics-launches 40} --repeat 3 --out "$OUT/metrics-$ch" > "$OUT/metrics-$ch.log" 2>&1
+    say "bench $ch --metrics exit $? ($(el) s): $(ls "$OUT/metrics-$ch" 2>/dev/null | tr '\n' ' ')"
+  done
+fi
+if [[ " $stages " == *" eulersort "* ]]; then
+  for round in 1 2; do for sort in local onesweep; do
+    GPULAB_EULER_PARAMS="{\"ruling_set\": {\"numba\": {\"SORT\": \"$sort\"}, \"cuda-c\": {\"SORT\": \"$sort\"}}}" \
+      timeout "${ET:-140}" $py -m gpulab bench euler --sizes deep-42M shallow-42M --variants ruling_set --repeat 7 \
+      --no-progress --out "$OUT/eulersort-$sort-$round" > "$OUT/eulersort-$sort-$round.log" 2>&1
+    say "euler SORT=$sort round $round exit $? ($(el) s)"
+    $py - "$OUT/eulersort-$sort-$round" "$sort" <<'PY' | tee -a "$summary"
+import json, sys, glob
+for f in glob.glob(sys.argv[1] + "/euler-*.json"):
+    for r in json.load(open(f))["records"]:
+        if r.get("median_ms"):
+            print(f"  {sys.argv[2]:9} {r['label']:12} {r['backend']:7} total {r['median_ms']:7.2f} ms  pairing {r.get('stages_ms', {}).get('pairing', 0):6.2f} ms")
+PY
+  done; done
+fi
+cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
+echo "== summary"; cat "$FINAL/summary.txt"
