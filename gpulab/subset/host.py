@@ -404,19 +404,24 @@ def launcher(policy: SubsetPolicy, backend: str):
 
 
 def prepare(policy: SubsetPolicy, backend: str, Q, n: int, k: int, params: dict, ranks=None):
-    """`launch()` of `policy`'s search of `Q` on `backend`: the plan kept for
-    (policy, backend, n, k, params, the number of ranks searched) — made the first time that
-    shape is searched, its limits checked then (a plan that fails them is not kept) — bound to
-    this `Q` and these ranks."""
-    start, stop = rank_range(n, k, ranks)
+    """`launch()` of `policy`'s search of `Q` on `backend`: the plan kept for its shape
+    ([`plan_for`][gpulab.subset.host.plan_for]) bound to this `Q` (a host Q: n(n-1)/2 values)."""
     if not is_device_array(Q):
         Q = np.ascontiguousarray(Q, np.float64)
         if Q.size != npairs(n):
             raise ShapeError(f"Q has {Q.size} values; n = {n} packs n(n-1)/2 = {npairs(n)}")
+    plan, start, stop = plan_for(policy, backend, n, k, params, ranks)
+    return plan.bind(Q, start, stop)
+
+
+def plan_for(policy: SubsetPolicy, backend: str, n: int, k: int, params: dict, ranks=None):
+    """`(plan, start, stop)`: the plan kept for (policy, backend, n, k, params, the number of
+    ranks searched) — made the first time that shape is searched, its limits checked then (a
+    plan that fails them is not kept) — and the ranks [start, stop) `ranks` names."""
+    start, stop = rank_range(n, k, ranks)
     key = (policy, backend, n, k, tuple(sorted(params.items())), stop - start)
     kind = IncrementalPlan if policy.chunked else SeedPlan
-    plan = PLANS.get(key, lambda: kind(policy, backend, n, k, params, stop - start))
-    return plan.bind(Q, start, stop)
+    return PLANS.get(key, lambda: kind(policy, backend, n, k, params, stop - start)), start, stop
 
 
 class SearchPlan:
@@ -444,11 +449,11 @@ class SearchPlan:
         self.policy, self.backend, self.n, self.k = policy, backend, n, k
         self.block, self.max_blocks, self.partition = geometry(params)
         self.baked = policy.q_in == "constant" and backend == "numba"
-        self.K = None if self.baked else self.kernels({"SUBSET_K": k} if policy.chunked else {})
+        self.K = None if self.baked else self.provider({"SUBSET_K": k} if policy.chunked else {})
         self.T = cuda.to_device(binomial_table(n, k))
         self.dQ = cuda.to_device(np.zeros(max(npairs(n), 1), np.float64)) if policy.q_in != "constant" else None
 
-    def kernels(self, kparams: dict):
+    def provider(self, kparams: dict):
         """The kernel provider for `kparams`, the search kernel built now (not in the first
         timed search)."""
         K = KERNELS.provider(self.backend, kparams)
@@ -462,7 +467,7 @@ class SearchPlan:
     def bind(self, Q, start: int, stop: int):
         """`launch()`: this plan's search of `Q` over the ranks [start, stop) (as many as the
         plan was made for; a host Q: float64, contiguous, n(n-1)/2 values, as `prepare` checks)."""
-        K = self.kernels({"Q_CONST": to_host(Q)}) if self.baked else self.K
+        K = self.provider({"Q_CONST": to_host(Q)}) if self.baked else self.K
         return lambda: self.launch(Q, K, start, stop)
 
     def q_on_device(self, Q):
@@ -567,13 +572,17 @@ class IncrementalPlan(SearchPlan):
 
     # --8<-- [start:incremental_host]
     def launch(self, Q, K, start, stop):
-        dQ = self.q_on_device(Q)  # the one upload (none for a device Q)
+        self.search(self.q_on_device(Q), K, start, stop)  # the one upload (none for a device Q)
+        self.out.copy_to_host(self.out_host)  # the one download (16 bytes) and the one host sync
+        s, r = _pairs(self.out_host, 1)
+        return math.sqrt(2.0 * float(s[0])), int(r[0])
+
+    def search(self, dQ, K, start, stop):
+        """The two launches: the scan (one (value, rank) pair per block), then the argmin of
+        the blocks' pairs in one block, into `self.out`."""
         K(self.policy.kernel, (self.grid,), (self.block,), dQ, self.T, np.int32(self.n), np.int32(npairs(self.n)),
           np.uint64(start), np.uint64(stop), np.uint64(self.chunk), np.int64(self.nchunks),
           self.vals, self.ranks, shared_bytes=self.nbytes)
         K(self.policy.final, (1,), (self.final_block,), self.vals, self.ranks, np.int32(self.grid),
           self.out_v, self.out_r, shared_bytes=16 * self.final_block)
-        self.out.copy_to_host(self.out_host)  # the one download (16 bytes) and the one host sync
-        s, r = _pairs(self.out_host, 1)
-        return math.sqrt(2.0 * float(s[0])), int(r[0])
     # --8<-- [end:incremental_host]
