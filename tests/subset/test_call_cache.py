@@ -3,6 +3,7 @@ reused by the next call of that shape, never gives a stale answer for new data, 
 makes its own, `clear_cache()` empties it, and bad input is refused before anything is kept."""
 
 import math
+
 import numpy as np
 import pytest
 from numba import cuda
