@@ -334,7 +334,8 @@ def _merge(best, cand):
 def _block_results(grid: int):
     """Per-block (value, rank) outputs in one device buffer of 2·grid uint64 — the values
     (float64 bits) first, then the ranks — poisoned (NaN, 0xDEADBEEF...) so a slot that no
-    block wrote shows, so that one copy brings every pair down. Returns `(vals, ranks, buffer)`:
+    block wrote shows (in a plan's first search: a kept plan reuses them, and every block of
+    its fixed grid writes its slot in every launch), so that one copy brings every pair down. Returns `(vals, ranks, buffer)`:
     `vals` (float64) and `ranks` (uint64) are views of `buffer`."""
     from numba import cuda
 
