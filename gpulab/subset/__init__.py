@@ -11,6 +11,10 @@ Examples:
 
 `C` may also be a device array (CuPy, PyTorch, numba): it is validated and packed on the
 device, and the search reads it there.
+
+A GPU search keeps its plan (kernels, tables, buffers) per (n, k, variant, backend, parameters):
+the next call of that shape copies Q in, launches and reads the answer back; `clear_cache()`
+frees the kept plans.
 """
 
 from __future__ import annotations
@@ -22,14 +26,15 @@ from gpulab import device  # (selects GPU or simulator before numba loads)
 from gpulab.subset.combinatorics import binomial_table, choose, gather, offset, pack, rank, unrank
 from gpulab.arrays import is_device_array, to_host
 from gpulab.subset import host
-from gpulab.subset.host import correlation, squared_packed
+from gpulab.subset.host import clear_cache, correlation, squared_packed
 from gpulab.subset.reference import (SubsetResult, frobenius_distance, least_correlated_cpu,
                                      least_correlated_reference, load_returns_csv, synthetic_returns)
 from gpulab.subset.variants import REGISTRY, default_choice
 
 __all__ = ["CHAPTER", "least_correlated", "check", "search_packed", "least_correlated_reference", "SubsetResult", "choose", "unrank", "rank",
            "offset", "pack", "gather", "binomial_table", "correlation", "synthetic_returns", "load_returns_csv",
-           "frobenius_distance", "least_correlated_cpu", "squared_packed", "REGISTRY", "variants", "default_choice"]
+           "frobenius_distance", "least_correlated_cpu", "squared_packed", "REGISTRY", "variants", "default_choice",
+           "clear_cache"]
 
 
 # --8<-- [start:entry]
@@ -62,6 +67,13 @@ def least_correlated(C, k: int, variant: str | None = None, backend: str | None 
         `||C_S - I||_F`, lexicographic rank), a small host object for every kind of input;
         among equal distances, the lowest rank. The search ends with that answer on the host,
         so there is no `stream=`: the call returns when the search is done.
+
+    The first GPU search of a shape (n, k, variant, backend, parameters, ranks) checks its
+    limits and makes its plan — kernels, launch geometry, binomial table, device buffers for
+    Q and the blocks' answers, pinned memory for the result — which is kept
+    ([`clear_cache`][gpulab.subset.host.clear_cache] frees it); every later call of that shape
+    validates C, copies Q in (none for a device C), launches, and reads the answer back
+    (the incremental variants: one 16-byte pair, reduced on the device).
 
     Raises:
         ShapeError, DtypeError, LimitError: the input or a memory limit (the message names it).

@@ -3,15 +3,19 @@
 A variant's launch is data: its [`SubsetPolicy`][gpulab.subset.host.SubsetPolicy] names the
 kernel, where Q lives (global, shared or constant memory), the shared memory a block needs, and
 which of the two launch sequences runs it — the seed's host partition loop
-([`seed_search`][gpulab.subset.host.seed_search]) or the incremental scan's one launch
-([`incremental_search`][gpulab.subset.host.incremental_search]). Both are written once, for both
+([`SeedPlan`][gpulab.subset.host.SeedPlan]) or the incremental scan's one launch
+([`IncrementalPlan`][gpulab.subset.host.IncrementalPlan]). Both are written once, for both
 backends, against the chapter's [`KernelSource`][gpulab.launch.KernelSource].
 
 Every variant's `run` has the shape `run(Q, n, k, params, ranks=None) -> launch` where `Q` is
 the packed squared correlation matrix — a host numpy array, or a device array when the caller's
 matrix lives on the device — and `launch()` runs the whole search end to end: upload Q (a host
-Q) and the binomial table, run the kernels (and the host partition loop of the seed variants),
-and return `(distance, rank)`. [`least_correlated`][gpulab.subset.least_correlated] and the
+Q), run the kernels (and the host partition loop of the seed variants), and return
+`(distance, rank)`. What does not depend on Q — the limit checks, the kernels, the launch
+geometry, the binomial table, the device buffers and the pinned memory the answer comes back
+into — is a plan ([`SearchPlan`][gpulab.subset.host.SearchPlan]) made on the first search of a
+shape and kept (`PLANS`, emptied by [`clear_cache`][gpulab.subset.host.clear_cache]), so `run`
+itself costs a cache look-up. [`least_correlated`][gpulab.subset.least_correlated] and the
 benchmarks both go through these, so what is timed is what is tested. (The CPU variants' `run`
 is in [`gpulab.subset.reference`][gpulab.subset.reference].)
 """
@@ -25,10 +29,10 @@ import numpy as np
 from gpulab import device
 from gpulab.arrays import check_array, is_device_array, to_host
 from gpulab.errors import DtypeError, GpulabError, LimitError, ShapeError
-from gpulab.launch import KernelSource, ceil_div, check_block
+from gpulab.launch import KernelSource, PlanCache, ceil_div, check_block
 from gpulab.subset import reference
 from gpulab.subset.policy import SubsetPolicy
-from gpulab.subset.combinatorics import binomial_table, choose, rank_range  # noqa: F401  (rank_range: host.rank_range)
+from gpulab.subset.combinatorics import binomial_table, choose, rank_range
 
 PACKAGE = "gpulab.subset"
 SOURCE = "kernels.cu"
@@ -304,17 +308,6 @@ def _numba_optin(disp, sig: str, nbytes: int) -> None:
         driver.cuFuncSetAttribute(cufunc.handle, attr, nbytes)
 
 
-def _upload(Q, n, k):
-    """Q on the device (a host Q is copied now, a device Q used where it lies) and the binomial table."""
-    from numba import cuda
-
-    if is_device_array(Q):
-        dQ = Q
-    else:
-        dQ = cuda.to_device(Q if Q.size else np.zeros(1, np.float64))
-    return dQ, cuda.to_device(binomial_table(n, k))
-
-
 def _partitions(start: int, stop: int, partition: int):
     """(base, count) pieces of at most ``partition`` ranks covering [start, stop) in order."""
     base = start
@@ -338,21 +331,30 @@ def _merge(best, cand):
     return best
 
 
-def _block_results(grid):
-    """Per-block (value, rank) outputs, poisoned (NaN, 0xDEADBEEF...) so an unwritten slot shows."""
+def _block_results(grid: int):
+    """Per-block (value, rank) outputs in one device buffer of 2·grid uint64 — the values
+    (float64 bits) first, then the ranks — poisoned (NaN, 0xDEADBEEF...) so a slot that no
+    block wrote shows (in a plan's first search: a kept plan reuses them, and every block of
+    its fixed grid writes its slot in every launch), so that one copy brings every pair down. Returns `(vals, ranks, buffer)`:
+    `vals` (float64) and `ranks` (uint64) are views of `buffer`."""
     from numba import cuda
 
     from gpulab.checking import poisoned
 
-    return cuda.to_device(poisoned(grid, np.float64)), cuda.to_device(poisoned(grid, np.uint64))
+    buf = cuda.to_device(np.concatenate([poisoned(grid, np.float64).view(np.uint64), poisoned(grid, np.uint64)]))
+    return buf[:grid].view(np.float64), buf[grid:], buf
 
 
-def _poisoned_dist(count):
+def _pairs(host, grid: int):
+    """The (values, ranks) of a `_block_results` buffer copied to the host."""
+    return host[:grid].view(np.float64), host[grid:]
+
+
+def _pinned_like(buf):
+    """Pinned host memory for `buf`'s download (a pinned copy is one DMA, no staging)."""
     from numba import cuda
 
-    from gpulab.checking import poisoned
-
-    return cuda.to_device(poisoned(count, np.float64))
+    return cuda.pinned_array(buf.shape, buf.dtype)
 
 
 # ----------------------------------------------------------------------------- the kernels
@@ -376,6 +378,23 @@ def numba_kernel(name: str, p: dict):
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, defines=("SUBSET_K",), constant="Q_const")
 
 
+# ----------------------------------------------------------------------------- plans kept between calls
+
+
+# A plan holds a few small device buffers (Q: at most 64 MiB at MAX_N, the per-block pairs:
+# kilobytes), so several shapes are kept; the least recently used goes first. A search split
+# into equal rank ranges (the CLI's chunks, gpulab.distributed's tasks) needs at most two: the
+# ranges' width is the shape, not their start.
+PLANS = PlanCache(maxsize=8)
+
+
+def clear_cache() -> None:
+    """Drop the kept search plans (kernels, binomial tables, device and pinned buffers): their
+    memory is freed once nothing else holds them. The next search of each shape makes its plan
+    again."""
+    PLANS.clear()
+
+
 def launcher(policy: SubsetPolicy, backend: str):
     """The `run` of a GPU variant: `run(Q, n, k, params, ranks=None) -> launch`."""
 
@@ -386,31 +405,90 @@ def launcher(policy: SubsetPolicy, backend: str):
 
 
 def prepare(policy: SubsetPolicy, backend: str, Q, n: int, k: int, params: dict, ranks=None):
-    """Check the limits, build `policy`'s kernels for `backend`, and return `launch()`."""
-    check_gpu_limits(n, k)
-    if policy.q_in == "constant":
-        check_constant(n)
-    nbytes = check_shared_layout(policy, n, k, params)
-    kparams = {"SUBSET_K": k} if policy.chunked else {}
-    if policy.q_in == "constant" and backend == "numba":
-        # numba's constant arrays are compile-time data: Q (at most 64 KiB) is baked into the
-        # kernel, so a Q computed on the device is copied to the host once, here.
-        kparams["Q_CONST"] = to_host(Q)
-    K = KERNELS.provider(backend, kparams)
-    kern = K.kernel(policy.kernel)  # built now, not in the first (timed) search
-    if backend == "numba" and policy.signature:
-        from gpulab.subset import kernels_numba
+    """`launch()` of `policy`'s search of `Q` on `backend`: the plan kept for its shape
+    ([`plan_for`][gpulab.subset.host.plan_for]) bound to this `Q` (a host Q: n(n-1)/2 values)."""
+    if not is_device_array(Q):
+        Q = np.ascontiguousarray(Q, np.float64)
+        if Q.size != npairs(n):
+            raise ShapeError(f"Q has {Q.size} values; n = {n} packs n(n-1)/2 = {npairs(n)}")
+    plan, start, stop = plan_for(policy, backend, n, k, params, ranks)
+    return plan.bind(Q, start, stop)
 
-        _numba_optin(kern, getattr(kernels_numba, policy.signature), nbytes)
-    search = incremental_search if policy.chunked else seed_search
-    return search(policy, K, Q, n, k, params, nbytes, ranks)
+
+def plan_for(policy: SubsetPolicy, backend: str, n: int, k: int, params: dict, ranks=None):
+    """`(plan, start, stop)`: the plan kept for (policy, backend, n, k, params, the number of
+    ranks searched) — made the first time that shape is searched, its limits checked then (a
+    plan that fails them is not kept) — and the ranks [start, stop) `ranks` names."""
+    start, stop = rank_range(n, k, ranks)
+    key = (policy, backend, n, k, tuple(sorted(params.items())), stop - start)
+    kind = IncrementalPlan if policy.chunked else SeedPlan
+    return PLANS.get(key, lambda: kind(policy, backend, n, k, params, stop - start)), start, stop
+
+
+class SearchPlan:
+    """Everything a search needs besides Q, made once per (policy, backend, n, k, params,
+    number of ranks) and kept in `PLANS`: the limit checks, the kernels (built and looked up;
+    numba's opt-in to more than 48 KiB of shared memory), the launch geometry, the binomial
+    table on the device, a device buffer for Q, the per-block result buffers and the pinned
+    host memory the answer comes down into.
+
+    Per call, [`bind`][gpulab.subset.host.SearchPlan.bind]`(Q, start, stop)()` is left with: a
+    host Q copied into the kept buffer (the one upload; a device Q is read where it lies), the
+    launches, and the download of the reduced answer. One plan serves one thread at a time (its
+    buffers are reused by every call). numba's `constant_local` kernel has Q baked in (numba's
+    constant arrays are compile-time data): it alone is looked up per Q, in `bind` (compiled
+    once per Q, then found in `kernels_numba`'s cache of the last 8).
+    """
+
+    def __init__(self, policy: SubsetPolicy, backend: str, n: int, k: int, params: dict, width: int):
+        from numba import cuda
+
+        check_gpu_limits(n, k)
+        if policy.q_in == "constant":
+            check_constant(n)
+        self.nbytes = check_shared_layout(policy, n, k, params)
+        self.policy, self.backend, self.n, self.k = policy, backend, n, k
+        self.block, self.max_blocks, self.partition = geometry(params)
+        self.baked = policy.q_in == "constant" and backend == "numba"
+        self.K = None if self.baked else self.provider({"SUBSET_K": k} if policy.chunked else {})
+        self.T = cuda.to_device(binomial_table(n, k))
+        self.dQ = cuda.to_device(np.zeros(max(npairs(n), 1), np.float64)) if policy.q_in != "constant" else None
+
+    def provider(self, kparams: dict):
+        """The kernel provider for `kparams`, the search kernel built now (not in the first
+        timed search)."""
+        K = KERNELS.provider(self.backend, kparams)
+        kern = K.kernel(self.policy.kernel)
+        if self.backend == "numba" and self.policy.signature:
+            from gpulab.subset import kernels_numba
+
+            _numba_optin(kern, getattr(kernels_numba, self.policy.signature), self.nbytes)
+        return K
+
+    def bind(self, Q, start: int, stop: int):
+        """`launch()`: this plan's search of `Q` over the ranks [start, stop) (as many as the
+        plan was made for; a host Q: float64, contiguous, n(n-1)/2 values, as `prepare` checks)."""
+        K = self.provider({"Q_CONST": to_host(Q)}) if self.baked else self.K
+        return lambda: self.launch(Q, K, start, stop)
+
+    def q_on_device(self, Q):
+        """Q where the kernels read it: a device Q as it is, a host Q copied into the kept
+        buffer (the call's one upload)."""
+        if is_device_array(Q):
+            return Q
+        if Q.size:
+            self.dQ.copy_to_device(Q)
+        return self.dQ
+
+    def launch(self, Q, K, start: int, stop: int) -> tuple[float, int]:
+        raise NotImplementedError
 
 
 # ----------------------------------------------------------------------------- the seed variants' host loop
 
 
 # --8<-- [start:seed_host]
-def seed_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes=0, ranks=None):
+class SeedPlan(SearchPlan):
     """The host side of the three seed variants (`global`, `shared`, `constant_local`), written
     once for both backends: partitions of `params["PARTITION"]` ranks, one launch each.
 
@@ -420,81 +498,92 @@ def seed_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes=0, ranks=None):
     subset, and the argmin happens on the host; otherwise one (value, rank) pair per block
     comes back. `K(name, grid, block, *args, shared_bytes=...)` launches the numba or CUDA C
     kernel; a CUDA C search first copies Q into constant memory where the kernel reads it there.
-    `ranks`: search only the ranks [start, stop) (see [`rank_range`][gpulab.subset.combinatorics.rank_range]).
+    The buffers are made once, with the plan; `launch` only fills and reads them.
     """
-    from numba import cuda
 
-    block, max_blocks, partition = geometry(params)
-    start, stop = rank_range(n, k, ranks)
-    part = min(partition, stop - start)
-    grid = min(ceil_div(part, block), max_blocks)
-    reads_q = policy.q_in != "constant"
-    extra = (np.int32(npairs(n)),) if policy.q_in == "shared" else ()
-    if policy.per_subset:
-        threads = grid * block
-        sel = cuda.device_array(threads * k, np.int32)
-        sub = cuda.device_array(max(threads * k * (k - 1) // 2, 1), np.float64)
-        dist = _poisoned_dist(part)
-        outputs = (sel, sub, dist)
-    else:
-        vals, ranks = _block_results(grid)
-        outputs = (vals, ranks)
+    def __init__(self, policy, backend, n, k, params, width):
+        from numba import cuda
 
-    def partition_best(base, count):
+        from gpulab.checking import poisoned
+
+        super().__init__(policy, backend, n, k, params, width)
+        self.part = min(self.partition, width)
+        self.grid = min(ceil_div(self.part, self.block), self.max_blocks)
+        self.extra = (np.int32(npairs(n)),) if policy.q_in == "shared" else ()
         if policy.per_subset:
-            d = dist[:count].copy_to_host()  # every distance crosses PCIe ...
+            threads = self.grid * self.block
+            sel = cuda.device_array(threads * k, np.int32)
+            sub = cuda.device_array(max(threads * k * (k - 1) // 2, 1), np.float64)
+            self.dist = cuda.to_device(poisoned(self.part, np.float64))
+            self.outputs = (sel, sub, self.dist)
+        else:
+            vals, ranks, self.pairs = _block_results(self.grid)
+            self.pairs_host = _pinned_like(self.pairs)
+            self.outputs = (vals, ranks)
+
+    def partition_best(self, base, count):
+        if self.policy.per_subset:
+            d = self.dist[:count].copy_to_host()  # every distance crosses PCIe ...
             i = int(np.argmin(d))  # ... for an argmin on the host (first minimum = lowest rank)
             return float(d[i]), base + i
-        return _host_best(vals.copy_to_host(), ranks.copy_to_host())  # one pair per block
+        self.pairs.copy_to_host(self.pairs_host)  # one pair per block, in one copy
+        return _host_best(*_pairs(self.pairs_host, self.grid))
 
-    def launch():
-        if not reads_q and K.backend == "cuda-c":
-            K.copy_to_constant(Q if is_device_array(Q) else np.asarray(Q, np.float64), 8 * npairs(n))  # -> Q_const
-        if reads_q:
-            inputs = _upload(Q, n, k)
-        else:  # Q is in constant memory
-            inputs = (cuda.to_device(binomial_table(n, k)),)
+    def launch(self, Q, K, start, stop):
+        if self.policy.q_in == "constant":
+            if K.backend == "cuda-c":
+                K.copy_to_constant(Q, 8 * npairs(self.n))  # -> Q_const
+            inputs = (self.T,)
+        else:
+            inputs = (self.q_on_device(Q), self.T)
         best = None
-        for base, count in _partitions(start, stop, part):  # the host partition loop
-            K(policy.kernel, (grid,), (block,), *inputs, np.int32(n), np.int32(k), *extra,
-              np.uint64(base), np.int64(count), *outputs, shared_bytes=nbytes)
-            best = _merge(best, partition_best(base, count))
+        for base, count in _partitions(start, stop, self.part):  # the host partition loop
+            K(self.policy.kernel, (self.grid,), (self.block,), *inputs, np.int32(self.n), np.int32(self.k),
+              *self.extra, np.uint64(base), np.int64(count), *self.outputs, shared_bytes=self.nbytes)
+            best = _merge(best, self.partition_best(base, count))
         return best
-
-    return launch
 # --8<-- [end:seed_host]
 
 
 # ----------------------------------------------------------------------------- the incremental scan
 
 
-def incremental_search(policy: SubsetPolicy, K, Q, n, k, params, nbytes, ranks=None):
+class IncrementalPlan(SearchPlan):
     """The incremental variants' search, for both backends: chunks of `params["CHUNK"]`
     consecutive ranks per thread (shorter for small problems, so that every SM gets threads),
     the whole search in one launch, then `policy.final` reduces the blocks' answers in one
-    block of `params["FINAL_BLOCK"]` threads."""
-    block, max_blocks, _ = geometry(params)
-    if block < 32:
-        raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
-    start, stop = rank_range(n, k, ranks)
-    chunk = params.get("CHUNK", 256)
-    target = device.info().sm_count * 2048  # threads that fill every SM
-    chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(stop - start, target)))
-    nchunks = ceil_div(stop - start, chunk)
-    grid = max(1, min(ceil_div(nchunks, block), max_blocks))
-    fb = params["FINAL_BLOCK"]
-    check_reduction_block("FINAL_BLOCK", fb)
-    vals, block_ranks = _block_results(grid)
-    out_v, out_r = _block_results(1)
+    block of `params["FINAL_BLOCK"]` threads, on the device: one (value, rank) pair comes back
+    (16 bytes, into pinned memory), however many blocks searched."""
+
+    def __init__(self, policy, backend, n, k, params, width):
+        block = geometry(params)[0]
+        if block < 32:
+            raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
+        check_reduction_block("FINAL_BLOCK", params["FINAL_BLOCK"])
+        super().__init__(policy, backend, n, k, params, width)
+        chunk = params.get("CHUNK", 256)
+        target = device.info().sm_count * 2048  # threads that fill every SM
+        self.chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(width, target)))
+        self.nchunks = ceil_div(width, self.chunk)
+        self.grid = max(1, min(ceil_div(self.nchunks, self.block), self.max_blocks))
+        self.final_block = params["FINAL_BLOCK"]
+        self.vals, self.ranks, _ = _block_results(self.grid)  # one pair per block: they stay on the device
+        self.out_v, self.out_r, self.out = _block_results(1)  # the one pair that comes back
+        self.out_host = _pinned_like(self.out)
 
     # --8<-- [start:incremental_host]
-    def launch():
-        dQ, dT = _upload(Q, n, k)
-        K(policy.kernel, (grid,), (block,), dQ, dT, np.int32(n), np.int32(npairs(n)), np.uint64(start),
-          np.uint64(stop), np.uint64(chunk), np.int64(nchunks), vals, block_ranks, shared_bytes=nbytes)
-        K(policy.final, (1,), (fb,), vals, block_ranks, np.int32(grid), out_v, out_r, shared_bytes=16 * fb)
-        s, r = out_v.copy_to_host()[0], out_r.copy_to_host()[0]  # the one host sync
-        return math.sqrt(2.0 * float(s)), int(r)
-    # --8<-- [end:incremental_host]
+    def launch(self, Q, K, start, stop):
+        self.search(self.q_on_device(Q), K, start, stop)  # the one upload (none for a device Q)
+        self.out.copy_to_host(self.out_host)  # the one download (16 bytes) and the one host sync
+        s, r = _pairs(self.out_host, 1)
+        return math.sqrt(2.0 * float(s[0])), int(r[0])
 
-    return launch
+    def search(self, dQ, K, start, stop):
+        """The two launches: the scan (one (value, rank) pair per block), then the argmin of
+        the blocks' pairs in one block, into `self.out`."""
+        K(self.policy.kernel, (self.grid,), (self.block,), dQ, self.T, np.int32(self.n), np.int32(npairs(self.n)),
+          np.uint64(start), np.uint64(stop), np.uint64(self.chunk), np.int64(self.nchunks),
+          self.vals, self.ranks, shared_bytes=self.nbytes)
+        K(self.policy.final, (1,), (self.final_block,), self.vals, self.ranks, np.int32(self.grid),
+          self.out_v, self.out_r, shared_bytes=16 * self.final_block)
+    # --8<-- [end:incremental_host]

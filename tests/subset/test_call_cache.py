@@ -1,0 +1,144 @@
+"""Issue 31: the subset search keeps its plan (kernels, tables, buffers) per shape. A kept plan is
+reused by the next call of that shape, never gives a stale answer for new data, another shape
+makes its own, `clear_cache()` empties it, and bad input is refused before anything is kept."""
+
+import math
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gpulab.subset as ss
+from gpulab.errors import DtypeError, LimitError, ShapeError
+from gpulab.subset import host
+from gpulab.subset.variants import REGISTRY
+from tests.conftest import skip_unless_runnable
+
+GPU_VARIANTS = [v for v in REGISTRY if v.backend != "cpu"]
+
+
+def planted(rng, n, k):
+    """A correlation matrix whose least-correlated k-subset (2 <= k < 18) is one random subset
+    S, by a wide margin: pairs inside S correlate at most 0.1, every other pair at least 0.3, so
+    any other subset has a member outside S whose k-1 pairs add at least (k-1)·0.09, more than
+    S's whole sum of at most C(k,2)·0.01. Returns `(C, S)`."""
+    S = tuple(sorted(rng.choice(n, k, replace=False).tolist()))
+    C = rng.uniform(0.3, 0.6, (n, n)) * rng.choice([-1.0, 1.0], (n, n))
+    inside = np.zeros((n, n), bool)
+    inside[np.ix_(S, S)] = True
+    C[inside] = rng.uniform(-0.1, 0.1, inside.sum())
+    C = np.triu(C, 1)
+    C = C + C.T + np.eye(n)
+    return C, S
+
+
+def expect(C, S):
+    """The answer for planted `S`, checked against the reference search."""
+    ref = ss.least_correlated_reference(C, len(S))
+    assert ref.combination == S  # the premise: S is the unique best
+    return ref
+
+
+def assert_same(got, ref, what):
+    assert (got.combination, got.rank) == (ref.combination, ref.rank), f"{what}: {got} != {ref}"
+    assert math.isclose(got.distance, ref.distance, rel_tol=1e-9), f"{what}: {got} != {ref}"
+
+
+def two_problems(rng, n, k):
+    """Two planted problems of one shape whose answers differ."""
+    C1, S1 = planted(rng, n, k)
+    while True:
+        C2, S2 = planted(rng, n, k)
+        if S2 != S1:
+            return (C1, expect(C1, S1)), (C2, expect(C2, S2))
+
+
+@pytest.fixture(autouse=True)
+def empty_cache():
+    ss.clear_cache()
+    yield
+    ss.clear_cache()
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=lambda v: v.key)
+def test_the_same_shape_reuses_its_plan_and_new_data_gets_its_own_answer(variant, rng):
+    skip_unless_runnable(variant)
+    (C1, r1), (C2, r2) = two_problems(rng, 8, 3)
+    assert_same(ss.least_correlated(C1, 3, variant=variant.name, backend=variant.backend), r1, "first call")
+    [plan] = host.PLANS.values()
+    assert_same(ss.least_correlated(C2, 3, variant=variant.name, backend=variant.backend), r2, "same shape, new data")
+    assert list(host.PLANS.values()) == [plan]  # a hit: the plan was not made again
+    assert_same(ss.least_correlated(C1, 3, variant=variant.name, backend=variant.backend), r1, "the first data again")
+
+
+def test_another_shape_variant_or_parameters_makes_its_own_plan(rng):
+    (C, r), _ = two_problems(rng, 8, 3)
+    ss.least_correlated(C, 3, variant="incremental", backend="numba")
+    ss.least_correlated(C, 3, variant="incremental", backend="numba")
+    assert len(host.PLANS) == 1
+    C4, S4 = planted(rng, 8, 4)
+    assert_same(ss.least_correlated(C4, 4, variant="incremental", backend="numba"), expect(C4, S4), "k = 4")
+    assert len(host.PLANS) == 2
+    assert_same(ss.least_correlated(C, 3, variant="global", backend="numba"), r, "another variant")
+    assert len(host.PLANS) == 3
+    assert_same(ss.least_correlated(C, 3, variant="incremental", backend="numba", params={"CHUNK": 3}), r, "CHUNK = 3")
+    assert len(host.PLANS) == 4
+    ss.clear_cache()
+    assert len(host.PLANS) == 0
+    assert_same(ss.least_correlated(C, 3, variant="incremental", backend="numba"), r, "after clear_cache")
+    assert len(host.PLANS) == 1
+
+
+def test_launches_bound_to_different_data_keep_their_own_q(rng):
+    """The benchmarks prepare `launch = v.run(Q, ...)` once and call it many times: two
+    launches of one plan, bound to different Q, each search their own Q, in any order."""
+    (C1, r1), (C2, r2) = two_problems(rng, 8, 3)
+    for name in ("incremental", "shared", "constant_local"):
+        v = REGISTRY.get(name, "numba")
+        p = v.launch_params(None)
+        first = v.run(ss.squared_packed(C1), 8, 3, p)
+        second = v.run(ss.squared_packed(C2), 8, 3, p)
+        assert second()[1] == r2.rank and first()[1] == r1.rank and second()[1] == r2.rank, name
+
+
+def test_a_device_c_of_the_same_shape_is_searched_where_it_lies(rng):
+    (C1, r1), (C2, r2) = two_problems(rng, 8, 3)
+    for C, r in ((C1, r1), (C2, r2), (C1, r1)):
+        assert_same(ss.least_correlated(cuda.to_device(C), 3, variant="incremental", backend="numba"), r, "device C")
+    assert len(host.PLANS) == 1
+
+
+def test_equal_rank_ranges_share_one_plan(rng):
+    """The CLI's chunks and distributed's tasks: ranges of one width, at different starts."""
+    C, S = planted(rng, 8, 3)
+    Q = ss.squared_packed(C)
+    total = math.comb(8, 3)  # 56 = 15 + 15 + 15 + 11
+    full = ss.search_packed(Q, 8, 3, "incremental", "numba")
+    parts = [ss.search_packed(Q, 8, 3, "incremental", "numba", ranks=(a, min(a + 15, total))) for a in range(0, total, 15)]
+    assert len(host.PLANS) == 3  # widths 56, 15 and 11
+    assert min(parts)[1] == full[1] == ss.rank(8, 3, S)
+
+
+def asymmetric(C):
+    C = C.copy()
+    C[0, 1] += 0.01
+    return C
+
+
+@pytest.mark.parametrize("call,error,pattern", [
+    (lambda C: ss.least_correlated(asymmetric(C), 3, backend="numba"), ShapeError, "not symmetric"),
+    (lambda C: ss.least_correlated(C, 9, backend="numba"), LimitError, r"1 <= k <= n = 8"),
+    (lambda C: ss.least_correlated(C, 3.0, backend="numba"), DtypeError, "integer"),
+    (lambda C: ss.least_correlated(C, 3, backend="numba", params={"BLOCK": 48}), LimitError, "power of two"),
+    (lambda C: ss.least_correlated(C, 3, backend="numba", ranks=(5, 5)), LimitError, "non-empty range"),
+    (lambda C: ss.least_correlated(np.eye(20), 17, variant="incremental", backend="numba"), LimitError, "MAX_K = 16"),
+    (lambda C: ss.least_correlated(np.eye(129), 2, variant="constant_local", backend="numba"), LimitError,
+     "does not fit constant memory"),
+    (lambda C: ss.least_correlated(C, 3, backend="numba", params={"BLOCK": 16}), LimitError, "full warp"),
+    (lambda C: ss.search_packed(np.zeros(5), 8, 3, "incremental", "numba"), ShapeError, r"n\(n-1\)/2 = 28"),
+], ids=["asymmetric", "k>n", "k-float", "block-48", "empty-ranks", "k>MAX_K", "constant-n129", "block-16", "short-Q"])
+def test_bad_input_is_one_clear_error_and_nothing_is_kept(call, error, pattern, rng):
+    C, _ = planted(rng, 8, 3)
+    with pytest.raises(error, match=pattern):
+        call(C)
+    assert len(host.PLANS) == 0
