@@ -52,7 +52,7 @@ def _matmul_cases(v, sim):
     from gpulab.matmul import bench
 
     p = v.params
-    t = p.get("BM") or p.get("WT_BM") or p.get("TILE") or 16
+    t = p.get("BM") or p.get("WT_BM") or p.get("CA_BM") or p.get("TILE") or 16
     if sim:
         return [bench._case(1, 1, 1), bench._case(17, 5, 19)]
     # 1; one tile minus / plus one (a ragged second tile); a few tiles at prime sizes
