@@ -513,28 +513,27 @@ struct WarpTiling {
                 acc[i][j] = 0.0f;
     }
 
+    // ITER groups of PER consecutive floats of one shared row, SUB apart from `off`: float4 reads.
+    template <int ITER, int PER, int SUB>
+    static __device__ __forceinline__ void fragment(const float* row, int off, float (&f)[ITER * PER]) {
+#pragma unroll
+        for (int it = 0; it < ITER; ++it)
+#pragma unroll
+            for (int i = 0; i < PER; i += 4) {
+                float4 v = *reinterpret_cast<const float4*>(row + off + it * SUB + i);
+                float* d = &f[it * PER + i];
+                d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
+            }
+    }
+
     // The FMAs of one stage: per k, this lane's fragments (float4 reads inside its warp tile),
     // then their outer product into the accumulators.
     __device__ __forceinline__ void mma(const AStage& as, const BStage& bs, Acc& acc) const {
 #pragma unroll
         for (int k = 0; k < kBK; ++k) {
             float a_frag[kACC_M], b_frag[kACC_N];
-#pragma unroll
-            for (int mi = 0; mi < kWMITER; ++mi)
-#pragma unroll
-                for (int i = 0; i < kTM; i += 4) {
-                    float4 v = *reinterpret_cast<const float4*>(&as[k][wm0 + mi * kSUBM + lr + i]);
-                    float* f = &a_frag[mi * kTM + i];
-                    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
-                }
-#pragma unroll
-            for (int ni = 0; ni < kWNITER; ++ni)
-#pragma unroll
-                for (int j = 0; j < kTN; j += 4) {
-                    float4 v = *reinterpret_cast<const float4*>(&bs[k][wn0 + ni * kSUBN + lc + j]);
-                    float* f = &b_frag[ni * kTN + j];
-                    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
-                }
+            fragment<kWMITER, kTM, kSUBM>(as[k], wm0 + lr, a_frag);
+            fragment<kWNITER, kTN, kSUBN>(bs[k], wn0 + lc, b_frag);
 #pragma unroll
             for (int i = 0; i < kACC_M; ++i)
 #pragma unroll
@@ -678,7 +677,7 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float*
 
 // --8<-- [start:cpasync]
 // warptile + an asynchronous shared-memory pipeline + block rasterization. The compute (warp
-// tiles, lane blocks, float4 fragment reads) is warptile's; what changes is how tiles reach
+// tiles, lane blocks, float4 fragment reads: WarpTiling) is warptile's; what changes is how tiles reach
 // shared memory, and in which order the blocks walk C:
 // * cp.async (sm_80+): global -> shared copies that bypass registers. warptile stages the next
 //   tile in registers (16 of them per thread) and stores it after the FMAs; here the copies are
@@ -813,9 +812,8 @@ __device__ __forceinline__ void ca_issue(const float* __restrict__ A, const floa
 }
 
 template <bool GUARD>
-__device__ __forceinline__ void ca_body(const float* __restrict__ A, const float* __restrict__ B,
-                                        float* __restrict__ C, int M, int N, int K,
-                                        CaAStage* As, CaBStage* Bs) {
+__device__ __forceinline__ void ca_body(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                                        int M, int N, int K, CaAStage* As, CaBStage* Bs) {
     const int tid = threadIdx.x;
     const CaTiling w(tid);
 
