@@ -689,7 +689,7 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float*
 //   address passed is then the matrix's first element, always valid).
 // * Rasterization: consecutive block ids walk C in groups of CA_GROUP block rows, column by
 //   column inside a group, so the blocks resident at one time share rows of A and columns of B
-//   in L2 (CA_GROUP 0: row-major order, as the hardware hands out blockIdx).
+//   in L2 (CA_GROUP 0: blockIdx order, one whole row of blocks after another).
 // Pipeline, per tile t (one barrier per tile):
 //   wait_group(STAGES-2)  -> this thread's copies of tile t have landed
 //   __syncthreads()       -> everyone's copies of t are visible, AND everyone has finished
