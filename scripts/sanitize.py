@@ -52,11 +52,13 @@ def _matmul_cases(v, sim):
     from gpulab.matmul import bench
 
     p = v.params
-    t = p.get("BM") or p.get("WT_BM") or p.get("TILE") or 16
+    t = p.get("BM") or p.get("WT_BM") or p.get("CA_BM") or p.get("TILE") or 16
     if sim:
         return [bench._case(1, 1, 1), bench._case(17, 5, 19)]
-    # 1; one tile minus / plus one (a ragged second tile); a few tiles at prime sizes
-    return [bench._case(1, 1, 1), bench._case(t - 1, 9, t + 1), bench._case(2 * t + 3 if t > 16 else 67, 37, 3 * t + 7)]
+    # 1; one tile minus / plus one (a ragged second tile); a few tiles at prime sizes; whole tiles
+    # (the unguarded fast paths: with K = 40 a cp.async ring of up to 4 stages wraps around)
+    return [bench._case(1, 1, 1), bench._case(t - 1, 9, t + 1), bench._case(2 * t + 3 if t > 16 else 67, 37, 3 * t + 7),
+            bench._case(2 * t, 40, 2 * t)]
 
 
 def _subset_cases(v, sim):

@@ -99,6 +99,7 @@ EXPECTED_300x260 = {
     "register[numba]": ((3, 3), (16, 16)), "register[cuda-c]": ((3, 3), (16, 16)),
     "prefetch[numba]": ((3, 3), (16, 8)), "prefetch[cuda-c]": ((3, 3), (16, 16)),
     "wide": ((3, 3), (16, 16)), "vec4": ((3, 3), (16, 16)), "warptile": ((3, 3), (128,)),
+    "cpasync": ((3, 3), (128,)),
 }
 
 

@@ -17,7 +17,7 @@ import numpy as np
 
 from gpulab import device
 from gpulab.arrays import check_array, to_host
-from gpulab.errors import DtypeError, LimitError, ShapeError
+from gpulab.errors import BackendUnavailable, DtypeError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, check_block
 from gpulab.matmul.policy import Dim, MatmulPolicy
 
@@ -108,12 +108,28 @@ def numba_kernel(name: str, p: dict):
     return factories[name]()
 
 
+# matmul_cpasync's defines: warptile's shape under its own prefix, plus the pipeline depth and
+# the rasterization group (kernels.cu says what each is).
+CPASYNC_PARAMS = ("CA_BM", "CA_BN", "CA_BK", "CA_WM", "CA_WN", "CA_WNITER", "CA_TM", "CA_TN", "CA_THREADS",
+                  "CA_MINBLOCKS", "CA_APAD", "CA_STAGES", "CA_GROUP")
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, constant="B_const",
                        defines=("TILE", *TILE_PARAMS, "WT_BM", "WT_BN", "WT_BK", "WT_WM", "WT_WN", "WT_WNITER",
-                                "WT_TM", "WT_TN", "WT_THREADS", "WT_MINBLOCKS", "WT_APAD"))
+                                "WT_TM", "WT_TN", "WT_THREADS", "WT_MINBLOCKS", "WT_APAD",
+                                *CPASYNC_PARAMS))
 
 
 # ----------------------------------------------------------------------------- the one launch path
+
+
+def check_cc(policy: MatmulPolicy) -> None:
+    """Refuse a kernel that needs a newer GPU than this one (`policy.min_cc`)."""
+    if policy.min_cc is None:
+        return
+    cc = tuple(device.info().compute_capability)
+    if cc < tuple(policy.min_cc):
+        need = "%d.%d" % tuple(policy.min_cc)
+        raise BackendUnavailable(f"{policy.kernel} needs compute capability {need} or newer (it uses cp.async); "
+                                 f"this GPU has {cc[0]}.{cc[1]}")
 
 
 def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict, stream=0):
@@ -121,6 +137,7 @@ def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict
     M, K = dA.shape
     N = dB.shape[1]
     grid, block = geometry(policy, params, M, N)
+    check_cc(policy)
     if policy.constant_b:
         check_fits_constant(K, N)
         if backend == "numba":

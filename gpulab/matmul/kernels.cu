@@ -473,24 +473,113 @@ extern "C" __global__ void matmul_vec4(const float* __restrict__ A, const float*
 #define WT_APAD 4       // floats of padding per row of the transposed A tile (multiple of 4)
 #endif
 
-#define WT_WMITER ((WT_WM * WT_WN) / (32 * WT_TM * WT_TN * WT_WNITER))
-#define WT_SUBM (WT_WM / WT_WMITER)      // rows of a warp sub-tile
-#define WT_SUBN (WT_WN / WT_WNITER)      // columns of a warp sub-tile
-#define WT_LCOLS (WT_SUBN / WT_TN)       // lanes along N in a sub-tile
+// The warp tiling as a type: its derived sizes, its shape checks, the FMAs on one shared stage
+// and the epilogue, shared by warptile and cpasync (each instantiates it from its own macros).
+template <int BM_, int BN_, int BK_, int WM_, int WN_, int WNITER_, int TM_, int TN_, int THREADS_, int APAD_>
+struct WarpTiling {
+    static constexpr int kBM = BM_, kBN = BN_, kBK = BK_, kWM = WM_, kWN = WN_, kWNITER = WNITER_, kTM = TM_, kTN = TN_;
+    static constexpr int kTHREADS = THREADS_, kAPAD = APAD_;
+    static constexpr int kWMITER = (kWM * kWN) / (32 * kTM * kTN * kWNITER);
+    static constexpr int kSUBM = kWM / kWMITER;    // rows of a warp sub-tile
+    static constexpr int kSUBN = kWN / kWNITER;    // columns of a warp sub-tile
+    static constexpr int kLCOLS = kSUBN / kTN;     // lanes along N in a sub-tile
+    static constexpr int kAS = kBM + kAPAD;        // row stride of the transposed A tile
+    static constexpr int kACC_M = kWMITER * kTM, kACC_N = kWNITER * kTN;  // accumulators per lane
+    static_assert(kTHREADS == 32 * (kBM / kWM) * (kBN / kWN), "one warp per warp tile");
+    static_assert(kBM % kWM == 0 && kBN % kWN == 0, "warp tiles divide the block tile");
+    static_assert(kWMITER >= 1 && kWM % kWMITER == 0 && kWN % kWNITER == 0, "sub-tiles divide the warp tile");
+    static_assert(kWMITER * kWNITER * kTM * kTN * 32 == kWM * kWN, "lanes cover the warp tile");
+    static_assert((kSUBM / kTM) * (kSUBN / kTN) == 32, "32 lanes per sub-tile");
+    static_assert(kTM % 4 == 0 && kTN % 4 == 0 && kBK % 4 == 0 && kAPAD % 4 == 0, "float4 granularity");
+    typedef float AStage[kBK][kAS];  // one shared stage of A, transposed (k-major), rows padded
+    typedef float BStage[kBK][kBN];  // one shared stage of B
+    typedef float Acc[kACC_M][kACC_N];
+
+    // Where thread `tid` works: its warp's tile inside the block tile, its block inside a sub-tile.
+    int wm0, wn0, lr, lc;
+    __device__ __forceinline__ explicit WarpTiling(int tid) {
+        const int warp = tid / 32, lane = tid % 32;
+        wm0 = (warp / (kBN / kWN)) * kWM;
+        wn0 = (warp % (kBN / kWN)) * kWN;
+        lr = (lane / kLCOLS) * kTM;
+        lc = (lane % kLCOLS) * kTN;
+    }
+
+    static __device__ __forceinline__ void zero(Acc& acc) {
+#pragma unroll
+        for (int i = 0; i < kACC_M; ++i)
+#pragma unroll
+            for (int j = 0; j < kACC_N; ++j)
+                acc[i][j] = 0.0f;
+    }
+
+    // ITER groups of PER consecutive floats of one shared row, SUB apart from `off`: float4 reads.
+    template <int ITER, int PER, int SUB>
+    static __device__ __forceinline__ void fragment(const float* row, int off, float (&f)[ITER * PER]) {
+#pragma unroll
+        for (int it = 0; it < ITER; ++it)
+#pragma unroll
+            for (int i = 0; i < PER; i += 4) {
+                float4 v = *reinterpret_cast<const float4*>(row + off + it * SUB + i);
+                float* d = &f[it * PER + i];
+                d[0] = v.x; d[1] = v.y; d[2] = v.z; d[3] = v.w;
+            }
+    }
+
+    // The FMAs of one stage: per k, this lane's fragments (float4 reads inside its warp tile),
+    // then their outer product into the accumulators.
+    __device__ __forceinline__ void mma(const AStage& as, const BStage& bs, Acc& acc) const {
+#pragma unroll
+        for (int k = 0; k < kBK; ++k) {
+            float a_frag[kACC_M], b_frag[kACC_N];
+            fragment<kWMITER, kTM, kSUBM>(as[k], wm0 + lr, a_frag);
+            fragment<kWNITER, kTN, kSUBN>(bs[k], wn0 + lc, b_frag);
+#pragma unroll
+            for (int i = 0; i < kACC_M; ++i)
+#pragma unroll
+                for (int j = 0; j < kACC_N; ++j)
+                    acc[i][j] += a_frag[i] * b_frag[j];
+        }
+    }
+
+    // Epilogue: float4 stores of each lane's contiguous kTN columns of the block tile at (m0, n0)
+    // (`vec`: N % 4 == 0 and C 16-byte aligned); with GUARD, rows and columns past C are skipped.
+    template <bool GUARD>
+    __device__ __forceinline__ void store(float* __restrict__ C, int M, int N, int m0, int n0, bool vec,
+                                          const Acc& acc) const {
+#pragma unroll
+        for (int mi = 0; mi < kWMITER; ++mi)
+#pragma unroll
+            for (int i = 0; i < kTM; ++i) {
+                const int row = m0 + wm0 + mi * kSUBM + lr + i;
+                if (GUARD && row >= M) continue;
+                float* c_row = C + (size_t)row * N;
+#pragma unroll
+                for (int ni = 0; ni < kWNITER; ++ni)
+#pragma unroll
+                    for (int j = 0; j < kTN; j += 4) {
+                        const int col = n0 + wn0 + ni * kSUBN + lc + j;
+                        const float* a = &acc[mi * kTM + i][ni * kTN + j];
+                        if (!GUARD || (vec && col < N)) {
+                            *reinterpret_cast<float4*>(c_row + col) = make_float4(a[0], a[1], a[2], a[3]);
+                        } else {
+#pragma unroll
+                            for (int q = 0; q < 4; ++q)
+                                if (col + q < N) c_row[col + q] = a[q];
+                        }
+                    }
+            }
+    }
+};
+
+typedef WarpTiling<WT_BM, WT_BN, WT_BK, WT_WM, WT_WN, WT_WNITER, WT_TM, WT_TN, WT_THREADS, WT_APAD> WtTiling;
 #define WT_A_LOADS ((WT_BM * WT_BK / 4) / WT_THREADS)  // float4s of A per thread per tile
 #define WT_B_LOADS ((WT_BK * WT_BN / 4) / WT_THREADS)
-#define WT_AS (WT_BM + WT_APAD)          // row stride of the transposed A tile
-static_assert(WT_THREADS == 32 * (WT_BM / WT_WM) * (WT_BN / WT_WN), "one warp per warp tile");
-static_assert(WT_BM % WT_WM == 0 && WT_BN % WT_WN == 0, "warp tiles divide the block tile");
-static_assert(WT_WMITER >= 1 && WT_WM % WT_WMITER == 0 && WT_WN % WT_WNITER == 0, "sub-tiles divide the warp tile");
-static_assert(WT_WMITER * WT_WNITER * WT_TM * WT_TN * 32 == WT_WM * WT_WN, "lanes cover the warp tile");
-static_assert((WT_SUBM / WT_TM) * (WT_SUBN / WT_TN) == 32, "32 lanes per sub-tile");
-static_assert(WT_TM % 4 == 0 && WT_TN % 4 == 0 && WT_BK % 4 == 0 && WT_APAD % 4 == 0, "float4 granularity");
 static_assert((WT_BM * WT_BK / 4) % WT_THREADS == 0 && (WT_BK * WT_BN / 4) % WT_THREADS == 0,
               "each thread loads the same number of float4s");
 
-typedef float WtAStage[WT_BK][WT_AS];
-typedef float WtBStage[WT_BK][WT_BN];
+typedef WtTiling::AStage WtAStage;
+typedef WtTiling::BStage WtBStage;
 
 // Global -> registers: this thread's float4s of the tile at depth k0 (zeros past the edges when GUARD).
 template <bool GUARD>
@@ -542,22 +631,14 @@ __device__ __forceinline__ void wt_body(const float* __restrict__ A, const float
                                         float* __restrict__ C, int M, int N, int K,
                                         WtAStage* As, WtBStage* Bs) {
     const int tid = threadIdx.x;
-    const int warp = tid / 32, lane = tid % 32;
-    const int wm0 = (warp / (WT_BN / WT_WN)) * WT_WM;  // this warp's tile inside the block tile
-    const int wn0 = (warp % (WT_BN / WT_WN)) * WT_WN;
-    const int lr = (lane / WT_LCOLS) * WT_TM;           // this lane's block inside a sub-tile
-    const int lc = (lane % WT_LCOLS) * WT_TN;
+    const WtTiling w(tid);
     const int m0 = blockIdx.y * WT_BM;
     const int n0 = blockIdx.x * WT_BN;
     const bool vecA = (K % 4 == 0) && aligned16(A);
     const bool vecB = (N % 4 == 0) && aligned16(B);
 
-    float acc[WT_WMITER * WT_TM][WT_WNITER * WT_TN];
-#pragma unroll
-    for (int i = 0; i < WT_WMITER * WT_TM; ++i)
-#pragma unroll
-        for (int j = 0; j < WT_WNITER * WT_TN; ++j)
-            acc[i][j] = 0.0f;
+    WtTiling::Acc acc;
+    WtTiling::zero(acc);
 
     float4 ra[WT_A_LOADS], rb[WT_B_LOADS];
     wt_load<GUARD>(A, B, M, N, K, m0, n0, 0, tid, vecA, vecB, ra, rb);
@@ -570,68 +651,20 @@ __device__ __forceinline__ void wt_body(const float* __restrict__ A, const float
         const bool more = t + 1 < tiles;
         if (more)  // the next tile's loads are in flight while we compute on this one
             wt_load<GUARD>(A, B, M, N, K, m0, n0, (t + 1) * WT_BK, tid, vecA, vecB, ra, rb);
-        const WtAStage& as = As[stage];
-        const WtBStage& bs = Bs[stage];
-#pragma unroll
-        for (int k = 0; k < WT_BK; ++k) {
-            float a_frag[WT_WMITER * WT_TM], b_frag[WT_WNITER * WT_TN];
-#pragma unroll
-            for (int mi = 0; mi < WT_WMITER; ++mi)
-#pragma unroll
-                for (int i = 0; i < WT_TM; i += 4) {
-                    float4 v = *reinterpret_cast<const float4*>(&as[k][wm0 + mi * WT_SUBM + lr + i]);
-                    float* f = &a_frag[mi * WT_TM + i];
-                    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
-                }
-#pragma unroll
-            for (int ni = 0; ni < WT_WNITER; ++ni)
-#pragma unroll
-                for (int j = 0; j < WT_TN; j += 4) {
-                    float4 v = *reinterpret_cast<const float4*>(&bs[k][wn0 + ni * WT_SUBN + lc + j]);
-                    float* f = &b_frag[ni * WT_TN + j];
-                    f[0] = v.x; f[1] = v.y; f[2] = v.z; f[3] = v.w;
-                }
-#pragma unroll
-            for (int i = 0; i < WT_WMITER * WT_TM; ++i)
-#pragma unroll
-                for (int j = 0; j < WT_WNITER * WT_TN; ++j)
-                    acc[i][j] += a_frag[i] * b_frag[j];
-        }
+        w.mma(As[stage], Bs[stage], acc);
         if (more)  // the other stage was last read before the previous barrier: safe to fill
             wt_store(As[stage ^ 1], Bs[stage ^ 1], tid, ra, rb);
         __syncthreads();
         stage ^= 1;
     }
 
-    // Epilogue: float4 stores of each lane's contiguous TN columns.
-#pragma unroll
-    for (int mi = 0; mi < WT_WMITER; ++mi)
-#pragma unroll
-        for (int i = 0; i < WT_TM; ++i) {
-            const int row = m0 + wm0 + mi * WT_SUBM + lr + i;
-            if (GUARD && row >= M) continue;
-            float* c_row = C + (size_t)row * N;
-#pragma unroll
-            for (int ni = 0; ni < WT_WNITER; ++ni)
-#pragma unroll
-                for (int j = 0; j < WT_TN; j += 4) {
-                    const int col = n0 + wn0 + ni * WT_SUBN + lc + j;
-                    const float* a = &acc[mi * WT_TM + i][ni * WT_TN + j];
-                    if (!GUARD || (vecB && aligned16(C) && col < N)) {
-                        *reinterpret_cast<float4*>(c_row + col) = make_float4(a[0], a[1], a[2], a[3]);
-                    } else {
-#pragma unroll
-                        for (int q = 0; q < 4; ++q)
-                            if (col + q < N) c_row[col + q] = a[q];
-                    }
-                }
-        }
+    w.store<GUARD>(C, M, N, m0, n0, vecB && aligned16(C), acc);
 }
 
 extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MINBLOCKS)
 matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                 int M, int N, int K) {
-    __shared__ __align__(16) float As[2][WT_BK][WT_AS];
+    __shared__ __align__(16) float As[2][WT_BK][WtTiling::kAS];
     __shared__ __align__(16) float Bs[2][WT_BK][WT_BN];
     const bool fast = (M % WT_BM == 0) && (N % WT_BN == 0) && (K % WT_BK == 0) &&
                       aligned16(A) && aligned16(B) && aligned16(C);
@@ -641,3 +674,204 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float*
         wt_body<true>(A, B, C, M, N, K, As, Bs);
 }
 // --8<-- [end:warptile]
+
+// --8<-- [start:cpasync]
+// warptile + an asynchronous shared-memory pipeline + block rasterization. The compute (warp
+// tiles, lane blocks, float4 fragment reads: WarpTiling) is warptile's; what changes is how tiles reach
+// shared memory, and in which order the blocks walk C:
+// * cp.async (sm_80+): global -> shared copies that bypass registers. warptile stages the next
+//   tile in registers (16 of them per thread) and stores it after the FMAs; here the copies are
+//   issued CA_STAGES-1 tiles ahead into a ring of CA_STAGES shared stages, and the thread only
+//   waits (cp.async.wait_group) for the tile it is about to read. B is copied 16 bytes at a time
+//   (cp.async.cg, L2 only); A, stored transposed (k-major) like warptile's, 4 bytes at a time
+//   (cp.async.ca): a 16-byte copy cannot transpose. Edges need no branches around the copies:
+//   the src-size operand zero-fills what lies outside A or B (src-size 0 reads nothing; the
+//   address passed is then the matrix's first element, always valid).
+// * Rasterization: consecutive block ids walk C in groups of CA_GROUP block rows, column by
+//   column inside a group, so the blocks resident at one time share rows of A and columns of B
+//   in L2 (CA_GROUP 0: blockIdx order, one whole row of blocks after another).
+// Pipeline, per tile t (one barrier per tile):
+//   wait_group(STAGES-2)  -> this thread's copies of tile t have landed
+//   __syncthreads()       -> everyone's copies of t are visible, AND everyone has finished
+//                            reading stage (t-1) % STAGES, the stage the next line refills
+//   issue tile t+STAGES-1 into stage (t+STAGES-1) % STAGES = (t-1) % STAGES; commit_group
+//   FMAs on stage t % STAGES
+// A group is committed every iteration, even an empty one past the last tile, so "at most
+// STAGES-2 groups pending" always means "tiles 0..t have landed".
+// cp.async exists from sm_80 on: for older GPUs this kernel is left out of the module (so the
+// rest of the file still compiles there), and the host refuses it first (MatmulPolicy.min_cc).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+#ifndef CA_BM
+#define CA_BM 128       // rows of C per block
+#endif
+#ifndef CA_BN
+#define CA_BN 128       // columns of C per block
+#endif
+#ifndef CA_BK
+#define CA_BK 8         // depth of one shared-memory stage (multiple of 4)
+#endif
+#ifndef CA_WM
+#define CA_WM 64        // rows of C per warp
+#endif
+#ifndef CA_WN
+#define CA_WN 64        // columns of C per warp
+#endif
+#ifndef CA_WNITER
+#define CA_WNITER 2     // sub-tiles of a warp tile along N
+#endif
+#ifndef CA_TM
+#define CA_TM 4         // contiguous rows per lane in a sub-tile (multiple of 4)
+#endif
+#ifndef CA_TN
+#define CA_TN 4         // contiguous columns per lane in a sub-tile (multiple of 4)
+#endif
+#ifndef CA_THREADS
+#define CA_THREADS 128  // = 32 * (CA_BM/CA_WM) * (CA_BN/CA_WN)
+#endif
+#ifndef CA_MINBLOCKS
+#define CA_MINBLOCKS 1  // __launch_bounds__ minimum resident blocks per SM
+#endif
+#ifndef CA_APAD
+#define CA_APAD 4       // floats of padding per row of the transposed A tile (multiple of 4)
+#endif
+#ifndef CA_STAGES
+#define CA_STAGES 3     // shared stages in the ring (2: double buffering)
+#endif
+#ifndef CA_GROUP
+#define CA_GROUP 8      // block rows per rasterization group (0: no rasterization)
+#endif
+
+typedef WarpTiling<CA_BM, CA_BN, CA_BK, CA_WM, CA_WN, CA_WNITER, CA_TM, CA_TN, CA_THREADS, CA_APAD> CaTiling;
+#define CA_A_COPIES ((CA_BM * CA_BK) / CA_THREADS)      // 4-byte copies of A per thread per tile
+#define CA_B_COPIES ((CA_BK * CA_BN / 4) / CA_THREADS)  // 16-byte copies of B per thread per tile
+static_assert((CA_BM * CA_BK) % CA_THREADS == 0 && (CA_BK * CA_BN / 4) % CA_THREADS == 0,
+              "each thread copies the same number of elements");
+static_assert(CA_STAGES >= 2, "a pipeline needs at least two stages");
+static_assert(CA_GROUP >= 0, "CA_GROUP: block rows per group, or 0");
+static_assert(CA_STAGES * (sizeof(CaTiling::AStage) + sizeof(CaTiling::BStage)) <= 48 * 1024,
+              "static shared memory is limited to 48 KiB: fewer stages, a smaller CA_BK or tile");
+typedef CaTiling::AStage CaAStage;
+typedef CaTiling::BStage CaBStage;
+
+// The cp.async instructions (PTX ISA 7.0, sm_80+). `src_bytes` < size zero-fills the rest.
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+    return static_cast<unsigned>(__cvta_generic_to_shared(p));
+}
+__device__ __forceinline__ void cp_async4(void* dst, const float* src, unsigned src_bytes) {
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async16(void* dst, const float* src, unsigned src_bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n"
+                 :: "r"(smem_addr(dst)), "l"(src), "r"(src_bytes) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+    asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {  // at most N of this thread's groups pending
+    asm volatile("cp.async.wait_group %0;\n" :: "n"(N) : "memory");
+}
+
+// Issue this thread's copies of the tile at depth k0 into one stage (zeros past the edges when GUARD).
+template <bool GUARD>
+__device__ __forceinline__ void ca_issue(const float* __restrict__ A, const float* __restrict__ B,
+                                         int M, int N, int K, int m0, int n0, int k0, int tid, bool vecB,
+                                         CaAStage& As, CaBStage& Bs) {
+#pragma unroll
+    for (int l = 0; l < CA_A_COPIES; ++l) {  // consecutive threads: consecutive k of one row of A
+        // Lanes cover 32/CA_BK rows × CA_BK k: with CaTiling::kAS % 32 == 4 and CA_BK = 8 the transposed
+        // stores As[kk][r] of a warp land in 32 different banks.
+        int e = tid + l * CA_THREADS;
+        int r = e / CA_BK, kk = e % CA_BK;
+        if (GUARD) {
+            bool ok = m0 + r < M && k0 + kk < K;
+            cp_async4(&As[kk][r], ok ? A + (size_t)(m0 + r) * K + k0 + kk : A, ok ? 4u : 0u);
+        } else {  // 32-bit offsets on the fast path, as in warptile (M*K < 2^31)
+            cp_async4(&As[kk][r], A + (m0 + r) * K + k0 + kk, 4u);
+        }
+    }
+#pragma unroll
+    for (int l = 0; l < CA_B_COPIES; ++l) {  // consecutive threads: consecutive 16 bytes of a row of B
+        int e = tid + l * CA_THREADS;
+        int kk = e / (CA_BN / 4), c = (e % (CA_BN / 4)) * 4;
+        float* dst = &Bs[kk][c];
+        if (!GUARD) {
+            cp_async16(dst, B + (k0 + kk) * N + n0 + c, 16u);
+        } else if (vecB) {  // N % 4 == 0 and B 16-byte aligned: the 4 columns are all in or all out
+            bool ok = k0 + kk < K && n0 + c < N;
+            cp_async16(dst, ok ? B + (size_t)(k0 + kk) * N + n0 + c : B, ok ? 16u : 0u);
+        } else {  // rows of B not 16-byte aligned: four 4-byte copies, each guarded
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                bool ok = k0 + kk < K && n0 + c + q < N;
+                cp_async4(dst + q, ok ? B + (size_t)(k0 + kk) * N + n0 + c + q : B, ok ? 4u : 0u);
+            }
+        }
+    }
+}
+
+template <bool GUARD>
+__device__ __forceinline__ void ca_body(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+                                        int M, int N, int K, CaAStage* As, CaBStage* Bs) {
+    const int tid = threadIdx.x;
+    const CaTiling w(tid);
+
+    // Rasterization: block id -> (block row, block column) of C, CA_GROUP block rows at a time.
+    int bm = blockIdx.y, bn = blockIdx.x;
+    if (CA_GROUP > 0) {
+        const int rows = gridDim.y, cols = gridDim.x;
+        const int id = blockIdx.y * cols + blockIdx.x;
+        const int per_group = CA_GROUP * cols;
+        const int first = (id / per_group) * CA_GROUP;                     // first block row of the group
+        const int height = rows - first < CA_GROUP ? rows - first : CA_GROUP;  // the last group may be short
+        const int in_group = id % per_group;
+        bm = first + in_group % height;
+        bn = in_group / height;
+    }
+    const int m0 = bm * CA_BM;
+    const int n0 = bn * CA_BN;
+    const bool vecB = (N % 4 == 0) && aligned16(B);
+
+    CaTiling::Acc acc;
+    CaTiling::zero(acc);
+
+    const int tiles = CEIL_DIV(K, CA_BK);
+    // Prologue: tiles 0 .. STAGES-2 in flight, one group each (empty groups past the last tile).
+#pragma unroll
+    for (int s = 0; s < CA_STAGES - 1; ++s) {
+        if (s < tiles)
+            ca_issue<GUARD>(A, B, M, N, K, m0, n0, s * CA_BK, tid, vecB, As[s], Bs[s]);
+        cp_async_commit();
+    }
+
+    int read = 0, write = CA_STAGES - 1;  // stage of tile t, stage of tile t + STAGES - 1
+    for (int t = 0; t < tiles; ++t) {
+        cp_async_wait<CA_STAGES - 2>();  // this thread's copies of tile t have landed ...
+        __syncthreads();                 // ... everyone's have, and stage `write` is no longer read
+        if (t + CA_STAGES - 1 < tiles)
+            ca_issue<GUARD>(A, B, M, N, K, m0, n0, (t + CA_STAGES - 1) * CA_BK, tid, vecB, As[write], Bs[write]);
+        cp_async_commit();
+        w.mma(As[read], Bs[read], acc);
+        read = read + 1 == CA_STAGES ? 0 : read + 1;
+        write = write + 1 == CA_STAGES ? 0 : write + 1;
+    }
+    // Only empty groups can still be pending here: every issued tile was waited for above.
+
+    w.store<GUARD>(C, M, N, m0, n0, vecB && aligned16(C), acc);
+}
+
+extern "C" __global__ void __launch_bounds__(CA_THREADS, CA_MINBLOCKS)
+matmul_cpasync(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+               int M, int N, int K) {
+    __shared__ __align__(16) float As[CA_STAGES][CA_BK][CaTiling::kAS];
+    __shared__ __align__(16) float Bs[CA_STAGES][CA_BK][CA_BN];
+    // A is copied 4 bytes at a time: only B and C need 16-byte alignment on the fast path.
+    const bool fast = (M % CA_BM == 0) && (N % CA_BN == 0) && (K % CA_BK == 0) && aligned16(B) && aligned16(C);
+    if (fast)
+        ca_body<false>(A, B, C, M, N, K, As, Bs);
+    else
+        ca_body<true>(A, B, C, M, N, K, As, Bs);
+}
+#endif  // sm_80+
+// --8<-- [end:cpasync]

@@ -28,6 +28,8 @@ class MatmulPolicy:
         rows_on_x: x, the fastest thread index and the grid's first dimension, runs over rows
             of C (the naive mapping and the broadcasting constant-memory one).
         constant_b: B is read from constant memory (at most 64 KiB); the kernel takes no B.
+        min_cc: the oldest compute capability the kernel compiles for, e.g. `(8, 0)` for
+            `cp.async`; on an older GPU the launch is refused with `BackendUnavailable`.
     """
 
     kernel: str
@@ -36,3 +38,4 @@ class MatmulPolicy:
     threads: Dim | None = None
     rows_on_x: bool = False
     constant_b: bool = False
+    min_cc: tuple[int, int] | None = None

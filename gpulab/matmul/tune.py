@@ -2,6 +2,7 @@
 
     python -m gpulab.matmul.tune --backend numba  [--sizes 8192] [--configs NAME ...] [--out DIR]
     python -m gpulab.matmul.tune --backend cuda-c [--sizes 4096 8192] [--extra NAME:K=V,K=V ...]
+        [--extra-cpasync NAME:K=V,K=V ...]
 
 Each configuration is a registered variant with some of its parameters replaced, launched
 through the chapter's one launch path ([`gpulab.matmul.host.prepare`][gpulab.matmul.host.prepare]
@@ -39,16 +40,32 @@ def _numba_configs():
             for c in NUMBA_TILES for name in ("register", "prefetch", "wide")]
 
 
-# the registered warp-tile shape (THREADS follows from it)
-WARP_TILE = {k[3:]: v for k, v in REGISTRY.get("warptile", "cuda-c").params.items() if k != "WT_THREADS"}
+def _registered_shape(name: str, prefix: str) -> dict:
+    """A registered warp-tiled variant's defines without their prefix (THREADS left out: it follows)."""
+    return {k[len(prefix):]: v for k, v in REGISTRY.get(name, "cuda-c").params.items() if k != f"{prefix}THREADS"}
+
+
+def _shape(base: dict, prefix: str, kw: dict) -> dict:
+    d = {**base, **kw}
+    d.setdefault("THREADS", 32 * (d["BM"] // d["WM"]) * (d["BN"] // d["WN"]))
+    return {f"{prefix}{k}": v for k, v in d.items()}
+
+
+# the registered warp-tile shapes (THREADS follows from them)
+WARP_TILE = _registered_shape("warptile", "WT_")
+CPASYNC_TILE = _registered_shape("cpasync", "CA_")
 
 
 def wt(**kw):
     """A warp-tile shape as defines (WT_ prefixed): the registry's, with `kw` replaced; THREADS,
     unless given, is one warp per WM×WN warp tile of the BM×BN block tile."""
-    d = {**WARP_TILE, **kw}
-    d.setdefault("THREADS", 32 * (d["BM"] // d["WM"]) * (d["BN"] // d["WN"]))
-    return {f"WT_{k}": v for k, v in d.items()}
+    return _shape(WARP_TILE, "WT_", kw)
+
+
+def ca(**kw):
+    """A cpasync configuration as defines (CA_ prefixed), as [`wt`][gpulab.matmul.tune.wt] does
+    for warptile; besides the shape, STAGES (pipeline depth) and GROUP (rasterization, 0 = off)."""
+    return _shape(CPASYNC_TILE, "CA_", kw)
 
 
 # CUDA C: (label, variant, parameters replaced, timing sizes: None = every --sizes)
@@ -78,16 +95,29 @@ WARPTILE = [(f"wt_{label}", "warptile", wt(**d), None) for label, d in [
     ("default_again", {}),
 ]]
 
+# cp.async step, one lever at a time from the registered configuration (3 stages, groups of 8):
+# the pipeline depth, the rasterization, then shapes that the freed staging registers may allow.
+CPASYNC = [(f"ca_{label}", "cpasync", ca(**d), None) for label, d in [
+    ("default", {}), ("st2", dict(STAGES=2)), ("st4", dict(STAGES=4)),
+    ("g0", dict(GROUP=0)), ("g4", dict(GROUP=4)), ("g16", dict(GROUP=16)),
+    ("st2_g0", dict(STAGES=2, GROUP=0)),  # warptile's schedule, copies by cp.async: the copy lever alone
+    ("bk16_st2", dict(BK=16, STAGES=2)), ("wniter4", dict(WNITER=4)), ("tm8", dict(TM=8)),
+    ("256t_w32x64", dict(WM=32, WN=64)), ("256t_256x128", dict(BM=256)), ("256t_128x256", dict(BN=256, STAGES=2)),
+    ("default_again", {}),
+]]
+
 CHECK_SIZES = [(1, 1, 1), (127, 131, 129), (257, 513, 100), (512, 384, 256), (4099, 4099, 4099)]  # (M, N, K)
 CONST_SIZES = [(1, 1, 1), (127, 131, 100), (257, 128, 128), (300, 1, 16384)]
 
 
-def configs(backend: str, extra=()) -> list[tuple[str, str, dict, list | None]]:
-    """The sweep of `backend`; `extra`: more warp-tile shapes as `name:K=V,K=V`."""
-    out = _numba_configs() if backend == "numba" else CUDA_LADDER + WARPTILE
-    for spec in extra:
-        name, kv = spec.split(":", 1)
-        out.append((name, "warptile", wt(**{k: int(v) for k, v in (p.split("=") for p in kv.split(","))}), None))
+def configs(backend: str, extra=(), extra_cpasync=()) -> list[tuple[str, str, dict, list | None]]:
+    """The sweep of `backend`; `extra` / `extra_cpasync`: more warptile / cpasync
+    configurations as `name:K=V,K=V`."""
+    out = _numba_configs() if backend == "numba" else CUDA_LADDER + WARPTILE + CPASYNC
+    for specs, variant, defines in ((extra, "warptile", wt), (extra_cpasync, "cpasync", ca)):
+        for spec in specs:
+            name, kv = spec.split(":", 1)
+            out.append((name, variant, defines(**{k: int(v) for k, v in (p.split("=") for p in kv.split(","))}), None))
     return out
 
 
@@ -144,6 +174,8 @@ def main(argv=None) -> int:
     ap.add_argument("--sizes", nargs="*", type=int, help="timing sizes N (default: 8192 numba, 4096 8192 CUDA C)")
     ap.add_argument("--reps", type=int, default=15)
     ap.add_argument("--extra", nargs="*", default=[], help="CUDA C: more warp-tile shapes, name:K=V,K=V (WT_ added)")
+    ap.add_argument("--extra-cpasync", nargs="*", default=[],
+                    help="CUDA C: more cpasync configurations, name:K=V,K=V (CA_ added; STAGES, GROUP too)")
     ap.add_argument("--out", default=os.environ.get("OUT", "bench-results"))
     args = ap.parse_args(argv)
     try:  # before the sweep: its only output must have somewhere to go
@@ -161,7 +193,7 @@ def main(argv=None) -> int:
     from gpulab.timing import measure
 
     sizes = args.sizes or ([8192] if args.backend == "numba" else [4096, 8192])
-    todo = [c for c in configs(args.backend, args.extra) if not args.configs or c[0] in args.configs]
+    todo = [c for c in configs(args.backend, args.extra, args.extra_cpasync) if not args.configs or c[0] in args.configs]
     rng = np.random.default_rng()
     inputs = {}
     for n in sizes:

@@ -79,6 +79,14 @@ REGISTRY.add(variant("warptile", "cuda-c", ("global", "shared", "registers"),
                      dict(WT_BM=128, WT_BN=128, WT_BK=8, WT_WM=64, WT_WN=64, WT_WNITER=2, WT_TM=4, WT_TN=4,
                           WT_THREADS=128, WT_MINBLOCKS=1, WT_APAD=4)))
 
+# warptile's shape (CA_-prefixed: its own macros) fed by a cp.async pipeline of CA_STAGES shared
+# stages, blocks rasterized CA_GROUP block rows at a time. Shape, depth and group: gpulab.matmul.tune.
+CPASYNC = MatmulPolicy("matmul_cpasync", tile=("CA_BM", "CA_BN"), threads="CA_THREADS", min_cc=(8, 0))
+REGISTRY.add(variant("cpasync", "cuda-c", ("global", "shared", "registers"),
+                     "warptile fed by cp.async: global->shared copies in a 3-stage ring, no staging registers, zero-filled edges; blocks rasterized for L2 reuse",
+                     CPASYNC, dict(CA_BM=128, CA_BN=128, CA_BK=8, CA_WM=64, CA_WN=64, CA_WNITER=2, CA_TM=4, CA_TN=4,
+                                   CA_THREADS=128, CA_MINBLOCKS=1, CA_APAD=4, CA_STAGES=3, CA_GROUP=8)))
+
 CONSTANT_VARIANTS = tuple(dict.fromkeys(v.name for v in REGISTRY if v.policy.constant_b))
 LADDER_STEPS = tuple(step[0] for step in _LADDER)  # each in numba and in CUDA C
 
