@@ -3,6 +3,10 @@
 #   metrics    gpulab bench radix|euler --metrics, numba backend (the trace tables' columns), one size
 #   eulersort  chapter 5's pairing with radix `local` (its SORT today) against `onesweep`,
 #              ruling_set at deep-42M and shallow-42M, both backends, A B A B
+#   cpasync    scripts/gpu_cpasync.sh tests bench (chapter 1's cp.async step); cpatune: its tune and
+#              sanitize stages
+#   subsetcall scripts/subset_call_timeline.py at n = 50, k = 5 (the plans kept per shape)
+#   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
 FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
 stages="${*:-metrics}"
@@ -34,6 +38,24 @@ for f in glob.glob(sys.argv[1] + "/euler-*.json"):
             print(f"  {sys.argv[2]:9} {r['label']:12} {r['backend']:7} total {r['median_ms']:7.2f} ms  pairing {r.get('stages_ms', {}).get('pairing', 0):6.2f} ms")
 PY
   done; done
+fi
+if [[ " $stages " == *" cpasync "* ]]; then
+  OUT="$OUT/cpasync" bash scripts/gpu_cpasync.sh tests bench > /dev/null 2>&1
+  say "cpasync tests+bench ($(el) s):"; cat "$OUT/cpasync/cpasync-summary.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" cpatune "* ]]; then
+  OUT="$OUT/cpatune" bash scripts/gpu_cpasync.sh tune sanitize > /dev/null 2>&1
+  say "cpasync tune+sanitize ($(el) s):"; cat "$OUT/cpatune/cpasync-summary.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" subsetcall "* ]]; then
+  PYTHONPATH=. timeout 120 $py scripts/subset_call_timeline.py --n 50 --k 5 --repeat 20 --json "$OUT/subset-call-timeline.json" \
+    > "$OUT/subset-call.txt" 2>&1; say "subset call timeline exit $? ($(el) s)"; cat "$OUT/subset-call.txt" | tee -a "$summary"
+  PYTHONPATH=. timeout 120 $py -m pytest -q -x -p no:cacheprovider tests/subset/test_call_cache.py > "$OUT/subset-cache-tests.log" 2>&1
+  say "subset cache tests exit $?: $(tail -1 "$OUT/subset-cache-tests.log")"
+fi
+if [[ " $stages " == *" tests "* ]]; then
+  OUT="$OUT/tests" WORKERS=${WORKERS:-12} timeout "${TT:-500}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
+  say "tests exit $? ($(el) s)"; grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.out" | tail -15 | tee -a "$summary"
 fi
 cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
 echo "== summary"; cat "$FINAL/summary.txt"

@@ -9,7 +9,11 @@ the per-request ratios and, where the book reads them, the per-line counts).
 Sizes: matmul 128x16x128 (every tile full); subset n=50 k=5 (the GPU's size; a window of ranks
 at the start, a third and two thirds in, with the GPU's launch parameters: CHUNK=32 for the
 incremental kernels); gp 3 individuals x 32 stocks x 40 days (full warps) and x 768 days (the
-GPU's days, for bitsliced, register and shared).
+GPU's days, for bitsliced, register and shared); radix: every numba step with the GPU's launch
+parameters (not the simulator's small tiles), two tiles of keys below 2^BITS (one pass of
+random digits, as every pass of random 32-bit keys is).
+
+`--chapters` traces only those chapters and keeps the other chapters' rows already in `--out`.
 """
 
 from __future__ import annotations
@@ -96,15 +100,38 @@ def gp() -> list[dict]:
     return rows
 
 
+def radix() -> list[dict]:
+    import gpulab.radix as rx
+    from gpulab.radix.variants import REGISTRY
+
+    rows = []
+    for v in REGISTRY.select(backend="numba"):
+        p = dict(v.params)
+        tile = p.get("BLOCK", p["SCAN_BLOCK"]) * p.get("ITEMS", 1)
+        n, bits = 2 * tile, p.get("BITS", 1)
+        keys = np.random.default_rng(11).integers(0, 2 ** bits, n, dtype=np.uint32)
+        label = f"{n} keys < 2^{bits}, GPU parameters"
+
+        def launch(keys=keys, v=v, p=p):
+            out = rx.sort(keys, variant=v.name, params=p)
+            assert np.array_equal(out, np.sort(keys)), v.name
+
+        rows += _rows("radix", label, v.name, launch, False, {"params": p})
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="docs/benchmarks/traces-at-sizes.json")
-    ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp"])
+    ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp", "radix"])
     a = ap.parse_args()
     rows = []
+    out = Path(a.out)
+    if out.exists():  # the other chapters' rows stay
+        rows = [r for r in json.loads(out.read_text())["rows"] if r["chapter"] not in a.chapters]
     for ch in a.chapters:
-        rows += {"matmul": matmul, "subset": subset, "gp": gp}[ch]()
-    Path(a.out).write_text(json.dumps({"what": __doc__.split("\n\n")[0], "script": "scripts/trace_at_sizes.py",
+        rows += {"matmul": matmul, "subset": subset, "gp": gp, "radix": radix}[ch]()
+    out.write_text(json.dumps({"what": __doc__.split("\n\n")[0], "script": "scripts/trace_at_sizes.py",
                                        "rows": rows}, indent=1) + "\n")
 
 
