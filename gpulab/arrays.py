@@ -127,12 +127,15 @@ def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[
     return shape, dtype
 
 
-def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0) -> DeviceInput:
+def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0,
+                 sync: bool = True) -> DeviceInput:
     """Take a public function's array argument onto the device.
 
     Host arrays (numpy, lists, CPU tensors) are made C-contiguous and copied once (on `stream`);
     device arrays are wrapped without a copy (they must be C-contiguous: the kernels index them
-    as flat arrays). `dtypes`/`ndim` are checked first, from the array interface.
+    as flat arrays). `dtypes`/`ndim` are checked first, from the array interface. `sync=False`:
+    do not wait for the stream a device array names in its interface (a caller that runs on
+    that very stream needs no wait; numba's default waits).
     """
     if is_device_array(x):
         check_array(x, name, dtypes=dtypes, ndim=ndim)
@@ -142,7 +145,7 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
         if not _c_contiguous(cai):
             raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "
                              "pass a C-contiguous array (e.g. .copy() in your library)")
-        return DeviceInput(cuda.as_cuda_array(x), True, library(x), x)
+        return DeviceInput(cuda.as_cuda_array(x, sync=sync), True, library(x), x)
     if not isinstance(x, np.ndarray):
         if type(x).__module__.split(".")[0] == "torch":  # a CPU tensor
             x = x.numpy()

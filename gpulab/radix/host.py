@@ -243,6 +243,8 @@ class SortPlan:
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]
         self.vals = [alloc(n), alloc(n)] if has_vals else [alloc(1), alloc(1)]
+        # views made once (a device array's slice is host work): the input's places in buffer 1
+        self._scratch, self.values_scratch = self.keys[1][:n], (self.vals[1][:n] if has_vals else None)
         self.d_max = cuda.device_array(1, np.uint32)
         self.passes_run = 0
         R = 1 << self.bits
@@ -277,8 +279,9 @@ class SortPlan:
 
     @property
     def scratch(self):
-        """A buffer of `n` uint32 that may hold the input of [`sort`][gpulab.radix.host.SortPlan.sort]."""
-        return self.keys[1][: self.n]
+        """A buffer of `n` uint32 that may hold the input keys of [`sort`][gpulab.radix.host.SortPlan.sort]
+        (`values_scratch`: the same for the values of a key-value plan)."""
+        return self._scratch
 
     # --8<-- [start:passes]
     def max_key(self, d_keys) -> int:
@@ -505,21 +508,24 @@ def unorder_on_device(d_ordered, dtype, stream=0):
     from gpulab.radix.kernels_numba import KIND_FLOAT32, KIND_INT32, unorder_keys
 
     dtype = np.dtype(dtype)
+    if dtype == np.uint32:
+        return d_ordered
     n = d_ordered.shape[0]
-    if dtype != np.uint32 and n:
+    if n:
         kind = KIND_INT32 if dtype == np.int32 else KIND_FLOAT32
         unorder_keys[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_ordered, _i(n), _i(kind))
     return d_ordered.view(dtype)
 
 
-def widen_on_device(d_positions, stream=0):
-    """argsort's uint32 positions as a new int64 device array."""
+def widen_on_device(d_positions, stream=0, out=None):
+    """argsort's uint32 positions as int64, written into `out` (a device array of `n` int64),
+    or a new device array."""
     from numba import cuda
 
     from gpulab.radix.kernels_numba import widen_indices
 
     n = d_positions.shape[0]
-    out = cuda.device_array(n, np.int64, stream=stream)
+    out = cuda.device_array(n, np.int64, stream=stream) if out is None else out
     if n:
         widen_indices[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_positions, out, _i(n))
     return out
