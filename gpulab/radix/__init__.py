@@ -199,7 +199,7 @@ def _as(a, dtype):
 
 def _span(a):
     """Where a device array's memory starts and ends (the simulator's: its host memory)."""
-    face = a.__cuda_array_interface__ if hasattr(a, "__cuda_array_interface__") else a.__array_interface__
+    face = a.__cuda_array_interface__ if hasattr(a, "__cuda_array_interface__") else a._ary.__array_interface__
     return face["data"][0], face["data"][0] + a.nbytes
 
 
