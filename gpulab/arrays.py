@@ -42,10 +42,16 @@ def _is_simulator_array(x) -> bool:
     return isinstance(x, FakeCUDAArray)
 
 
+try:  # numba's own device arrays: shape and dtype are attributes (no interface dict to build per call)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase as _NumbaArray
+except ImportError:  # pragma: no cover - a numba-cuda that moved it: the interface is read instead
+    _NumbaArray = ()
+
+
 def is_device_array(x) -> bool:
     """True for CuPy arrays, PyTorch CUDA tensors, numba device arrays (anything exposing
     `__cuda_array_interface__`) and the simulator's device arrays."""
-    if _is_simulator_array(x):
+    if isinstance(x, _NumbaArray) or _is_simulator_array(x):
         return True
     try:
         return hasattr(x, "__cuda_array_interface__")
@@ -63,7 +69,7 @@ def library(x) -> str:
 
 def shape_dtype(x) -> tuple[tuple, np.dtype]:
     """Shape and dtype of a host or device array, read without touching its data."""
-    if _is_simulator_array(x) or isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, _NumbaArray)) or _is_simulator_array(x):
         return tuple(x.shape), np.dtype(x.dtype)
     if hasattr(x, "__cuda_array_interface__"):
         cai = x.__cuda_array_interface__

@@ -198,9 +198,9 @@ def _as(a, dtype):
 
 
 def _span(a):
-    """Where a device array's memory starts and ends (the simulator's: its host memory)."""
-    face = a.__cuda_array_interface__ if hasattr(a, "__cuda_array_interface__") else a._ary.__array_interface__
-    return face["data"][0], face["data"][0] + a.nbytes
+    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
+    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
+    return start, start + a.nbytes
 
 
 def _target(o, n, like, s, reads):
