@@ -17,15 +17,35 @@ order-preserving bit transform on the device, whose numpy statement is
 Every function takes numpy arrays or device arrays (CuPy, PyTorch CUDA tensors, numba device
 arrays) and returns the same kind: numpy in → numpy out; device in → a device array of the
 caller's library, computed without a host copy of the input. `stream=` (a numba, CuPy or
-PyTorch stream) queues the work behind the caller's; the host still waits for the device once
-in a sort (for the largest key, for the early exit; onesweep for its 4 KB of digit offsets,
-which say which passes run), and once more in `distinct` (its count).
+PyTorch stream) queues the work behind the caller's; a CuPy or PyTorch array whose interface
+names that same stream is not waited for (one that names another stream is, as the CUDA array
+interface asks). The host waits for the device once in a sort, because the algorithm decides
+there: onesweep (the default) for its 4 KB of digit offsets, which say which passes run (its
+first pass is already queued behind the copy), the other variants for the largest key (the
+early exit); `distinct` once more (its count), and a numpy caller for the copy of its result.
 The CPU baseline (`backend="cpu"`) runs numpy on the host, so it copies device inputs there
 and its results back.
 
-The work buffers of the last sort (a plan: two to four arrays as long as the keys) are kept for
-the next call of the same size, variant and stream, so a pipeline that sorts repeatedly
-allocates only its results; [`clear_plan_cache`][gpulab.radix.clear_plan_cache] frees them.
+What a call allocates. The work buffers of the last sort (a plan: two to four arrays as long as
+the keys, in a `gpulab.launch.PlanCache`) are kept for the next call of the same size,
+key-value shape, variant, parameters and stream; [`clear_cache`][gpulab.radix.clear_cache]
+frees them. Numpy inputs are copied into those buffers, not into new device arrays. The
+result is then the only allocation of a call, and `out=` removes it:
+
+```python
+d_keys = cupy.asarray(keys)
+result = cupy.empty_like(d_keys)
+rx.sort(d_keys, out=result)                  # the last pass writes `result`; returns it
+rx.sort_pairs(k, v, out=(k_sorted, v_sorted))
+rx.argsort(d_keys, out=cupy.empty(d_keys.size, cupy.int64))
+```
+
+`out` is an array of your own (numpy or any device library; C-contiguous, the input's length,
+the result's dtype; a wrong one is one `ShapeError` / `DtypeError` naming the shape and dtype
+expected), written and returned as it is. Without `out` the result is a new array that belongs
+to the caller: no later call writes it. On a device caller it comes from numba's allocator
+(`cuda.device_array`; numba's memory-manager plugins, e.g. RMM's pool, make that a pool
+allocation for the whole process); the plan's buffers are never returned.
 """
 
 from __future__ import annotations
@@ -42,7 +62,7 @@ from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_
                                     split_reference)
 from gpulab.radix.variants import REGISTRY
 
-__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_plan_cache", "REGISTRY",
+__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_cache", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = REGISTRY.default("numba")  # the GPU backends' default (onesweep: the fastest measured)

@@ -246,6 +246,9 @@ class SortPlan:
         # views made once (a device array's slice is host work): the input's places in buffer 1
         self._scratch, self.values_scratch = self.keys[1][:n], (self.vals[1][:n] if has_vals else None)
         self.d_max = cuda.device_array(1, np.uint32)
+        # the largest key's copy on the host (page-locked) and the event that says it arrived
+        self.max_host, self.max_arrived = cuda.pinned_array(1, np.uint32), device.wait_event()
+        self.d_max_i32 = self.d_max.view(np.int32)  # zeroed by zero_i32
         self.passes_run = 0
         R = 1 << self.bits
         self.nb = ceil_div(n, policy.tile_keys(params)) if policy.tile else 1  # tiles of a pass
@@ -287,9 +290,9 @@ class SortPlan:
     def max_key(self, d_keys) -> int:
         """The largest key: only its significant bits need sorting (the early exit)."""
         n, sb = self.n, self.params["SCAN_BLOCK"]
-        self.d_max.copy_to_device(np.zeros(1, np.uint32), stream=self.stream)
+        self.K("zero_i32", (1,), (EW_BLOCK,), self.d_max_i32, _i(1))  # queued: no host copy to wait for
         self.K("max_reduce", (min(ceil_div(n, sb), 4096),), (sb,), d_keys, _i(n), self.d_max)
-        return int(_fetch(self.d_max, self.stream)[0])
+        return int(_start_fetch(self.d_max, self.max_host, self.max_arrived, self.stream)()[0])
 
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
@@ -461,6 +464,8 @@ class DistinctPlan:
         self.pos = cuda.device_array(max(n, 1), np.int32)
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
+        # the last key's scanned position and flag, read back into page-locked memory together
+        self.last_host, self.last_arrived = cuda.pinned_array(2, np.int32), device.wait_event()
 
     def run(self, d_keys_in, out=None):
         """Returns (device array with the distinct keys first, their count): the plan's buffer,
@@ -474,8 +479,10 @@ class DistinctPlan:
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
         K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
-        last_pos, last_flag = _fetch(self.pos[n - 1:n], sp.stream), _fetch(self.flags[n - 1:n], sp.stream)
-        return out, int(last_pos[0] + last_flag[0])
+        _start_fetch(self.pos[n - 1:n], self.last_host[:1], self.last_arrived, sp.stream)
+        last = _start_fetch(self.flags[n - 1:n], self.last_host[1:], self.last_arrived, sp.stream)
+        last()  # one wait, for both copies
+        return out, int(self.last_host.sum())
 # --8<-- [end:distinct]
 
 

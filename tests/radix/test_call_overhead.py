@@ -13,7 +13,7 @@ from numba import cuda
 import gpulab.radix as rx
 from gpulab.errors import DtypeError, GpulabError, ShapeError
 from gpulab.radix.variants import REGISTRY
-from tests.conftest import ON_SIMULATOR, device_only, skip_unless_runnable
+from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
 
 SIM = ("radix4_shared", "numba")
 CASES = [SIM] if ON_SIMULATOR else [SIM, ("onesweep", "numba"), ("onesweep", "cuda-c")]
@@ -34,8 +34,8 @@ def edge_sizes(v):
 
 
 def small_keys(rng, n, bits=4):
-    """Keys below 2**bits: one pass of 4-bit digits on the simulator (4 bits) ..."""
-    return rng.integers(0, 2**bits, n, dtype=np.uint32)
+    """Keys below 2**bits (4 bits: one pass of the simulator's 4-bit digits)."""
+    return rng.integers(0, 2**bits, n, dtype=np.uint64).astype(np.uint32)
 
 
 def shared_low_byte(rng, n):
@@ -47,8 +47,9 @@ def shared_low_byte(rng, n):
 @pytest.mark.parametrize("name,backend", CASES)
 def test_out_is_filled_and_returned_at_tile_edges(name, backend, rng):
     v = variant(name, backend)
-    for n in edge_sizes(v):
-        keys = small_keys(rng, n, 4 if ON_SIMULATOR else 32)
+    # on a GPU 1, 2, 3 and 4 passes of 8-bit digits (onesweep: the queued pass alone, or more)
+    for n, bits in zip(edge_sizes(v), [4] * 5 if ON_SIMULATOR else [32, 8, 16, 32, 20]):
+        keys = small_keys(rng, n, bits)
         out = cuda.device_array(n, np.uint32)
         got = rx.sort(device_only(keys), name, backend, out=out)
         assert got is out, "sort(out=...) did not return the caller's array"
@@ -105,6 +106,16 @@ def test_two_calls_return_independent_arrays(rng):
     h1 = rx.sort(a, name, backend)
     h2 = rx.sort(b, name, backend)
     assert np.array_equal(h1, np.sort(a)) and np.array_equal(h2, np.sort(b))
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+def test_out_of_another_library(lib_name, rng):
+    """A CuPy array or PyTorch tensor as `out` (GPU only): filled, returned, the same object."""
+    lib = gpu_library(lib_name)
+    keys = small_keys(rng, 5000, 32)
+    out = on_gpu(lib, np.zeros(5000, np.int64))
+    assert rx.argsort(on_gpu(lib, keys), out=out) is out
+    assert np.array_equal(from_gpu(out), np.argsort(keys, kind="stable"))
 
 
 def test_wrong_out_is_one_clear_error(rng):
