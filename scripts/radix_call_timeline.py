@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -119,6 +120,7 @@ def main() -> None:
     print(f"({clock}; median of {a.repeat} after {a.warmup} warm-up calls; cold: wall clock, median of 3)")
     if a.json:
         result = {"schema": "gpulab-radix-call-timeline/1", "date": utc_now(),
+                  "script": "python scripts/radix_call_timeline.py " + " ".join(sys.argv[1:]),
                   "device": {**device.info().as_dict(), "pycuda": cudac.pycuda_status()}, "versions": versions(),
                   "settings": {"log2": a.log2, "repeat": a.repeat, "warmup": a.warmup, "variant": a.variant,
                                "seed": a.seed, "clock": clock},
