@@ -280,11 +280,14 @@ def _filled(results, out):
 def _copy_into(o, r):
     """A result made on the host (or an empty one) into the caller's `out` (same length and
     item size: the bits are copied)."""
-    r = np.ascontiguousarray(to_host(r)).view(shape_dtype(o)[1])
-    if not is_device_array(o):
-        o[...] = r
-    elif r.size:
+    shape, dtype = shape_dtype(o)
+    if not shape[0]:
+        return o
+    r = np.ascontiguousarray(to_host(r)).view(dtype)
+    if is_device_array(o):
         _take(o, "out", None, 0).copy_to_device(r)  # from pageable memory on stream 0: complete on return
+    else:
+        o[...] = r
     return o
 
 
@@ -356,7 +359,8 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
         out: an array of your own for the result: C-contiguous, shape `(len(keys),)`, the keys'
             dtype; numpy or a device array of any library. The sort writes it (on the device,
             its last pass does: no allocation at all) and returns `out` itself. It may be
-            `keys` (an in-place sort: then the result is copied there from the plan's buffers).
+            `keys` itself (an in-place sort; uint32 keys, which the first pass reads where they
+            lie, then reach it by one more device copy).
 
     Returns:
         The sorted keys, same dtype: `out` when given; else a new array you own (no later call
