@@ -42,10 +42,16 @@ def _is_simulator_array(x) -> bool:
     return isinstance(x, FakeCUDAArray)
 
 
+try:  # numba's own device arrays: shape and dtype are attributes (no interface dict to build per call)
+    from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase as _NumbaArray
+except ImportError:  # pragma: no cover - a numba-cuda that moved it: the interface is read instead
+    _NumbaArray = ()
+
+
 def is_device_array(x) -> bool:
     """True for CuPy arrays, PyTorch CUDA tensors, numba device arrays (anything exposing
     `__cuda_array_interface__`) and the simulator's device arrays."""
-    if _is_simulator_array(x):
+    if isinstance(x, _NumbaArray) or _is_simulator_array(x):
         return True
     try:
         return hasattr(x, "__cuda_array_interface__")
@@ -63,7 +69,7 @@ def library(x) -> str:
 
 def shape_dtype(x) -> tuple[tuple, np.dtype]:
     """Shape and dtype of a host or device array, read without touching its data."""
-    if _is_simulator_array(x) or isinstance(x, np.ndarray):
+    if isinstance(x, (np.ndarray, _NumbaArray)) or _is_simulator_array(x):
         return tuple(x.shape), np.dtype(x.dtype)
     if hasattr(x, "__cuda_array_interface__"):
         cai = x.__cuda_array_interface__
@@ -127,12 +133,15 @@ def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[
     return shape, dtype
 
 
-def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0) -> DeviceInput:
+def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0,
+                 sync: bool = True) -> DeviceInput:
     """Take a public function's array argument onto the device.
 
     Host arrays (numpy, lists, CPU tensors) are made C-contiguous and copied once (on `stream`);
     device arrays are wrapped without a copy (they must be C-contiguous: the kernels index them
-    as flat arrays). `dtypes`/`ndim` are checked first, from the array interface.
+    as flat arrays). `dtypes`/`ndim` are checked first, from the array interface. `sync=False`:
+    do not wait for the stream a device array names in its interface (a caller that runs on
+    that very stream needs no wait; numba's default waits).
     """
     if is_device_array(x):
         check_array(x, name, dtypes=dtypes, ndim=ndim)
@@ -142,7 +151,7 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
         if not _c_contiguous(cai):
             raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "
                              "pass a C-contiguous array (e.g. .copy() in your library)")
-        return DeviceInput(cuda.as_cuda_array(x), True, library(x), x)
+        return DeviceInput(cuda.as_cuda_array(x, sync=sync), True, library(x), x)
     if not isinstance(x, np.ndarray):
         if type(x).__module__.split(".")[0] == "torch":  # a CPU tensor
             x = x.numpy()

@@ -17,15 +17,35 @@ order-preserving bit transform on the device, whose numpy statement is
 Every function takes numpy arrays or device arrays (CuPy, PyTorch CUDA tensors, numba device
 arrays) and returns the same kind: numpy in → numpy out; device in → a device array of the
 caller's library, computed without a host copy of the input. `stream=` (a numba, CuPy or
-PyTorch stream) queues the work behind the caller's; the host still waits for the device once
-in a sort (for the largest key, for the early exit; onesweep for its 4 KB of digit offsets,
-which say which passes run), and once more in `distinct` (its count).
+PyTorch stream) queues the work behind the caller's; a CuPy or PyTorch array whose interface
+names that same stream is not waited for (one that names another stream is, as the CUDA array
+interface asks). The host waits for the device once in a sort, because the algorithm decides
+there: onesweep (the default) for its 4 KB of digit offsets, which say which passes run (its
+first pass is already queued behind the copy), the other variants for the largest key (the
+early exit); `distinct` once more (its count), and a numpy caller for the copy of its result.
 The CPU baseline (`backend="cpu"`) runs numpy on the host, so it copies device inputs there
 and its results back.
 
-The work buffers of the last sort (a plan: two to four arrays as long as the keys) are kept for
-the next call of the same size, variant and stream, so a pipeline that sorts repeatedly
-allocates only its results; [`clear_plan_cache`][gpulab.radix.clear_plan_cache] frees them.
+What a call allocates. The work buffers of the last sort (a plan: two to four arrays as long as
+the keys, in a `gpulab.launch.PlanCache`) are kept for the next call of the same size,
+key-value shape, variant, parameters and stream; [`clear_cache`][gpulab.radix.clear_cache]
+frees them. Numpy inputs are copied into those buffers, not into new device arrays. The
+result is then the only allocation of a call, and `out=` removes it:
+
+```python
+d_keys = cupy.asarray(keys)
+result = cupy.empty_like(d_keys)
+rx.sort(d_keys, out=result)                  # the last pass writes `result`; returns it
+rx.sort_pairs(k, v, out=(k_sorted, v_sorted))
+rx.argsort(d_keys, out=cupy.empty(d_keys.size, cupy.int64))
+```
+
+`out` is an array of your own (numpy or any device library; C-contiguous, the input's length,
+the result's dtype; a wrong one is one `ShapeError` / `DtypeError` naming the shape and dtype
+expected), written and returned as it is. Without `out` the result is a new array that belongs
+to the caller: no later call writes it. On a device caller it comes from numba's allocator
+(`cuda.device_array`; numba's memory-manager plugins, e.g. RMM's pool, make that a pool
+allocation for the whole process); the plan's buffers are never returned.
 """
 
 from __future__ import annotations
@@ -34,14 +54,15 @@ import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import caller_of, describe, device_input, numba_stream, to_caller, to_host
+from gpulab.arrays import (describe, device_input, is_device_array, numba_stream, shape_dtype, to_caller,
+                           to_host)
 from gpulab.launch import PlanCache
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
                                     split_reference)
 from gpulab.radix.variants import REGISTRY
 
-__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_plan_cache", "REGISTRY",
+__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_cache", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = REGISTRY.default("numba")  # the GPU backends' default (onesweep: the fastest measured)
@@ -52,23 +73,48 @@ FALLBACK_VARIANT = "radix4_shared"
 
 
 _PLANS = PlanCache(maxsize=1)  # one plan at a time: each holds buffers several times the size of the keys
+_LAUNCH: dict = {}  # (variant, backend, params) -> (Variant, launch parameters, their key): resolved once
+_LAUNCH_MAX = 256
 
 
-def _plan(v, n, has_vals, params, stream, distinct=False):
+def _launch(variant, backend, params):
+    """The variant, launch parameters and their cache key of a call, looked up once per
+    `(variant, backend, params)`: the registry, the backend's default and the parameters' dict
+    are per-call host work otherwise."""
+    try:
+        key = (variant, backend, tuple(sorted(params.items())) if params else ())
+        hit = _LAUNCH.get(key)
+    except TypeError:  # a parameter value that cannot be a dict key: resolved every call
+        key, hit = None, None
+    if hit is None:
+        v = _resolve(variant, backend)
+        p = v.launch_params(params)
+        hit = (v, p, tuple(sorted(p.items())))
+        if key is not None and len(_LAUNCH) < _LAUNCH_MAX:
+            _LAUNCH[key] = hit
+    return hit
+
+
+def _plan(v, n, has_vals, p, pkey, stream, distinct=False):
     """The plan for this call: the last one, when it was made for the same call shape (its
     buffers are reused: on one stream, one sort after the other), else a new one."""
-    key = (v.key, n, has_vals, tuple(sorted(params.items())), int(stream) if stream else 0, distinct)
+    key = (v.key, n, has_vals, pkey, int(stream) if stream else 0, distinct)
 
     def build():
-        plan = v.run(n, has_vals, params, stream=stream)
+        plan = v.run(n, has_vals, p, stream=stream)
         return host.distinct_plan(plan) if distinct else plan
 
     return _PLANS.get(key, build)
 
 
-def clear_plan_cache() -> None:
-    """Free the work buffers the public functions keep between calls."""
+def clear_cache() -> None:
+    """Free the work buffers the public functions keep between calls (the last sort plan, a
+    `gpulab.launch.PlanCache`) and forget the variants they resolved."""
     _PLANS.clear()
+    _LAUNCH.clear()
+
+
+clear_plan_cache = clear_cache  # the earlier name
 
 
 def plan(n: int, *, pairs: bool = False, variant: str | None = None, backend: str = "numba",
@@ -116,35 +162,133 @@ def _resolve(variant, backend):
     return REGISTRY.resolve(variant, backend)
 
 
-def _sorted(keys, values, variant, backend, params, iota, stream):
+def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, None)):
     """The sort behind sort / argsort / sort_pairs. Returns `(keys, values)` in the caller's kind:
-    keys in their dtype, values as uint32 bits (positions for `iota`); `None` when not asked for."""
+    keys in their dtype, values as uint32 bits (argsort: int64 positions); `None` when not asked
+    for. `out`: the caller's arrays for them (already checked), `None` where the result is new."""
     n, dtype = host.validate_keys(keys)
     has_vals = values is not None or iota
     if values is not None:
         host.validate_values(n, values)
-    v = _resolve(variant, backend)
-    p = v.launch_params(params)
-    s = numba_stream(stream)
+    v, p, pkey = _launch(variant, backend, params)
     if v.backend == "cpu":
-        return _sorted_on_cpu(keys, values, dtype, v, p, iota)
-    kin = device_input(keys, "keys", stream=s)
-    vin = device_input(values, "values", stream=s) if values is not None else None
-    like = caller_of(kin, vin) if vin is not None else kin
+        return _filled(_sorted_on_cpu(keys, values, dtype, v, p, iota), out)
+    s = numba_stream(stream)
+    like = describe(keys, values)
     if n == 0:
-        return _empty(dtype, like, s), (_empty(np.int64 if iota else np.uint32, like, s) if has_vals else None)
+        empty = (_empty(dtype, like, s), _empty(np.int64 if iota else np.uint32, like, s) if has_vals else None)
+        return _filled(empty, out)
+    plan = _plan(v, n, has_vals, p, pkey, s)
+    # Host inputs are copied into the plan's buffers that only the first pass reads
+    scratch = plan.scratch
+    ordered = host.order_on_device(_take(keys, "keys", scratch, s), dtype, scratch, s)
+    vin = _as(_take(values, "values", plan.values_scratch, s), np.uint32) if values is not None else None
+    if iota:
+        _, pos = plan.sort(ordered, None, iota=True)
+        return None, _positions(pos, out[1], like, s)
+    # The last pass writes the results where the caller gets them (the caller's device arrays,
+    # or new ones), unless one of them has to be copied anyway (a host result, an `out` that
+    # overlaps an input the sort reads): then the plan's buffers, copied below.
+    kt, k_direct = _target(out[0], n, like, s, (ordered, vin))
+    vt, v_direct = _target(out[1], n, like, s, (ordered, vin)) if values is not None else (None, True)
+    direct = k_direct and v_direct
+    dk, dv = plan.sort(ordered, vin, out=(kt, vt) if direct else None)
+    host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
+    return (_deliver(dk, dtype, out[0], kt, direct, like, s),
+            _deliver(dv, np.uint32, out[1], vt, direct, like, s) if values is not None else None)
+
+
+def _take(x, name, buffer, s):
+    """An input as a numba device array: a device array without a copy (numba's own as it is;
+    another library's waited for only where its interface names a stream other than `s`); a
+    host array copied into `buffer` (a plan's uint32 buffer of its length, read by the first pass)."""
+    if not is_device_array(x):
+        buffer.copy_to_device(np.ascontiguousarray(x).view(np.uint32), stream=s)
+        return _as(buffer, x.dtype)
+    if hasattr(x, "is_c_contiguous") and x.is_c_contiguous():  # numba's (or the simulator's)
+        return x
+    theirs = x.__cuda_array_interface__.get("stream")
+    ours = int(s) if s else 1  # numba's default stream is the legacy one: 1 in the interface
+    return device_input(x, name, stream=s, sync=theirs is not None and theirs != ours).array
+
+
+def _as(a, dtype):
+    """`a` viewed as `dtype` (itself when it has that dtype: a view of a device array is host work)."""
+    return a if a.dtype == dtype else a.view(dtype)
+
+
+def _span(a):
+    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
+    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
+    return start, start + a.nbytes
+
+
+def _target(o, n, like, s, reads):
+    """Where one result goes: `(a numba uint32 array on the device, or None for the host;
+    whether the sort's last pass may write it)`. A device caller without `out` gets a new array
+    (allocated without a stream: a CuPy or PyTorch wrapper then has no stream to wait for)."""
     from numba import cuda
 
-    plan = _plan(v, n, has_vals, p, s)
-    ordered = host.order_on_device(kin.array, dtype, plan.scratch, s)
-    out = (cuda.device_array(n, np.uint32, stream=s), cuda.device_array(n, np.uint32, stream=s) if has_vals else None)
-    dk, dv = plan.sort(ordered, vin.array.view(np.uint32) if vin is not None else None, iota=iota, out=out)
-    out_keys = to_caller(host.unorder_on_device(dk, dtype, s), like, s)
-    if not has_vals:
-        return out_keys, None
-    if iota and like.on_device:
-        dv = host.widen_on_device(dv, s)  # argsort's int64 indices, on the device
-    return out_keys, to_caller(dv, like, s)
+    if o is None:
+        return (cuda.device_array(n, np.uint32), True) if like.on_device else (None, False)
+    if not is_device_array(o):
+        return None, False
+    t = _as(_take(o, "out", None, s), np.uint32)
+    lo, hi = _span(t)
+    return t, not any(r is not None and _span(r)[0] < hi and lo < _span(r)[1] for r in reads)
+
+
+def _deliver(res, dtype, o, t, written, like, s):
+    """One result (`res`, the uint32 bits on the device) to the caller: into `t` (the caller's
+    device `out`, or a new device array) unless the sort `written` it there, else into the
+    caller's numpy `out`, else a new numpy array. Returns the caller's `out` when given."""
+    if t is not None:
+        if not written:
+            t.copy_to_device(res, stream=s)
+        return o if o is not None else to_caller(_as(t, dtype), like, s)
+    if o is None:
+        return to_caller(_as(res, dtype), False, s)
+    res.copy_to_host(o.view(np.uint32), stream=s)
+    if s:
+        s.synchronize()
+    return o
+
+
+def _positions(pos, o, like, s):
+    """argsort's uint32 positions (a plan buffer) as int64: widened on the device into the
+    caller's device `out` or a new device array, or on the host into numpy."""
+    from numba import cuda
+
+    if o is not None and is_device_array(o):
+        host.widen_on_device(pos, s, out=_take(o, "out", None, s))
+        return o
+    if o is None and like.on_device:
+        return to_caller(host.widen_on_device(pos, s, out=cuda.device_array(pos.shape[0], np.int64)), like, s)
+    widened = to_caller(pos, False, s).astype(np.int64)
+    if o is None:
+        return widened
+    o[...] = widened
+    return o
+
+
+def _filled(results, out):
+    """Results made elsewhere (the CPU baseline, empty sorts) copied into the caller's `out`
+    arrays where given: `out` is returned for them."""
+    return tuple(r if o is None else _copy_into(o, r) for r, o in zip(results, out))
+
+
+def _copy_into(o, r):
+    """A result made on the host (or an empty one) into the caller's `out` (same length and
+    item size: the bits are copied)."""
+    shape, dtype = shape_dtype(o)
+    if not shape[0]:
+        return o
+    r = np.ascontiguousarray(to_host(r)).view(dtype)
+    if is_device_array(o):
+        _take(o, "out", None, 0).copy_to_device(r)  # from pageable memory on stream 0: complete on return
+    else:
+        o[...] = r
+    return o
 
 
 def _empty(dtype, like, stream):
@@ -172,8 +316,35 @@ def _sorted_on_cpu(keys, values, dtype, v, p, iota):
     return _on_cpu(out, describe(keys, values))
 
 
+def _check_out(out, name, n, dtype, what):
+    """The caller's array for a result: a C-contiguous numpy or device array of shape `(n,)` and
+    `dtype`, else one clear error naming what was expected."""
+    from gpulab.errors import DtypeError, ShapeError
+
+    dtype = np.dtype(dtype)
+    want = f"{name} must be a C-contiguous numpy or device array of shape ({n},) and dtype {dtype} ({what})"
+    if not (isinstance(out, np.ndarray) or is_device_array(out)):
+        raise ShapeError(f"{want}, got {type(out).__name__}")
+    shape, got = shape_dtype(out)
+    if shape != (n,):
+        raise ShapeError(f"{want}, got shape {shape}")
+    if got != dtype:
+        raise DtypeError(f"{want}, got dtype {got}")
+    contiguous = out.flags["C_CONTIGUOUS"] if isinstance(out, np.ndarray) else _contiguous(out)
+    if not contiguous or (isinstance(out, np.ndarray) and not out.flags.writeable):
+        raise ShapeError(f"{want}, got a {'read-only' if contiguous else 'non-contiguous'} array")
+    return out
+
+
+def _contiguous(x) -> bool:
+    from gpulab.arrays import _c_contiguous
+
+    return x.is_c_contiguous() if hasattr(x, "is_c_contiguous") else _c_contiguous(x.__cuda_array_interface__)
+
+
 # --8<-- [start:entry]
-def sort(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None):
+def sort(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None, *,
+         out=None):
     """Stable sort of uint32 / int32 / float32 keys on the GPU (or the simulator).
 
     Args:
@@ -185,56 +356,82 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
         backend: `"numba"`, `"cuda-c"` or `"cpu"` (numpy on the host).
         params: overrides of the variant's compile-time parameters (block sizes, digit bits ...).
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
+        out: an array of your own for the result: C-contiguous, shape `(len(keys),)`, the keys'
+            dtype; numpy or a device array of any library. The sort writes it (on the device,
+            its last pass does: no allocation at all) and returns `out` itself. It may be
+            `keys` itself (an in-place sort; uint32 keys, which the first pass reads where they
+            lie, then reach it by one more device copy).
 
     Returns:
-        The sorted keys, same dtype: numpy for numpy keys; for device keys a new device array
-        of the caller's library (the input is left unchanged).
+        The sorted keys, same dtype: `out` when given; else a new array you own (no later call
+        writes it): numpy for numpy keys, for device keys a new device array of the caller's
+        library (the input is left unchanged).
 
     Raises:
-        ShapeError, DtypeError, LimitError: the input does not fit the kernels (the message says which limit).
+        ShapeError, DtypeError, LimitError: the input (or `out`) does not fit the kernels (the message says which limit).
         BackendUnavailable: the variant cannot run here (the message says why).
     """
-    return _sorted(keys, None, variant, backend, params, False, stream)[0]
+    if out is not None:
+        n, dtype = host.validate_keys(keys)
+        _check_out(out, "out", n, dtype, "the sorted keys")
+    return _sorted(keys, None, variant, backend, params, False, stream, (out, None))[0]
 # --8<-- [end:entry]
 
 
-def argsort(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None):
+def argsort(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None, *,
+            out=None):
     """Stable argsort: int64 indices, like `numpy.argsort(kind="stable")`; numpy for numpy
-    keys, a device array of the caller's library for device keys."""
-    return _sorted(keys, None, variant, backend, params, True, stream)[1]
+    keys, a device array of the caller's library for device keys, or `out` (an int64 array
+    of your own, numpy or device, of the keys' length: filled and returned)."""
+    if out is not None:
+        _check_out(out, "out", host.validate_keys(keys)[0], np.int64, "the argsort's indices")
+    return _sorted(keys, None, variant, backend, params, True, stream, (None, out))[1]
 
 
 def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba", params: dict | None = None,
-               stream=None):
+               stream=None, *, out=None):
     """Sort `keys` stably and move `values` (any 4-byte dtype) with them.
 
     Returns `(keys, values)`: numpy when both inputs are numpy arrays, else device arrays of
-    the first device input's library."""
-    vdtype = host.validate_values(host.validate_keys(keys)[0], values)
-    k, v = _sorted(keys, values, variant, backend, params, False, stream)
-    return k, v.view(vdtype)
+    the first device input's library; new arrays you own. `out=(keys_out, values_out)`: two
+    arrays of your own (numpy or device, C-contiguous, the inputs' length and dtypes), filled
+    and returned as that pair; on the device the last pass writes them (no allocation)."""
+    n, kdtype = host.validate_keys(keys)
+    vdtype = host.validate_values(n, values)
+    if out is not None:
+        if not (isinstance(out, (tuple, list)) and len(out) == 2):
+            from gpulab.errors import ShapeError
+
+            raise ShapeError(f"out must be a pair (keys_out, values_out) of arrays of shape ({n},) and dtypes "
+                             f"{kdtype} and {vdtype}, got {type(out).__name__}")
+        _check_out(out[0], "out[0]", n, kdtype, "the sorted keys")
+        _check_out(out[1], "out[1]", n, vdtype, "the values")
+    ko, vo = out if out is not None else (None, None)
+    k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo))
+    return k, (v if vo is not None else v.view(vdtype))
 
 
 def distinct(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None):
     """The distinct keys in ascending order (`numpy.unique`): sort, flag run heads, scan,
     compact. numpy for numpy keys; a device array of the caller's library for device keys."""
     n, dtype = host.validate_keys(keys)
-    v = _resolve(variant, backend)
-    p = v.launch_params(params)
+    v, p, pkey = _launch(variant, backend, params)
     s = numba_stream(stream)
     if v.backend == "cpu":
         k = to_host(keys)
         out, _ = host.distinct_plan(v.run(k.size, False, p)).run(host.to_ordered(k))
         return _on_cpu((host.from_ordered(out, dtype),), describe(keys))[0]
-    kin = device_input(keys, "keys", stream=s)
+    like = describe(keys)
     if n == 0:
-        return _empty(dtype, kin, s)
+        return _empty(dtype, like, s)
     from numba import cuda
 
-    plan = _plan(v, n, False, p, s, distinct=True)
-    ordered = host.order_on_device(kin.array, dtype, plan.sp.scratch, s)
-    out, count = plan.run(ordered, out=cuda.device_array(n, np.uint32, stream=s))
-    return to_caller(host.unorder_on_device(out[:count], dtype, s), kin, s)
+    plan = _plan(v, n, False, p, pkey, s, distinct=True)
+    scratch = plan.sp.scratch
+    ordered = host.order_on_device(_take(keys, "keys", scratch, s), dtype, scratch, s)
+    # a device caller's result is a new array (its first `count` keys); a host caller's is copied from the plan's
+    out, count = plan.run(ordered, out=cuda.device_array(n, np.uint32) if like.on_device else None)
+    return to_caller(host.unorder_on_device(out[:count], dtype, s), like, s)
 
 
 def scan(x, inclusive: bool = False, method: str = "blelloch", backend: str = "numba", block: int = 256,

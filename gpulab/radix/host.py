@@ -243,7 +243,12 @@ class SortPlan:
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]
         self.vals = [alloc(n), alloc(n)] if has_vals else [alloc(1), alloc(1)]
+        # views made once (a device array's slice is host work): the input's places in buffer 1
+        self._scratch, self.values_scratch = self.keys[1][:n], (self.vals[1][:n] if has_vals else None)
         self.d_max = cuda.device_array(1, np.uint32)
+        # the largest key's copy on the host (page-locked) and the event that says it arrived
+        self.max_host, self.max_arrived = cuda.pinned_array(1, np.uint32), device.wait_event()
+        self.d_max_i32 = self.d_max.view(np.int32)  # zeroed by zero_i32
         self.passes_run = 0
         R = 1 << self.bits
         self.nb = ceil_div(n, policy.tile_keys(params)) if policy.tile else 1  # tiles of a pass
@@ -277,16 +282,17 @@ class SortPlan:
 
     @property
     def scratch(self):
-        """A buffer of `n` uint32 that may hold the input of [`sort`][gpulab.radix.host.SortPlan.sort]."""
-        return self.keys[1][: self.n]
+        """A buffer of `n` uint32 that may hold the input keys of [`sort`][gpulab.radix.host.SortPlan.sort]
+        (`values_scratch`: the same for the values of a key-value plan)."""
+        return self._scratch
 
     # --8<-- [start:passes]
     def max_key(self, d_keys) -> int:
         """The largest key: only its significant bits need sorting (the early exit)."""
         n, sb = self.n, self.params["SCAN_BLOCK"]
-        self.d_max.copy_to_device(np.zeros(1, np.uint32), stream=self.stream)
+        self.K("zero_i32", (1,), (EW_BLOCK,), self.d_max_i32, _i(1))  # queued: no host copy to wait for
         self.K("max_reduce", (min(ceil_div(n, sb), 4096),), (sb,), d_keys, _i(n), self.d_max)
-        return int(_fetch(self.d_max, self.stream)[0])
+        return int(_start_fetch(self.d_max, self.max_host, self.max_arrived, self.stream)()[0])
 
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
@@ -458,6 +464,8 @@ class DistinctPlan:
         self.pos = cuda.device_array(max(n, 1), np.int32)
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
+        # the last key's scanned position and flag, read back into page-locked memory together
+        self.last_host, self.last_arrived = cuda.pinned_array(2, np.int32), device.wait_event()
 
     def run(self, d_keys_in, out=None):
         """Returns (device array with the distinct keys first, their count): the plan's buffer,
@@ -471,8 +479,10 @@ class DistinctPlan:
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
         K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
-        last_pos, last_flag = _fetch(self.pos[n - 1:n], sp.stream), _fetch(self.flags[n - 1:n], sp.stream)
-        return out, int(last_pos[0] + last_flag[0])
+        _start_fetch(self.pos[n - 1:n], self.last_host[:1], self.last_arrived, sp.stream)
+        last = _start_fetch(self.flags[n - 1:n], self.last_host[1:], self.last_arrived, sp.stream)
+        last()  # one wait, for both copies
+        return out, int(self.last_host.sum())
 # --8<-- [end:distinct]
 
 
@@ -505,21 +515,24 @@ def unorder_on_device(d_ordered, dtype, stream=0):
     from gpulab.radix.kernels_numba import KIND_FLOAT32, KIND_INT32, unorder_keys
 
     dtype = np.dtype(dtype)
+    if dtype == np.uint32:
+        return d_ordered
     n = d_ordered.shape[0]
-    if dtype != np.uint32 and n:
+    if n:
         kind = KIND_INT32 if dtype == np.int32 else KIND_FLOAT32
         unorder_keys[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_ordered, _i(n), _i(kind))
     return d_ordered.view(dtype)
 
 
-def widen_on_device(d_positions, stream=0):
-    """argsort's uint32 positions as a new int64 device array."""
+def widen_on_device(d_positions, stream=0, out=None):
+    """argsort's uint32 positions as int64, written into `out` (a device array of `n` int64),
+    or a new device array."""
     from numba import cuda
 
     from gpulab.radix.kernels_numba import widen_indices
 
     n = d_positions.shape[0]
-    out = cuda.device_array(n, np.int64, stream=stream)
+    out = cuda.device_array(n, np.int64, stream=stream) if out is None else out
     if n:
         widen_indices[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_positions, out, _i(n))
     return out

@@ -1,0 +1,153 @@
+"""Chapter 4's public call without per-call costs (issue 30): `out=` (the caller's array, filled
+and returned), results that no later call overwrites, clear errors for a wrong `out`.
+
+On the simulator the public calls run the simulator's default variant (radix4_shared, 32-key
+tiles) on keys of few significant bits (one or three 4-bit passes: each simulated pass costs
+about a second); on a GPU onesweep on both backends too, at the edges of their tiles.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gpulab.radix as rx
+from gpulab.errors import DtypeError, GpulabError, ShapeError
+from gpulab.radix.variants import REGISTRY
+from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
+
+SIM = ("radix4_shared", "numba")
+CASES = [SIM] if ON_SIMULATOR else [SIM, ("onesweep", "numba"), ("onesweep", "cuda-c")]
+
+
+def variant(name, backend):
+    v = REGISTRY.get(name, backend)
+    skip_unless_runnable(v)
+    return v
+
+
+def edge_sizes(v):
+    """1, a tile less one, a tile, a tile and one, and a prime between one and two tiles."""
+    p = v.launch_params()
+    tile = p["BLOCK"] * p.get("ITEMS", 1)
+    prime = next(m for m in range(tile + 2, 2 * tile) if all(m % d for d in range(2, int(m**0.5) + 1)))
+    return [1, tile - 1, tile, tile + 1, prime]
+
+
+def small_keys(rng, n, bits=4):
+    """Keys below 2**bits (4 bits: one pass of the simulator's 4-bit digits)."""
+    return rng.integers(0, 2**bits, n, dtype=np.uint64).astype(np.uint32)
+
+
+def shared_low_byte(rng, n):
+    """Keys that all share their low byte (a random one), with repeats: the low passes move
+    nothing, the sort is decided by bits 8 to 11."""
+    return (rng.integers(0, 16, n, dtype=np.uint32) << np.uint32(8)) | np.uint32(rng.integers(0, 256))
+
+
+@pytest.mark.parametrize("name,backend", CASES)
+def test_out_is_filled_and_returned_at_tile_edges(name, backend, rng):
+    v = variant(name, backend)
+    # on a GPU 1, 2, 3 and 4 passes of 8-bit digits (onesweep: the queued pass alone, or more)
+    for n, bits in zip(edge_sizes(v), [4] * 5 if ON_SIMULATOR else [32, 8, 16, 32, 20]):
+        keys = small_keys(rng, n, bits)
+        out = cuda.device_array(n, np.uint32)
+        got = rx.sort(device_only(keys), name, backend, out=out)
+        assert got is out, "sort(out=...) did not return the caller's array"
+        assert np.array_equal(out.copy_to_host(), np.sort(keys)), f"n={n}"
+
+
+@pytest.mark.parametrize("name,backend", CASES)
+def test_in_place_sort_of_keys_sharing_their_low_byte(name, backend, rng):
+    """out=keys: the sort reads the keys where they lie, so the result goes through the plan."""
+    v = variant(name, backend)
+    n = edge_sizes(v)[-1]
+    keys = shared_low_byte(rng, n)
+    d = cuda.to_device(keys)
+    assert rx.sort(d, name, backend, out=d) is d
+    assert np.array_equal(d.copy_to_host(), np.sort(keys))
+
+
+def test_numpy_out_and_pairs_out(rng):
+    name, backend = SIM
+    n = edge_sizes(variant(name, backend))[3]
+    keys = small_keys(rng, n)
+    out = np.full(n, 12345, np.uint32)
+    assert rx.sort(keys, name, backend, out=out) is out and np.array_equal(out, np.sort(keys))
+    # pairs: numpy keys, float32 values; the keys' out on the device, the values' on the host
+    vals = rng.standard_normal(n).astype(np.float32)
+    ko, vo = cuda.device_array(n, np.uint32), np.empty(n, np.float32)
+    k, w = rx.sort_pairs(keys, vals, name, backend, out=(ko, vo))
+    order = np.argsort(keys, kind="stable")
+    assert k is ko and w is vo
+    assert np.array_equal(ko.copy_to_host(), keys[order]) and np.array_equal(vo, vals[order])
+
+
+def test_argsort_out_is_stable_int64(rng):
+    name, backend = SIM
+    n = edge_sizes(variant(name, backend))[1]
+    keys = small_keys(rng, n, 2)  # 4 distinct keys in a tile: long runs of equal keys
+    out = cuda.device_array(n, np.int64)
+    assert rx.argsort(device_only(keys), name, backend, out=out) is out
+    assert np.array_equal(out.copy_to_host(), np.argsort(keys, kind="stable"))
+
+
+def test_two_calls_return_independent_arrays(rng):
+    """Without out= each call's result is the caller's: the second sort (same size, same plan)
+    does not overwrite the first's result, on the device and on the host."""
+    name, backend = SIM
+    n = edge_sizes(variant(name, backend))[2]
+    a, b = small_keys(rng, n), small_keys(rng, n)
+    while np.array_equal(np.sort(a), np.sort(b)):  # the premise: the two results differ
+        b = small_keys(rng, n)
+    first = rx.sort(device_only(a), name, backend)
+    second = rx.sort(device_only(b), name, backend)
+    assert first is not second
+    assert np.array_equal(first.copy_to_host(), np.sort(a)) and np.array_equal(second.copy_to_host(), np.sort(b))
+    h1 = rx.sort(a, name, backend)
+    h2 = rx.sort(b, name, backend)
+    assert np.array_equal(h1, np.sort(a)) and np.array_equal(h2, np.sort(b))
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+def test_out_of_another_library(lib_name, rng):
+    """A CuPy array or PyTorch tensor as `out` (GPU only): filled, returned, the same object."""
+    lib = gpu_library(lib_name)
+    keys = small_keys(rng, 5000, 32)
+    out = on_gpu(lib, np.zeros(5000, np.int64))
+    assert rx.argsort(on_gpu(lib, keys), out=out) is out
+    assert np.array_equal(from_gpu(out), np.argsort(keys, kind="stable"))
+
+
+def test_wrong_out_is_one_clear_error(rng):
+    """Checked before any launch: shape, dtype, contiguity, the pair of sort_pairs."""
+    n = 10
+    keys = device_only(small_keys(rng, n))
+    cases = [
+        (lambda: rx.sort(keys, out=cuda.device_array(n + 1, np.uint32)), ShapeError, f"shape ({n},)"),
+        (lambda: rx.sort(keys, out=cuda.device_array(n, np.int32)), DtypeError, "dtype uint32"),
+        (lambda: rx.sort(keys, out=np.empty((n, 1), np.uint32)), ShapeError, f"shape ({n},)"),
+        (lambda: rx.sort(keys, out=np.empty(2 * n, np.uint32)[::2]), ShapeError, "non-contiguous"),
+        (lambda: rx.sort(keys, out=[0] * n), ShapeError, "got list"),
+        (lambda: rx.argsort(keys, out=cuda.device_array(n, np.uint32)), DtypeError, "dtype int64"),
+        (lambda: rx.sort_pairs(keys, keys, out=cuda.device_array(n, np.uint32)), ShapeError, "pair"),
+        (lambda: rx.sort_pairs(keys, keys, out=(cuda.device_array(n, np.uint32), np.empty(n, np.float32))),
+         DtypeError, "out[1] must be"),
+    ]
+    for call, kind, text in cases:
+        with pytest.raises(kind) as info:
+            call()
+        msg = str(info.value)
+        assert isinstance(info.value, GpulabError) and text in msg and "\n" not in msg, msg
+
+
+def test_out_on_the_cpu_baseline_and_empty_sorts(rng):
+    """No kernel runs here: the numpy baseline and n = 0 fill `out` too."""
+    keys = small_keys(rng, 25, 8)
+    out = cuda.device_array(25, np.uint32)
+    assert rx.sort(keys, "numpy", "cpu", out=out) is out and np.array_equal(out.copy_to_host(), np.sort(keys))
+    idx = np.empty(25, np.int64)
+    assert rx.argsort(keys, "numpy", "cpu", out=idx) is idx and np.array_equal(idx, np.argsort(keys, kind="stable"))
+    empty = np.empty(0, np.float32)
+    assert rx.sort(device_only(empty), out=cuda.device_array(0, np.float32)).shape == (0,)
+    rx.clear_cache()
+    assert not rx._PLANS
