@@ -6,6 +6,7 @@
 #   cpasync    scripts/gpu_cpasync.sh tests bench (chapter 1's cp.async step); cpatune: its tune and
 #              sanitize stages
 #   subsetcall scripts/subset_call_timeline.py at n = 50, k = 5 (the plans kept per shape)
+#   radixcall  scripts/radix_call_timeline.py at 2^20, 2^24, 2^28 (public call, out=, kernels) + its tests
 #   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
 FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
@@ -48,10 +49,16 @@ if [[ " $stages " == *" cpatune "* ]]; then
   say "cpasync tune+sanitize ($(el) s):"; cat "$OUT/cpatune/cpasync-summary.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" subsetcall "* ]]; then
-  PYTHONPATH=. timeout 120 $py scripts/subset_call_timeline.py --n 50 --k 5 --repeat 20 --json "$OUT/subset-call-timeline.json" \
+  timeout 120 $py scripts/subset_call_timeline.py --n 50 --k 5 --repeat 20 --json "$OUT/subset-call-timeline.json" \
     > "$OUT/subset-call.txt" 2>&1; say "subset call timeline exit $? ($(el) s)"; cat "$OUT/subset-call.txt" | tee -a "$summary"
-  PYTHONPATH=. timeout 120 $py -m pytest -q -x -p no:cacheprovider tests/subset/test_call_cache.py > "$OUT/subset-cache-tests.log" 2>&1
+  timeout 120 $py -m pytest -q -x -p no:cacheprovider tests/subset/test_call_cache.py > "$OUT/subset-cache-tests.log" 2>&1
   say "subset cache tests exit $?: $(tail -1 "$OUT/subset-cache-tests.log")"
+fi
+if [[ " $stages " == *" radixcall "* ]]; then
+  timeout 200 $py scripts/radix_call_timeline.py --log2 20 24 28 --repeat 15 --json "$OUT/radix-call-timeline.json" \
+    > "$OUT/radix-call.txt" 2>&1; say "radix call timeline exit $? ($(el) s)"; cat "$OUT/radix-call.txt" | tee -a "$summary"
+  timeout 150 $py -m pytest -q -rs -x -p no:cacheprovider tests/radix/test_call_overhead.py > "$OUT/radix-call-tests.log" 2>&1
+  say "radix call tests exit $?: $(tail -1 "$OUT/radix-call-tests.log")"
 fi
 if [[ " $stages " == *" tests "* ]]; then
   OUT="$OUT/tests" WORKERS=${WORKERS:-12} timeout "${TT:-500}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
