@@ -413,3 +413,173 @@ def wide_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     # --8<-- [end:wide]
 
     return matmul_wide
+
+
+def _warptile_shape(BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS):
+    """The derived sizes of the warp-tiled kernel (the rules of CUDA C's WT_ macros and their
+    static_asserts; a shape that breaks one is refused with the rule it breaks)."""
+    from gpulab.errors import GpulabError
+
+    WMITER = (WM * WN) // (32 * TM * TN * WNITER)
+    rules = [
+        (THREADS == 32 * (BM // WM) * (BN // WN), "one warp per warp tile: THREADS = 32*(BM/WM)*(BN/WN)"),
+        (BM % WM == 0 and BN % WN == 0, "warp tiles divide the block tile"),
+        (WMITER >= 1 and WM % WMITER == 0 and WN % WNITER == 0, "sub-tiles divide the warp tile"),
+        (WMITER * WNITER * TM * TN * 32 == WM * WN, "lanes cover the warp tile"),
+        (WMITER >= 1 and ((WM // WMITER) // TM) * ((WN // WNITER) // TN) == 32, "32 lanes per sub-tile"),
+        (TM % 4 == 0 and TN % 4 == 0 and BK % 4 == 0, "TM, TN, BK are multiples of 4 (CUDA C's float4s)"),
+        ((BM * BK // 4) % THREADS == 0 and (BK * BN // 4) % THREADS == 0, "every thread loads as many groups of 4"),
+    ]
+    for ok, rule in rules:
+        if not ok:
+            raise GpulabError(f"warptile shape BM={BM} BN={BN} BK={BK} WM={WM} WN={WN} WNITER={WNITER} "
+                              f"TM={TM} TN={TN} THREADS={THREADS} breaks the rule: {rule}")
+    return dict(WMITER=WMITER, SUBM=WM // WMITER, SUBN=WN // WNITER, LCOLS=(WN // WNITER) // TN,
+                A_LOADS=BM * BK // 4 // THREADS, B_LOADS=BK * BN // 4 // THREADS)
+
+
+@lru_cache(maxsize=None)
+def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, WT_WNITER: int,
+                    WT_TM: int, WT_TN: int, WT_THREADS: int, WT_MINBLOCKS: int, WT_APAD: int):
+    """Warp tiling, the twin of CUDA C's `matmul_warptile` (same parameters, same tiling).
+
+    A one-dimensional block of `WT_THREADS` threads computes a `WT_BM`×`WT_BN` tile of C; each
+    warp owns a `WT_WM`×`WT_WN` warp tile, which it covers in WMITER×`WT_WNITER` steps of a
+    sub-tile in which each lane owns a contiguous `WT_TM`×`WT_TN` block: the shared-memory reads
+    of a warp stay inside its warp tile, and every fragment value feeds many FMAs. Two shared
+    stages, the next tile prefetched into registers (one barrier per tile); A is stored
+    transposed (k-major, rows padded by `WT_APAD`). Like the CUDA C kernel, a uniform fast path
+    (M, N, K multiples of the tile) runs without any bounds check.
+
+    What numba cannot say: a `float4` load. Each group of 4 floats is 4 scalar loads; for shared
+    memory the arrays are declared 16-byte aligned and the offsets are multiples of 4 floats, so
+    the compiler may merge them into one 128-bit load, but a global array's data pointer has no
+    alignment the compiler can see (CUDA C asserts it with a cast after a run-time check), so
+    the global loads stay scalar.
+    """
+    from gpulab import device
+
+    s = _warptile_shape(WT_BM, WT_BN, WT_BK, WT_WM, WT_WN, WT_WNITER, WT_TM, WT_TN, WT_THREADS)
+    U = np.uint64
+    BK, AS, BN = WT_BK, WT_BM + WT_APAD, WT_BN
+    NA, NB = 4 * s["A_LOADS"], 4 * s["B_LOADS"]  # floats each thread carries to the next tile
+    FM, FN = s["WMITER"] * WT_TM, WT_WNITER * WT_TN  # this thread's accumulators: FM×FN
+    uTHREADS, uA_LOADS, uB_LOADS = U(WT_THREADS), U(s["A_LOADS"]), U(s["B_LOADS"])
+    uBM, uBN, uBK, uBK4, uBN4 = U(WT_BM), U(WT_BN), U(WT_BK), U(WT_BK // 4), U(WT_BN // 4)
+    uWM, uWN, uWARPS_N, uLCOLS = U(WT_WM), U(WT_WN), U(WT_BN // WT_WN), U(s["LCOLS"])
+    uWMITER, uWNITER, uSUBM, uSUBN, uTM, uTN = (U(s["WMITER"]), U(WT_WNITER), U(s["SUBM"]), U(s["SUBN"]),
+                                                 U(WT_TM), U(WT_TN))
+    uFM, uFN, ZERO, ONE, FOUR, LANES = U(FM), U(FN), U(0), U(1), U(4), U(32)
+    on_sim = device.on_simulator()
+    ALIGN = None if on_sim else 16  # 16-byte aligned rows of 4-float groups (the simulator takes no alignment)
+    inline = {} if on_sim else {"forceinline": True}
+    bounds = {} if on_sim else {"launch_bounds": (WT_THREADS, WT_MINBLOCKS)}
+
+    def body(GUARD: bool):
+        """The kernel's body, with (GUARD) or without bounds checks; GUARD is a compile-time
+        constant, so each version has only its own code."""
+
+        # --8<-- [start:warptile_load]
+        @cuda.jit(device=True, **inline)
+        def load(A, B, Mu, Nu, Ku, m0, n0, k0, tid, a_next, b_next):
+            # Global -> registers: this thread's groups of 4 floats of the tile at depth k0
+            # (zeros past the edges when GUARD). Consecutive threads: consecutive groups of a row.
+            for l in range(uA_LOADS):
+                e = tid + l * uTHREADS
+                r, kq = m0 + e // uBK4, k0 + (e % uBK4) * FOUR
+                for q in range(FOUR):
+                    if GUARD:
+                        a_next[l * FOUR + q] = A[r, kq + q] if r < Mu and kq + q < Ku else float32(0.0)
+                    else:
+                        a_next[l * FOUR + q] = A[r, kq + q]
+            for l in range(uB_LOADS):
+                e = tid + l * uTHREADS
+                kk, c = k0 + e // uBN4, n0 + (e % uBN4) * FOUR
+                for q in range(FOUR):
+                    if GUARD:
+                        b_next[l * FOUR + q] = B[kk, c + q] if kk < Ku and c + q < Nu else float32(0.0)
+                    else:
+                        b_next[l * FOUR + q] = B[kk, c + q]
+        # --8<-- [end:warptile_load]
+
+        @cuda.jit(device=True, **inline)
+        def store(As, Bs, stage, tid, a_next, b_next):
+            # Registers -> one shared stage: A transposed (4 scalar stores), B as it is.
+            for l in range(uA_LOADS):
+                e = tid + l * uTHREADS
+                r, kq = e // uBK4, (e % uBK4) * FOUR
+                for q in range(FOUR):
+                    As[stage, kq + q, r] = a_next[l * FOUR + q]
+            for l in range(uB_LOADS):
+                e = tid + l * uTHREADS
+                kk, c = e // uBN4, (e % uBN4) * FOUR
+                for q in range(FOUR):
+                    Bs[stage, kk, c + q] = b_next[l * FOUR + q]
+
+        # --8<-- [start:warptile]
+        @cuda.jit(device=True, **inline)
+        def run(A, B, C, Mu, Nu, Ku, As, Bs):
+            tid = uint64(cuda.threadIdx.x)
+            warp, lane = tid // LANES, tid % LANES
+            wm0 = (warp // uWARPS_N) * uWM  # this warp's tile inside the block tile
+            wn0 = (warp % uWARPS_N) * uWN
+            lr = (lane // uLCOLS) * uTM  # this lane's block inside a sub-tile
+            lc = (lane % uLCOLS) * uTN
+            m0 = uint64(cuda.blockIdx.y) * uBM
+            n0 = uint64(cuda.blockIdx.x) * uBN
+            acc = cuda.local.array((FM, FN), float32)  # constant indices only: registers
+            a_frag = cuda.local.array(FM, float32)
+            b_frag = cuda.local.array(FN, float32)
+            a_next = cuda.local.array(NA, float32)  # the next tile, in flight in registers
+            b_next = cuda.local.array(NB, float32)
+            for i in range(uFM):
+                for j in range(uFN):
+                    acc[i, j] = float32(0.0)
+            load(A, B, Mu, Nu, Ku, m0, n0, ZERO, tid, a_next, b_next)
+            store(As, Bs, ZERO, tid, a_next, b_next)
+            cuda.syncthreads()
+            stage = ZERO
+            for k0 in range(ZERO, Ku, uBK):
+                k1 = k0 + uBK
+                if k1 < Ku:  # the next tile's loads are in flight while we compute on this one
+                    load(A, B, Mu, Nu, Ku, m0, n0, k1, tid, a_next, b_next)
+                for k in range(uBK):
+                    for mi in range(uWMITER):  # groups of 4 consecutive floats: one 128-bit load each, if merged
+                        for i in range(uTM):
+                            a_frag[mi * uTM + i] = As[stage, k, wm0 + mi * uSUBM + lr + i]
+                    for ni in range(uWNITER):
+                        for j in range(uTN):
+                            b_frag[ni * uTN + j] = Bs[stage, k, wn0 + ni * uSUBN + lc + j]
+                    for i in range(uFM):
+                        for j in range(uFN):
+                            acc[i, j] += a_frag[i] * b_frag[j]
+                if k1 < Ku:  # the other stage was last read before the previous barrier: safe to fill
+                    store(As, Bs, ONE - stage, tid, a_next, b_next)
+                cuda.syncthreads()
+                stage = ONE - stage
+            for mi in range(uWMITER):  # each lane writes its contiguous TN columns
+                for i in range(uTM):
+                    row = m0 + wm0 + mi * uSUBM + lr + i
+                    if not GUARD or row < Mu:
+                        for ni in range(uWNITER):
+                            for j in range(uTN):
+                                col = n0 + wn0 + ni * uSUBN + lc + j
+                                if not GUARD or col < Nu:
+                                    C[row, col] = acc[mi * uTM + i, ni * uTN + j]
+        # --8<-- [end:warptile]
+
+        return run
+
+    fast, guarded = body(False), body(True)
+
+    @cuda.jit(**bounds)
+    def matmul_warptile(A, B, C, M, N, K):
+        As = cuda.shared.array((2, BK, AS), float32, alignment=ALIGN)
+        Bs = cuda.shared.array((2, BK, BN), float32, alignment=ALIGN)
+        Mu, Nu, Ku = uint64(M), uint64(N), uint64(K)
+        if Mu % uBM == ZERO and Nu % uBN == ZERO and Ku % uBK == ZERO:  # uniform: no bounds checks
+            fast(A, B, C, Mu, Nu, Ku, As, Bs)
+        else:
+            guarded(A, B, C, Mu, Nu, Ku, As, Bs)
+
+    return matmul_warptile
