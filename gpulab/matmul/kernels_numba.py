@@ -525,6 +525,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
             wn0 = (warp % uWARPS_N) * uWN
             lr = (lane // uLCOLS) * uTM  # this lane's block inside a sub-tile
             lc = (lane % uLCOLS) * uTN
+            ab, bb = wm0 + lr, wn0 + lc  # this thread's first fragment columns in As and Bs
             m0 = uint64(cuda.blockIdx.y) * uBM
             n0 = uint64(cuda.blockIdx.x) * uBN
             acc = cuda.local.array((FM, FN), float32)  # constant indices only: registers
@@ -546,10 +547,10 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
                 for k in range(uBK):
                     for mi in range(uWMITER):  # groups of 4 consecutive floats: one 128-bit load each, if merged
                         for i in range(uTM):
-                            a_frag[mi * uTM + i] = As[stage, k, wm0 + mi * uSUBM + lr + i]
+                            a_frag[mi * uTM + i] = As[stage, k, ab + mi * uSUBM + i]
                     for ni in range(uWNITER):
                         for j in range(uTN):
-                            b_frag[ni * uTN + j] = Bs[stage, k, wn0 + ni * uSUBN + lc + j]
+                            b_frag[ni * uTN + j] = Bs[stage, k, bb + ni * uSUBN + j]
                     for i in range(uFM):
                         for j in range(uFN):
                             acc[i, j] += a_frag[i] * b_frag[j]
