@@ -451,11 +451,12 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     transposed (k-major, rows padded by `WT_APAD`). Like the CUDA C kernel, a uniform fast path
     (M, N, K multiples of the tile) runs without any bounds check.
 
-    What numba cannot say: a `float4` load. Each group of 4 floats is 4 scalar loads; for shared
-    memory the arrays are declared 16-byte aligned and the offsets are multiples of 4 floats, so
-    the compiler may merge them into one 128-bit load, but a global array's data pointer has no
-    alignment the compiler can see (CUDA C asserts it with a cast after a run-time check), so
-    the global loads stay scalar.
+    What numba cannot say: a `float4` load. A group of 4 floats is 4 scalar loads. For shared
+    memory the arrays are declared 16-byte aligned and the fragments start at multiples of 4
+    floats, so the compiler merges most of them into 128-bit loads; a global array's data pointer
+    has no alignment the compiler can see (CUDA C asserts it with a cast after a run-time check),
+    so the global loads stay scalar, and the tile loads map consecutive lanes to consecutive
+    floats (coalesced per scalar load) instead of CUDA C's 4 consecutive floats per lane.
     """
     from gpulab import device
 
@@ -464,12 +465,12 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     BK, AS, BN = WT_BK, WT_BM + WT_APAD, WT_BN
     NA, NB = 4 * s["A_LOADS"], 4 * s["B_LOADS"]  # floats each thread carries to the next tile
     FM, FN = s["WMITER"] * WT_TM, WT_WNITER * WT_TN  # this thread's accumulators: FM×FN
-    uTHREADS, uA_LOADS, uB_LOADS = U(WT_THREADS), U(s["A_LOADS"]), U(s["B_LOADS"])
-    uBM, uBN, uBK, uBK4, uBN4 = U(WT_BM), U(WT_BN), U(WT_BK), U(WT_BK // 4), U(WT_BN // 4)
+    uTHREADS, uNA, uNB = U(WT_THREADS), U(4 * s["A_LOADS"]), U(4 * s["B_LOADS"])
+    uBM, uBN, uBK = U(WT_BM), U(WT_BN), U(WT_BK)
     uWM, uWN, uWARPS_N, uLCOLS = U(WT_WM), U(WT_WN), U(WT_BN // WT_WN), U(s["LCOLS"])
     uWMITER, uWNITER, uSUBM, uSUBN, uTM, uTN = (U(s["WMITER"]), U(WT_WNITER), U(s["SUBM"]), U(s["SUBN"]),
                                                  U(WT_TM), U(WT_TN))
-    uFM, uFN, ZERO, ONE, FOUR, LANES = U(FM), U(FN), U(0), U(1), U(4), U(32)
+    uFM, uFN, ZERO, ONE, LANES = U(FM), U(FN), U(0), U(1), U(32)
     on_sim = device.on_simulator()
     ALIGN = None if on_sim else 16  # 16-byte aligned rows of 4-float groups (the simulator takes no alignment)
     inline = {} if on_sim else {"forceinline": True}
@@ -482,39 +483,36 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
         # --8<-- [start:warptile_load]
         @cuda.jit(device=True, **inline)
         def load(A, B, Mu, Nu, Ku, m0, n0, k0, tid, a_next, b_next):
-            # Global -> registers: this thread's groups of 4 floats of the tile at depth k0
-            # (zeros past the edges when GUARD). Consecutive threads: consecutive groups of a row.
-            for l in range(uA_LOADS):
+            # Global -> registers: this thread's floats of the tile at depth k0 (zeros past the
+            # edges when GUARD). Where CUDA C gives each lane a float4, numba's loads are scalar,
+            # so consecutive lanes take consecutive floats (8 k of a row of A, a row of B): each
+            # warp-wide load touches 4 sectors instead of the 16 of 4-float groups 16 bytes apart.
+            for l in range(uNA):
                 e = tid + l * uTHREADS
-                r, kq = m0 + e // uBK4, k0 + (e % uBK4) * FOUR
-                for q in range(FOUR):
-                    if GUARD:
-                        a_next[l * FOUR + q] = A[r, kq + q] if r < Mu and kq + q < Ku else float32(0.0)
-                    else:
-                        a_next[l * FOUR + q] = A[r, kq + q]
-            for l in range(uB_LOADS):
+                r, kk = m0 + e // uBK, k0 + e % uBK
+                if GUARD:
+                    a_next[l] = A[r, kk] if r < Mu and kk < Ku else float32(0.0)
+                else:
+                    a_next[l] = A[r, kk]
+            for l in range(uNB):
                 e = tid + l * uTHREADS
-                kk, c = k0 + e // uBN4, n0 + (e % uBN4) * FOUR
-                for q in range(FOUR):
-                    if GUARD:
-                        b_next[l * FOUR + q] = B[kk, c + q] if kk < Ku and c + q < Nu else float32(0.0)
-                    else:
-                        b_next[l * FOUR + q] = B[kk, c + q]
+                kk, c = k0 + e // uBN, n0 + e % uBN
+                if GUARD:
+                    b_next[l] = B[kk, c] if kk < Ku and c < Nu else float32(0.0)
+                else:
+                    b_next[l] = B[kk, c]
         # --8<-- [end:warptile_load]
 
         @cuda.jit(device=True, **inline)
         def store(As, Bs, stage, tid, a_next, b_next):
-            # Registers -> one shared stage: A transposed (4 scalar stores), B as it is.
-            for l in range(uA_LOADS):
+            # Registers -> one shared stage: A transposed (8 consecutive k of a row land in 8
+            # banks 4 apart thanks to the padding), B as it is (consecutive lanes, consecutive words).
+            for l in range(uNA):
                 e = tid + l * uTHREADS
-                r, kq = e // uBK4, (e % uBK4) * FOUR
-                for q in range(FOUR):
-                    As[stage, kq + q, r] = a_next[l * FOUR + q]
-            for l in range(uB_LOADS):
+                As[stage, e % uBK, e // uBK] = a_next[l]
+            for l in range(uNB):
                 e = tid + l * uTHREADS
-                kk, c = e // uBN4, (e % uBN4) * FOUR
-                for q in range(FOUR):
-                    Bs[stage, kk, c + q] = b_next[l * FOUR + q]
+                Bs[stage, e // uBN, e % uBN] = b_next[l]
 
         # --8<-- [start:warptile]
         @cuda.jit(device=True, **inline)

@@ -2,7 +2,6 @@
 at the smallest sizes that reach every edge path, and compiled for sm_90 with no GPU."""
 
 import json
-import os
 import subprocess
 import sys
 
