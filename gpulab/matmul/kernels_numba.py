@@ -482,37 +482,40 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
 
         # --8<-- [start:warptile_load]
         @cuda.jit(device=True, **inline)
+        def load_tile(X, rows, cols, r0, c0, width, n, tid, out):
+            # Global -> registers: out[l] = X[r0 + e // width, c0 + e % width] for this thread's
+            # e = tid + l*THREADS (zero outside rows × cols when GUARD). Where CUDA C gives each
+            # lane a float4, numba's loads are scalar, so consecutive lanes take consecutive
+            # floats: each warp-wide load touches 4 sectors, not the 16 of groups 16 bytes apart.
+            for l in range(n):
+                e = tid + l * uTHREADS
+                r, c = r0 + e // width, c0 + e % width
+                if GUARD:
+                    out[l] = X[r, c] if r < rows and c < cols else float32(0.0)
+                else:
+                    out[l] = X[r, c]
+
+        @cuda.jit(device=True, **inline)
         def load(A, B, Mu, Nu, Ku, m0, n0, k0, tid, a_next, b_next):
-            # Global -> registers: this thread's floats of the tile at depth k0 (zeros past the
-            # edges when GUARD). Where CUDA C gives each lane a float4, numba's loads are scalar,
-            # so consecutive lanes take consecutive floats (8 k of a row of A, a row of B): each
-            # warp-wide load touches 4 sectors instead of the 16 of 4-float groups 16 bytes apart.
-            for l in range(uNA):
-                e = tid + l * uTHREADS
-                r, kk = m0 + e // uBK, k0 + e % uBK
-                if GUARD:
-                    a_next[l] = A[r, kk] if r < Mu and kk < Ku else float32(0.0)
-                else:
-                    a_next[l] = A[r, kk]
-            for l in range(uNB):
-                e = tid + l * uTHREADS
-                kk, c = k0 + e // uBN, n0 + e % uBN
-                if GUARD:
-                    b_next[l] = B[kk, c] if kk < Ku and c < Nu else float32(0.0)
-                else:
-                    b_next[l] = B[kk, c]
+            load_tile(A, Mu, Ku, m0, k0, uBK, uNA, tid, a_next)  # 8 consecutive k of a row of A per 8 lanes
+            load_tile(B, Ku, Nu, k0, n0, uBN, uNB, tid, b_next)  # a row of B per 128 lanes
         # --8<-- [end:warptile_load]
 
         @cuda.jit(device=True, **inline)
+        def store_tile(S, stage, width, n, tid, vals, transposed):
+            # Registers -> one shared stage, each value at the (row, col) load_tile took it from,
+            # or at (col, row) when transposed.
+            for l in range(n):
+                e = tid + l * uTHREADS
+                if transposed:
+                    S[stage, e % width, e // width] = vals[l]
+                else:
+                    S[stage, e // width, e % width] = vals[l]
+
+        @cuda.jit(device=True, **inline)
         def store(As, Bs, stage, tid, a_next, b_next):
-            # Registers -> one shared stage: A transposed (8 consecutive k of a row land in 8
-            # banks 4 apart thanks to the padding), B as it is (consecutive lanes, consecutive words).
-            for l in range(uNA):
-                e = tid + l * uTHREADS
-                As[stage, e % uBK, e // uBK] = a_next[l]
-            for l in range(uNB):
-                e = tid + l * uTHREADS
-                Bs[stage, e // uBN, e % uBN] = b_next[l]
+            store_tile(As, stage, uBK, uNA, tid, a_next, True)  # 8 consecutive k of a row: 8 banks 4 apart (the padding)
+            store_tile(Bs, stage, uBN, uNB, tid, b_next, False)  # consecutive lanes, consecutive words
 
         # --8<-- [start:warptile]
         @cuda.jit(device=True, **inline)
