@@ -427,7 +427,7 @@ def _warptile_shape(BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS):
         (WMITER >= 1 and WM % WMITER == 0 and WN % WNITER == 0, "sub-tiles divide the warp tile"),
         (WMITER * WNITER * TM * TN * 32 == WM * WN, "lanes cover the warp tile"),
         (WMITER >= 1 and ((WM // WMITER) // TM) * ((WN // WNITER) // TN) == 32, "32 lanes per sub-tile"),
-        (TM % 4 == 0 and TN % 4 == 0 and BK % 4 == 0, "TM, TN, BK are multiples of 4 (CUDA C's float4s)"),
+        (TM % 4 == 0 and TN % 4 == 0 and BK % 4 == 0, "TM, TN, BK are multiples of 4 (CUDA C's float4s; numba's 4 k-steps an iteration)"),
         ((BM * BK // 4) % THREADS == 0 and (BK * BN // 4) % THREADS == 0, "every thread loads as many groups of 4"),
     ]
     for ok, rule in rules:
@@ -449,7 +449,8 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     of a warp stay inside its warp tile, and every fragment value feeds many FMAs. Two shared
     stages, the next tile prefetched into registers (one barrier per tile); A is stored
     transposed (k-major, rows padded by `WT_APAD`). Like the CUDA C kernel, a uniform fast path
-    (M, N, K multiples of the tile) runs without any bounds check.
+    (M, N, K multiples of the tile) runs without any bounds check. numba has no `#pragma
+    unroll`: the loop over a k-tile calls the one-k-step device function 4 times an iteration.
 
     What numba cannot say: a `float4` load. A group of 4 floats is 4 scalar loads. For shared
     memory the arrays are declared 16-byte aligned and the fragments start at multiples of 4
@@ -470,7 +471,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     uWM, uWN, uWARPS_N, uLCOLS = U(WT_WM), U(WT_WN), U(WT_BN // WT_WN), U(s["LCOLS"])
     uWMITER, uWNITER, uSUBM, uSUBN, uTM, uTN = (U(s["WMITER"]), U(WT_WNITER), U(s["SUBM"]), U(s["SUBN"]),
                                                  U(WT_TM), U(WT_TN))
-    uFM, uFN, ZERO, ONE, LANES = U(FM), U(FN), U(0), U(1), U(32)
+    uFM, uFN, ZERO, ONE, TWO, THREE, FOUR, LANES = U(FM), U(FN), U(0), U(1), U(2), U(3), U(4), U(32)
     on_sim = device.on_simulator()
     ALIGN = None if on_sim else 16  # 16-byte aligned rows of 4-float groups (the simulator takes no alignment)
     inline = {} if on_sim else {"forceinline": True}
@@ -519,6 +520,19 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
 
         # --8<-- [start:warptile]
         @cuda.jit(device=True, **inline)
+        def step(As, Bs, stage, k, ab, bb, acc, a_frag, b_frag):
+            # One k of the tile: this thread's fragments of row k of As and Bs, then FM*FN FMAs.
+            for mi in range(uWMITER):  # groups of 4 consecutive floats: one 128-bit load each, if merged
+                for i in range(uTM):
+                    a_frag[mi * uTM + i] = As[stage, k, ab + mi * uSUBM + i]
+            for ni in range(uWNITER):
+                for j in range(uTN):
+                    b_frag[ni * uTN + j] = Bs[stage, k, bb + ni * uSUBN + j]
+            for i in range(uFM):
+                for j in range(uFN):
+                    acc[i, j] += a_frag[i] * b_frag[j]
+
+        @cuda.jit(device=True, **inline)
         def run(A, B, C, Mu, Nu, Ku, As, Bs):
             tid = uint64(cuda.threadIdx.x)
             warp, lane = tid // LANES, tid % LANES
@@ -545,16 +559,11 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
                 k1 = k0 + uBK
                 if k1 < Ku:  # the next tile's loads are in flight while we compute on this one
                     load(A, B, Mu, Nu, Ku, m0, n0, k1, tid, a_next, b_next)
-                for k in range(uBK):
-                    for mi in range(uWMITER):  # groups of 4 consecutive floats: one 128-bit load each, if merged
-                        for i in range(uTM):
-                            a_frag[mi * uTM + i] = As[stage, k, ab + mi * uSUBM + i]
-                    for ni in range(uWNITER):
-                        for j in range(uTN):
-                            b_frag[ni * uTN + j] = Bs[stage, k, bb + ni * uSUBN + j]
-                    for i in range(uFM):
-                        for j in range(uFN):
-                            acc[i, j] += a_frag[i] * b_frag[j]
+                for k in range(ZERO, uBK, FOUR):  # numba has no #pragma unroll: 4 steps written out
+                    step(As, Bs, stage, k, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + ONE, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + TWO, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + THREE, ab, bb, acc, a_frag, b_frag)
                 if k1 < Ku:  # the other stage was last read before the previous barrier: safe to fill
                     store(As, Bs, ONE - stage, tid, a_next, b_next)
                 cuda.syncthreads()
