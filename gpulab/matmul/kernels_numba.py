@@ -466,7 +466,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     BK, AS, BN = WT_BK, WT_BM + WT_APAD, WT_BN
     NA, NB = 4 * s["A_LOADS"], 4 * s["B_LOADS"]  # floats each thread carries to the next tile
     FM, FN = s["WMITER"] * WT_TM, WT_WNITER * WT_TN  # this thread's accumulators: FM×FN
-    uTHREADS, uNA, uNB = U(WT_THREADS), U(4 * s["A_LOADS"]), U(4 * s["B_LOADS"])
+    uTHREADS, uNA, uNB = U(WT_THREADS), U(NA), U(NB)
     uBM, uBN, uBK = U(WT_BM), U(WT_BN), U(WT_BK)
     uWM, uWN, uWARPS_N, uLCOLS = U(WT_WM), U(WT_WN), U(WT_BN // WT_WN), U(s["LCOLS"])
     uWMITER, uWNITER, uSUBM, uSUBN, uTM, uTN = (U(s["WMITER"]), U(WT_WNITER), U(s["SUBM"]), U(s["SUBN"]),
@@ -498,8 +498,8 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
 
         @cuda.jit(device=True, **inline)
         def load(A, B, Mu, Nu, Ku, m0, n0, k0, tid, a_next, b_next):
-            load_tile(A, Mu, Ku, m0, k0, uBK, uNA, tid, a_next)  # 8 consecutive k of a row of A per 8 lanes
-            load_tile(B, Ku, Nu, k0, n0, uBN, uNB, tid, b_next)  # a row of B per 128 lanes
+            load_tile(A, Mu, Ku, m0, k0, uBK, uNA, tid, a_next)  # BK lanes: BK consecutive k of a row of A
+            load_tile(B, Ku, Nu, k0, n0, uBN, uNB, tid, b_next)  # BN lanes: a row of B
         # --8<-- [end:warptile_load]
 
         @cuda.jit(device=True, **inline)
@@ -515,7 +515,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
 
         @cuda.jit(device=True, **inline)
         def store(As, Bs, stage, tid, a_next, b_next):
-            store_tile(As, stage, uBK, uNA, tid, a_next, True)  # 8 consecutive k of a row: 8 banks 4 apart (the padding)
+            store_tile(As, stage, uBK, uNA, tid, a_next, True)  # k-major; the padding spreads a warp over 32 banks
             store_tile(Bs, stage, uBN, uNB, tid, b_next, False)  # consecutive lanes, consecutive words
 
         # --8<-- [start:warptile]
