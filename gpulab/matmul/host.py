@@ -88,6 +88,8 @@ def geometry(policy: MatmulPolicy, params: dict, M: int, N: int) -> tuple[tuple,
 # ----------------------------------------------------------------------------- the kernels
 
 TILE_PARAMS = ("BM", "BN", "BK", "TM", "TN", "PAD")
+WT_PARAMS = ("WT_BM", "WT_BN", "WT_BK", "WT_WM", "WT_WN", "WT_WNITER", "WT_TM", "WT_TN", "WT_THREADS",
+             "WT_MINBLOCKS", "WT_APAD")  # the warp-tiled kernel's, WT_-prefixed in both backends
 CONSTANT_DATA = "B_CONST"  # numba: the B its constant-memory kernels are compiled with (not a -D macro)
 
 
@@ -104,6 +106,7 @@ def numba_kernel(name: str, p: dict):
         "matmul_register": lambda: kn.register_kernel(**tile()),
         "matmul_prefetch": lambda: kn.prefetch_kernel(**tile()),
         "matmul_wide": lambda: kn.wide_kernel(**tile()),
+        "matmul_warptile": lambda: kn.warptile_kernel(**{k: p[k] for k in WT_PARAMS}),
     }
     return factories[name]()
 
@@ -113,9 +116,7 @@ def numba_kernel(name: str, p: dict):
 CPASYNC_PARAMS = ("CA_BM", "CA_BN", "CA_BK", "CA_WM", "CA_WN", "CA_WNITER", "CA_TM", "CA_TN", "CA_THREADS",
                   "CA_MINBLOCKS", "CA_APAD", "CA_STAGES", "CA_GROUP")
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, constant="B_const",
-                       defines=("TILE", *TILE_PARAMS, "WT_BM", "WT_BN", "WT_BK", "WT_WM", "WT_WN", "WT_WNITER",
-                                "WT_TM", "WT_TN", "WT_THREADS", "WT_MINBLOCKS", "WT_APAD",
-                                *CPASYNC_PARAMS))
+                       defines=("TILE", *TILE_PARAMS, *WT_PARAMS, *CPASYNC_PARAMS))
 
 
 # ----------------------------------------------------------------------------- the one launch path

@@ -413,3 +413,184 @@ def wide_kernel(BM: int, BN: int, BK: int, TM: int, TN: int, PAD: int):
     # --8<-- [end:wide]
 
     return matmul_wide
+
+
+def _warptile_shape(BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS):
+    """The derived sizes of the warp-tiled kernel (the rules of CUDA C's WT_ macros and their
+    static_asserts; a shape that breaks one is refused with the rule it breaks)."""
+    from gpulab.errors import GpulabError
+
+    WMITER = (WM * WN) // (32 * TM * TN * WNITER)
+    rules = [
+        (THREADS == 32 * (BM // WM) * (BN // WN), "one warp per warp tile: THREADS = 32*(BM/WM)*(BN/WN)"),
+        (BM % WM == 0 and BN % WN == 0, "warp tiles divide the block tile"),
+        (WMITER >= 1 and WM % WMITER == 0 and WN % WNITER == 0, "sub-tiles divide the warp tile"),
+        (WMITER * WNITER * TM * TN * 32 == WM * WN, "lanes cover the warp tile"),
+        (WMITER >= 1 and ((WM // WMITER) // TM) * ((WN // WNITER) // TN) == 32, "32 lanes per sub-tile"),
+        (TM % 4 == 0 and TN % 4 == 0 and BK % 4 == 0, "TM, TN, BK are multiples of 4 (CUDA C's float4s; numba's 4 k-steps an iteration)"),
+        ((BM * BK // 4) % THREADS == 0 and (BK * BN // 4) % THREADS == 0, "every thread loads as many groups of 4"),
+    ]
+    for ok, rule in rules:
+        if not ok:
+            raise GpulabError(f"warptile shape BM={BM} BN={BN} BK={BK} WM={WM} WN={WN} WNITER={WNITER} "
+                              f"TM={TM} TN={TN} THREADS={THREADS} breaks the rule: {rule}")
+    return dict(WMITER=WMITER, SUBM=WM // WMITER, SUBN=WN // WNITER, LCOLS=(WN // WNITER) // TN,
+                A_LOADS=BM * BK // 4 // THREADS, B_LOADS=BK * BN // 4 // THREADS)
+
+
+@lru_cache(maxsize=None)
+def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, WT_WNITER: int,
+                    WT_TM: int, WT_TN: int, WT_THREADS: int, WT_MINBLOCKS: int, WT_APAD: int):
+    """Warp tiling, the twin of CUDA C's `matmul_warptile` (same parameters, same tiling).
+
+    A one-dimensional block of `WT_THREADS` threads computes a `WT_BM`×`WT_BN` tile of C; each
+    warp owns a `WT_WM`×`WT_WN` warp tile, which it covers in WMITER×`WT_WNITER` steps of a
+    sub-tile in which each lane owns a contiguous `WT_TM`×`WT_TN` block: the shared-memory reads
+    of a warp stay inside its warp tile, and every fragment value feeds many FMAs. Two shared
+    stages, the next tile prefetched into registers (one barrier per tile); A is stored
+    transposed (k-major, rows padded by `WT_APAD`). Like the CUDA C kernel, a uniform fast path
+    (M, N, K multiples of the tile) runs without any bounds check. numba has no `#pragma
+    unroll`: the loop over a k-tile calls the one-k-step device function 4 times an iteration.
+
+    What numba cannot say: a `float4` load. A group of 4 floats is 4 scalar loads. For shared
+    memory the arrays are declared 16-byte aligned and the fragments start at multiples of 4
+    floats, so the compiler merges most of them into 128-bit loads; a global array's data pointer
+    has no alignment the compiler can see (CUDA C asserts it with a cast after a run-time check),
+    so the global loads stay scalar, and the tile loads map consecutive lanes to consecutive
+    floats (coalesced per scalar load) instead of CUDA C's 4 consecutive floats per lane.
+    """
+    from gpulab import device
+
+    s = _warptile_shape(WT_BM, WT_BN, WT_BK, WT_WM, WT_WN, WT_WNITER, WT_TM, WT_TN, WT_THREADS)
+    U = np.uint64
+    BK, AS, BN = WT_BK, WT_BM + WT_APAD, WT_BN
+    NA, NB = 4 * s["A_LOADS"], 4 * s["B_LOADS"]  # floats each thread carries to the next tile
+    FM, FN = s["WMITER"] * WT_TM, WT_WNITER * WT_TN  # this thread's accumulators: FM×FN
+    uTHREADS, uNA, uNB = U(WT_THREADS), U(NA), U(NB)
+    uBM, uBN, uBK = U(WT_BM), U(WT_BN), U(WT_BK)
+    uWM, uWN, uWARPS_N, uLCOLS = U(WT_WM), U(WT_WN), U(WT_BN // WT_WN), U(s["LCOLS"])
+    uWMITER, uWNITER, uSUBM, uSUBN, uTM, uTN = (U(s["WMITER"]), U(WT_WNITER), U(s["SUBM"]), U(s["SUBN"]),
+                                                 U(WT_TM), U(WT_TN))
+    uFM, uFN, ZERO, ONE, TWO, THREE, FOUR, LANES = U(FM), U(FN), U(0), U(1), U(2), U(3), U(4), U(32)
+    on_sim = device.on_simulator()
+    ALIGN = None if on_sim else 16  # 16-byte aligned rows of 4-float groups (the simulator takes no alignment)
+    inline = {} if on_sim else {"forceinline": True}
+    bounds = {} if on_sim else {"launch_bounds": (WT_THREADS, WT_MINBLOCKS)}
+
+    def body(GUARD: bool):
+        """The kernel's body, with (GUARD) or without bounds checks; GUARD is a compile-time
+        constant, so each version has only its own code."""
+
+        # --8<-- [start:warptile_load]
+        @cuda.jit(device=True, **inline)
+        def load_tile(X, rows, cols, r0, c0, width, n, tid, out):
+            # Global -> registers: out[l] = X[r0 + e // width, c0 + e % width] for this thread's
+            # e = tid + l*THREADS (zero outside rows × cols when GUARD). Where CUDA C gives each
+            # lane a float4, numba's loads are scalar, so consecutive lanes take consecutive
+            # floats: each warp-wide load touches 4 sectors, not the 16 of groups 16 bytes apart.
+            for l in range(n):
+                e = tid + l * uTHREADS
+                r, c = r0 + e // width, c0 + e % width
+                if GUARD:
+                    out[l] = X[r, c] if r < rows and c < cols else float32(0.0)
+                else:
+                    out[l] = X[r, c]
+
+        @cuda.jit(device=True, **inline)
+        def load(A, B, Mu, Nu, Ku, m0, n0, k0, tid, a_next, b_next):
+            load_tile(A, Mu, Ku, m0, k0, uBK, uNA, tid, a_next)  # BK lanes: BK consecutive k of a row of A
+            load_tile(B, Ku, Nu, k0, n0, uBN, uNB, tid, b_next)  # BN lanes: a row of B
+        # --8<-- [end:warptile_load]
+
+        @cuda.jit(device=True, **inline)
+        def store_tile(S, stage, width, n, tid, vals, transposed):
+            # Registers -> one shared stage, each value at the (row, col) load_tile took it from,
+            # or at (col, row) when transposed.
+            for l in range(n):
+                e = tid + l * uTHREADS
+                if transposed:
+                    S[stage, e % width, e // width] = vals[l]
+                else:
+                    S[stage, e // width, e % width] = vals[l]
+
+        @cuda.jit(device=True, **inline)
+        def store(As, Bs, stage, tid, a_next, b_next):
+            store_tile(As, stage, uBK, uNA, tid, a_next, True)  # k-major; the padding spreads a warp over 32 banks
+            store_tile(Bs, stage, uBN, uNB, tid, b_next, False)  # consecutive lanes, consecutive words
+
+        # --8<-- [start:warptile]
+        @cuda.jit(device=True, **inline)
+        def step(As, Bs, stage, k, ab, bb, acc, a_frag, b_frag):
+            # One k of the tile: this thread's fragments of row k of As and Bs, then FM*FN FMAs.
+            for mi in range(uWMITER):  # groups of 4 consecutive floats: one 128-bit load each, if merged
+                for i in range(uTM):
+                    a_frag[mi * uTM + i] = As[stage, k, ab + mi * uSUBM + i]
+            for ni in range(uWNITER):
+                for j in range(uTN):
+                    b_frag[ni * uTN + j] = Bs[stage, k, bb + ni * uSUBN + j]
+            for i in range(uFM):
+                for j in range(uFN):
+                    acc[i, j] += a_frag[i] * b_frag[j]
+
+        @cuda.jit(device=True, **inline)
+        def run(A, B, C, Mu, Nu, Ku, As, Bs):
+            tid = uint64(cuda.threadIdx.x)
+            warp, lane = tid // LANES, tid % LANES
+            wm0 = (warp // uWARPS_N) * uWM  # this warp's tile inside the block tile
+            wn0 = (warp % uWARPS_N) * uWN
+            lr = (lane // uLCOLS) * uTM  # this lane's block inside a sub-tile
+            lc = (lane % uLCOLS) * uTN
+            ab, bb = wm0 + lr, wn0 + lc  # this thread's first fragment columns in As and Bs
+            m0 = uint64(cuda.blockIdx.y) * uBM
+            n0 = uint64(cuda.blockIdx.x) * uBN
+            acc = cuda.local.array((FM, FN), float32)  # constant indices only: registers
+            a_frag = cuda.local.array(FM, float32)
+            b_frag = cuda.local.array(FN, float32)
+            a_next = cuda.local.array(NA, float32)  # the next tile, in flight in registers
+            b_next = cuda.local.array(NB, float32)
+            for i in range(uFM):
+                for j in range(uFN):
+                    acc[i, j] = float32(0.0)
+            load(A, B, Mu, Nu, Ku, m0, n0, ZERO, tid, a_next, b_next)
+            store(As, Bs, ZERO, tid, a_next, b_next)
+            cuda.syncthreads()
+            stage = ZERO
+            for k0 in range(ZERO, Ku, uBK):
+                k1 = k0 + uBK
+                if k1 < Ku:  # the next tile's loads are in flight while we compute on this one
+                    load(A, B, Mu, Nu, Ku, m0, n0, k1, tid, a_next, b_next)
+                for k in range(ZERO, uBK, FOUR):  # numba has no #pragma unroll: 4 steps written out
+                    step(As, Bs, stage, k, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + ONE, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + TWO, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + THREE, ab, bb, acc, a_frag, b_frag)
+                if k1 < Ku:  # the other stage was last read before the previous barrier: safe to fill
+                    store(As, Bs, ONE - stage, tid, a_next, b_next)
+                cuda.syncthreads()
+                stage = ONE - stage
+            for mi in range(uWMITER):  # each lane writes its contiguous TN columns
+                for i in range(uTM):
+                    row = m0 + wm0 + mi * uSUBM + lr + i
+                    if not GUARD or row < Mu:
+                        for ni in range(uWNITER):
+                            for j in range(uTN):
+                                col = n0 + wn0 + ni * uSUBN + lc + j
+                                if not GUARD or col < Nu:
+                                    C[row, col] = acc[mi * uTM + i, ni * uTN + j]
+        # --8<-- [end:warptile]
+
+        return run
+
+    fast, guarded = body(False), body(True)
+
+    @cuda.jit(**bounds)
+    def matmul_warptile(A, B, C, M, N, K):
+        As = cuda.shared.array((2, BK, AS), float32, alignment=ALIGN)
+        Bs = cuda.shared.array((2, BK, BN), float32, alignment=ALIGN)
+        Mu, Nu, Ku = uint64(M), uint64(N), uint64(K)
+        if Mu % uBM == ZERO and Nu % uBN == ZERO and Ku % uBK == ZERO:  # uniform: no bounds checks
+            fast(A, B, C, Mu, Nu, Ku, As, Bs)
+        else:
+            guarded(A, B, C, Mu, Nu, Ku, As, Bs)
+
+    return matmul_warptile

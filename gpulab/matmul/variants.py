@@ -72,12 +72,18 @@ REGISTRY.add(variant("wide", "numba", ("global", "shared", "registers"),
 REGISTRY.add(variant("vec4", "cuda-c", ("global", "shared", "registers"),
                      "16-byte float4 loads from global and shared memory: a quarter of the load instructions",
                      tiled("matmul_vec4"), TILE_128))
+# Warp tiling in both backends, one policy and one shape (WT_-prefixed so that one set of -D
+# flags never reshapes two kernels of the .cu file). numba has no float4: its groups of 4 floats
+# are 4 scalar loads (kernels_numba.warptile_kernel says which ones the compiler merges).
+WARPTILE = MatmulPolicy("matmul_warptile", tile=("WT_BM", "WT_BN"), threads="WT_THREADS")
+WARP_TILE = dict(WT_BM=128, WT_BN=128, WT_BK=8, WT_WM=64, WT_WN=64, WT_WNITER=2, WT_TM=4, WT_TN=4,
+                 WT_THREADS=128, WT_MINBLOCKS=1, WT_APAD=4)
 REGISTRY.add(variant("warptile", "cuda-c", ("global", "shared", "registers"),
                      "warp tiling + float4 + double buffering: each warp owns a sub-tile, so shared reads are warp-local and registers reused",
-                     MatmulPolicy("matmul_warptile", tile=("WT_BM", "WT_BN"), threads="WT_THREADS"),
-                     # WT_-prefixed so that one set of -D flags never reshapes two kernels of the file.
-                     dict(WT_BM=128, WT_BN=128, WT_BK=8, WT_WM=64, WT_WN=64, WT_WNITER=2, WT_TM=4, WT_TN=4,
-                          WT_THREADS=128, WT_MINBLOCKS=1, WT_APAD=4)))
+                     WARPTILE, WARP_TILE))
+REGISTRY.add(variant("warptile", "numba", ("global", "shared", "registers"),
+                     "warp tiling + double buffering as in CUDA C, float4 loads written as 4 scalar loads each",
+                     WARPTILE, WARP_TILE))
 
 # warptile's shape (CA_-prefixed: its own macros) fed by a cp.async pipeline of CA_STAGES shared
 # stages, blocks rasterized CA_GROUP block rows at a time. Shape, depth and group: gpulab.matmul.tune.
