@@ -134,20 +134,19 @@ def default_breeding(population: int | None = None, backend: str | None = None) 
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
                     breeding_on: str = "cpu", backend: str = "numba") -> Population:
     """Selection, crossover, mutation, elitism: one call into compiled code, on the host
-    (``breeding_on="cpu"``) or the GPU (``"gpu"``: CUDA C kernels when ``backend`` is
-    ``"cuda-c"``, numba's otherwise); the same children either way."""
-    depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
-    kw = {}
+    (``breeding_on="cpu"``: the reference, validated on the host with
+    [`Population.bred`][gpulab.gp.programs.Population.bred]) or the GPU (``"gpu"``: CUDA C
+    kernels when ``backend`` is ``"cuda-c"``, numba's otherwise; the children stay on the
+    device as a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation], validated there by
+    [`gpulab.gp.resident`][gpulab.gp.resident]); the same children either way."""
+    args = (np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
+            params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
+            params.p_function, bool(params.parsimony), seed)
     if breeding_on == "gpu":
-        from gpulab.gp import breeding_gpu as bred_on
+        from gpulab.gp import breeding_gpu
 
-        kw["backend"] = "cuda-c" if backend == "cuda-c" else "numba"
-    else:
-        bred_on = breeding
-    code, offsets, src = bred_on.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
-                                   params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
-                                   params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
-                                   bool(params.parsimony), seed, **kw)
+        return breeding_gpu.breed_resident(pop, *args, backend="cuda-c" if backend == "cuda-c" else "numba")
+    code, offsets, src = breeding.breed(pop.code, pop.offsets, np.ascontiguousarray(pop.stats[:, STAT_DEPTH]), *args)
     return Population.bred(code, offsets, pop, src)
 
 
@@ -235,7 +234,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                        "test_of_best": float(fit_test[best]), "test_mean": float(fit_test.mean()),
                        "train_best_per100": float(fit[best] * per100_train),
                        "test_of_best_per100": float(fit_test[best] * per100_test),
-                       "mean_nodes": float(pop.nodes.sum(axis=1).mean()), "eval_ms": (t1 - t0) * 1e3,
+                       "mean_nodes": pop.total_nodes / len(pop), "eval_ms": (t1 - t0) * 1e3,
                        "breed_ms": 0.0}
                 last = (pop, best, row)
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
@@ -269,7 +268,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                          "evaluations": 2 * len(result.history), "warmup_s": t_start - t_warm,
                          "what": "total_s: initialization + every generation's evaluations (train and test) and "
                                  "breeding + the loop's bookkeeping; breeding_s: the next_generation calls alone "
-                                 "(the children and their validation on the host); warmup_s (before it): kernel "
+                                 "(the children and their validation: on the host, or on the device with breeding gpu); warmup_s (before it): kernel "
                                  "compilation and market upload"}
     return result
 # --8<-- [end:evolve]
