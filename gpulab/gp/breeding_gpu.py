@@ -220,7 +220,8 @@ def _upload(slot: _Slot, code, offsets, depth, sizes, stats=None) -> None:
 def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P, width, tournament, p_cross, p_mut,
                 max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark) -> int:
     """The two passes from ``parents`` into ``children``; the offsets' prefix sum on the device
-    (`gpulab.gp.resident.exclusive_scan`). Returns the children's code length."""
+    (`gpulab.gp.resident.exclusive_scan`). Returns the children's code length. ``fitness``: a
+    host or a device array (copied into the kept buffer either way)."""
     b.fitness.copy_to_device(fitness)
     if elites.size:
         b.elites[:elites.size].copy_to_device(elites)
@@ -291,7 +292,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
 # --8<-- [start:resident]
 def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
                    p_leaf, p_func, parsimony, seed, backend: str = "numba",
-                   timings: dict | None = None) -> DevicePopulation:
+                   timings: dict | None = None, fitness_device=None) -> DevicePopulation:
     """One generation bred on the GPU, kept there: the children of
     [`breed`][gpulab.gp.breeding_gpu.breed] (the same, bit for bit), validated on the device
     ([`gpulab.gp.resident`][gpulab.gp.resident]), as a
@@ -304,7 +305,8 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     generation: the fitness and the elites' indices up; the children's code length (4 bytes) and the
     validation's summary (24 bytes) down; with ``parsimony`` and elites, the parents' sizes down
     too (``4P`` bytes: the elites' ties are broken by size). ``timings`` as in `breed`, with a
-    ``validate`` stage.
+    ``validate`` stage. ``fitness_device``: the same fitness already on the device (the
+    evaluator's output, ``P`` float64): copied on the device instead of uploaded.
 
     Raises:
         ProgramError: the device validation found an invalid child (a bug in the breeding:
@@ -327,7 +329,7 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     dst.claim()
     elites = _cpu._elites(fitness, sizes, int(elite), bool(parsimony))
     mark("host")
-    total = _breed_into(b, src, dst, fitness, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
+    total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
                         mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
     maxima = resident.validate(dst.code, dst.offsets, b.src, src.stats, max_nodes, max_depth, b.st, b.grown,
                                dst.stats, dst.sizes, b.summary, b.summary_host)

@@ -132,20 +132,23 @@ def default_breeding(population: int | None = None, backend: str | None = None) 
 
 
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
-                    breeding_on: str = "cpu", backend: str = "numba") -> Population:
+                    breeding_on: str = "cpu", backend: str = "numba", fitness_device=None) -> Population:
     """Selection, crossover, mutation, elitism: one call into compiled code, on the host
     (``breeding_on="cpu"``: the reference, validated on the host with
     [`Population.bred`][gpulab.gp.programs.Population.bred]) or the GPU (``"gpu"``: CUDA C
     kernels when ``backend`` is ``"cuda-c"``, numba's otherwise; the children stay on the
     device as a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation], validated there by
-    [`gpulab.gp.resident`][gpulab.gp.resident]); the same children either way."""
+    [`gpulab.gp.resident`][gpulab.gp.resident]); the same children either way.
+    ``fitness_device``: ``fitness`` as the evaluator left it on the device, if it did (the GPU
+    breeding copies it there instead of uploading ``fitness``)."""
     args = (np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
             params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
             params.p_function, bool(params.parsimony), seed)
     if breeding_on == "gpu":
         from gpulab.gp import breeding_gpu
 
-        return breeding_gpu.breed_resident(pop, *args, backend="cuda-c" if backend == "cuda-c" else "numba")
+        return breeding_gpu.breed_resident(pop, *args, backend="cuda-c" if backend == "cuda-c" else "numba",
+                                           fitness_device=fitness_device)
     code, offsets, src = breeding.breed(pop.code, pop.offsets, np.ascontiguousarray(pop.stats[:, STAT_DEPTH]), *args)
     return Population.bred(code, offsets, pop, src)
 
@@ -226,7 +229,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         with pbar, _progress.interruptible("this generation") as stop:
             for g in range(params.generations + 1):
                 t0 = time.perf_counter()
-                fit = _host(ev_train(pop)[0])[:len(pop)].copy()
+                fit_device = ev_train(pop)[0]
+                fit = _host(fit_device)[:len(pop)].copy()
                 fit_test = _host(ev_test(pop)[0])[:len(pop)].copy()
                 t1 = time.perf_counter()
                 best = int(np.argmax(fit))
@@ -241,7 +245,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 t_eval += t1 - t0
                 t_b = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
                 if g < params.generations and not stop.requested:
-                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend)
+                    on_device = None if isinstance(fit_device, np.ndarray) else fit_device[:len(pop)]
+                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend, on_device)
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t_b) * 1e3
                 t_breed += t2 - t_b
