@@ -8,13 +8,14 @@ number of threads do not matter. The GPU breeding runs **the same per-child func
 Koza's 90% internal-node rule, subtree walks, grow), compiled as CUDA device functions, one
 thread per child:
 
-1. on the host, each individual's size and the ``elite`` best (`sizes_and_elites`: O(elite × P),
-   from the fitness the loop already holds on the host);
+1. on the host, the ``elite`` best (O(elite × P), from the fitness the loop already holds on the
+   host) and, for `breed`, each individual's size (`sizes_and_elites`; `breed_resident` has the
+   sizes on the device already, from the previous generation's validation);
 2. `breed_plan`: thread ``c`` decides parent(s), operator, crossover points / mutation subtree,
    and child ``c``'s two tree lengths;
 3. `plan_lengths` gathers the children's ``2P`` tree lengths from the plan rows; their prefix sum
-   gives the children's offsets (on the host: ``2P`` int32 down through pinned memory, the
-   offsets back up);
+   gives the children's offsets, on the device (`gpulab.gp.resident.exclusive_scan`: only the
+   total, 4 bytes, goes to the host, to size the children's code buffer);
 4. `breed_write`: thread ``c`` writes its two trees (a copy, a splice of two spans, or a splice
    of a subtree regrown from the stream state pass 2 saved).
 
@@ -31,15 +32,23 @@ cannot call a CPU-compiled one). One source, two targets: nothing to keep in ste
 translation of the same functions (``backend="cuda-c"``: the loop uses them with the
 ``cuda-c`` evaluators); its children are the same bit for bit (the tests compare them on a GPU).
 
-The buffers (plan, scratch, lengths, the code buffers) are kept from one generation to the
-next (`_Buffers`, in a [`PlanCache`][gpulab.launch.PlanCache]; `clear_cache()` frees them).
+The buffers (plan, scratch, lengths, the populations' arrays) are kept from one generation to
+the next (`_Buffers`, in a [`PlanCache`][gpulab.launch.PlanCache]; `clear_cache()` frees them).
 
-**Not yet on the device between generations:** the population comes from the host and goes
-back to it (the loop validates the changed trees with
-[`Population.bred`][gpulab.gp.programs.Population.bred], on the host); the prefix sum and the
-elites are host work too. Measured on an H100 (`docs/benchmarks/gp-breeding-h100.json`), those
-copies and the host work are most of a GPU breeding's time: at 500,000 individuals 9.7 of
-10.3 ms, the kernels (the two passes and `plan_lengths`) 0.66 ms.
+**On the device between generations.** [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident]
+(what the GP loop calls) keeps the population there: the kept buffers hold two populations'
+arrays (code, offsets, stats, sizes), used in turn — the children of one breeding are the
+parents of the next where they are, and the evaluators read them in place (a
+[`DevicePopulation`][gpulab.gp.programs.DevicePopulation]). The children are validated on the
+device ([`gpulab.gp.resident.check_children`][gpulab.gp.resident.check_children]: the host
+validation's typed scan, one thread per child, which also computes the stats the next breeding
+and the evaluators need), and only what the host needs crosses the bus: the elites' indices in
+(the loop holds the fitness for its records and picks the elites from it; the kernels' copy of
+the fitness is made on the device from the evaluator's output); the code's length and the
+validation's summary (bad trees, the maxima the evaluators check: 28 bytes) out; with parsimony
+and elites, the parents' sizes out too (``4P`` bytes: ties between elites go to the smaller). [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
+tests compare it with the CPU breeding byte for byte. The prefix sum and the validation are
+numba kernels with either backend (no CUDA C twins yet).
 """
 
 from __future__ import annotations
