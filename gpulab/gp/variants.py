@@ -162,9 +162,12 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     from gpulab.gp import breeding_gpu as bg
     from gpulab.gp import compiled
     from gpulab.gp import kernels_numba as kn
+    from gpulab.gp import resident as rs
 
     out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
-                 ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS)], set()
+                 ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS),
+                 ("check_children", rs.check_children, rs.SIG_CHECK), ("scan_blocks", rs.scan_blocks, rs.SIG_SCAN),
+                 ("add_block_totals", rs.add_block_totals, rs.SIG_ADD)], set()
     for v in REGISTRY.select(backend="numba"):
         if v.policy.compiled:
             kern, sig = compiled.example_numba_kernel()
