@@ -167,3 +167,29 @@ def test_device_resident_run_equals_the_cpu_breeding_run(rng):
         return [{k: v for k, v in h.items() if not k.endswith("_ms")} for h in r.history], r.best
 
     assert run("gpu") == run("cpu")
+
+
+def _needs_gpu(what: str, backend: str):
+    from gpulab import cudac, device
+
+    reason = cudac.unavailable_reason() if backend == "cuda-c" else (
+        "numba's CUDA simulator runs this process" if device.on_simulator() else None)
+    if reason:
+        pytest.skip(f"{what}: {reason}")
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_resident_breeding_on_a_gpu_at_a_size_with_three_scan_levels(rng, backend):
+    """On a GPU only: 40,000 individuals (80,000 lengths: the prefix sum's block totals are
+    scanned twice more), five generations chained on the device with either backend's breeding
+    kernels, against the CPU breeding and the host validation."""
+    _needs_gpu("a large device-resident breeding", backend)
+    p = GPParams(population=40_000, p_mutation=0.15)
+    host = dev = initial_population(p, int(rng.integers(2**31)))
+    assert 2 * p.population > resident.SCAN_BLOCK ** 2
+    for _ in range(5):
+        fitness = rng.normal(size=p.population)
+        seed = int(rng.integers(2**31))
+        host = _cpu_generation(host, fitness, p, seed)
+        dev = breeding_gpu.breed_resident(dev, *_args(fitness, p, seed), backend=backend)
+        _same(host, dev)
