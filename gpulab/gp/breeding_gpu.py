@@ -47,8 +47,8 @@ and the evaluators need), and only what the host needs crosses the bus: the elit
 the fitness is made on the device from the evaluator's output); the code's length and the
 validation's summary (bad trees, the maxima the evaluators check: 28 bytes) out; with parsimony
 and elites, the parents' sizes out too (``4P`` bytes: ties between elites go to the smaller). [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
-tests compare it with the CPU breeding byte for byte. The prefix sum and the validation are
-numba kernels with either backend (no CUDA C twins yet).
+tests compare it with the CPU breeding byte for byte. The prefix sum and the validation have
+their CUDA C twins too (``resident.cu``), used with ``backend="cuda-c"``.
 """
 
 from __future__ import annotations
@@ -253,7 +253,7 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                                     int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
         plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
-    total = resident.exclusive_scan(b.lens, children.offsets)
+    total = resident.exclusive_scan(b.lens, children.offsets, backend)
     out = children.room(max(total, 1))
     mark("offsets")
     if backend == "cuda-c":
@@ -341,7 +341,7 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
                         mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
     maxima = resident.validate(dst.code, dst.offsets, b.src, src.stats, max_nodes, max_depth, b.st, b.grown,
-                               dst.stats, dst.sizes, b.summary, b.summary_host)
+                               dst.stats, dst.sizes, b.summary, b.summary_host, backend)
     mark("validate")
     return DevicePopulation(dst, P, total, maxima)
 # --8<-- [end:resident]

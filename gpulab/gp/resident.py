@@ -2,9 +2,8 @@ r"""What keeps a GPU-bred population on the device: the children's offsets (a pr
 their validation (a typed scan), as numba kernels.
 
 [`gpulab.gp.breeding_gpu.breed_resident`][gpulab.gp.breeding_gpu.breed_resident] uses both,
-with either backend's breeding kernels (these two are numba kernels in both cases: they launch
-on the same default stream as the CUDA C ones, so the order holds; their CUDA C twins are not
-written yet).
+with the breeding's backend: the numba kernels below, or their line-for-line CUDA C twins in
+``resident.cu`` (``backend="cuda-c"``, through pycuda, on the same buffers).
 
 **The offsets.** Pass 1 of the breeding gives each child's two tree lengths (``2P`` int32);
 their exclusive prefix sum is where each tree goes. [`exclusive_scan`][gpulab.gp.resident.exclusive_scan]
@@ -37,6 +36,7 @@ import types
 import numpy as np
 from numba import cuda, int32, int64
 
+from gpulab.gp import opcodes as oc
 from gpulab.gp import programs as _prog
 from gpulab.launch import ceil_div
 
@@ -98,25 +98,34 @@ SIG_SCAN, SIG_ADD = "void(int32[::1], int32[::1], int32[::1])", "void(int32[::1]
 _SCRATCH: dict = {}  # the block totals of each level, by length: kept (one population size at a time)
 
 
-def inclusive_scan(x, out) -> None:
-    """``out[i] = x[0] + ... + x[i]`` on the device (``int32`` device arrays, ``out`` as long as ``x``)."""
+def inclusive_scan(x, out, backend: str = "numba") -> None:
+    """``out[i] = x[0] + ... + x[i]`` on the device (``int32`` device arrays, ``out`` as long as
+    ``x``; ``out`` may be ``x``). ``backend``: ``"numba"`` or ``"cuda-c"`` (``resident.cu``)."""
     n = x.size
     blocks = ceil_div(n, SCAN_BLOCK)
     sums = _SCRATCH.get(n)
     if sums is None:
         sums = _SCRATCH[n] = cuda.device_array(max(blocks, 1), np.int32)
-    scan_blocks[blocks, SCAN_BLOCK](x, out, sums)
+    if backend == "cuda-c":
+        from gpulab import cudac
+
+        cudac.launch(cuda_c_kernel("scan_blocks"), (blocks,), (SCAN_BLOCK,), x, out, sums, np.int64(n))
+    else:
+        scan_blocks[blocks, SCAN_BLOCK](x, out, sums)
     if blocks > 1:
-        inclusive_scan(sums, sums)
-        add_block_totals[blocks, SCAN_BLOCK](out, sums)
+        inclusive_scan(sums, sums, backend)
+        if backend == "cuda-c":
+            cudac.launch(cuda_c_kernel("add_block_totals"), (blocks,), (SCAN_BLOCK,), out, sums, np.int64(n))
+        else:
+            add_block_totals[blocks, SCAN_BLOCK](out, sums)
 
 
-def exclusive_scan(lens, offsets) -> int:
+def exclusive_scan(lens, offsets, backend: str = "numba") -> int:
     """``offsets[0] = 0``, ``offsets[k + 1] = lens[0] + ... + lens[k]`` on the device; returns the
     total (``offsets[-1]``, the one number copied to the host). ``offsets[0]`` must already be 0
     (it is never written: the breeding's offset buffers are allocated zeroed)."""
     if lens.size:
-        inclusive_scan(lens, offsets[1:])
+        inclusive_scan(lens, offsets[1:], backend)
     return int(offsets[lens.size:lens.size + 1].copy_to_host()[0])
 
 
@@ -134,8 +143,8 @@ def check_children(code, offsets, src, parent_stats, max_nodes, max_depth, heigh
     (atomics in shared memory, then one per block in global memory)."""
     red = cuda.shared.array(NSUMMARY, int32)
     t0 = cuda.threadIdx.x
-    if t0 < NSUMMARY:
-        red[t0] = 2147483647 if t0 == FIRST_BAD else 0  # (the first bad tree: a minimum)
+    for k in range(t0, NSUMMARY, cuda.blockDim.x):
+        red[k] = 2147483647 if k == FIRST_BAD else 0  # (the first bad tree: a minimum)
     cuda.syncthreads()
     c = int64(cuda.grid(1))
     if c < sizes.size:
@@ -183,15 +192,24 @@ SIG_CHECK = ("void(uint8[::1], int32[::1], int64[::1], int32[:, ::1], int64, int
 
 
 def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, heights, kinds, stats, sizes,
-             summary, summary_host) -> dict:
+             summary, summary_host, backend: str = "numba") -> dict:
     """Launch [`check_children`][gpulab.gp.resident.check_children] and read its summary (the
     one synchronization); raise [`ProgramError`][gpulab.gp.programs.ProgramError] for the first
-    bad tree. Returns the maxima a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] carries."""
+    bad tree. Returns the maxima a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] carries.
+    ``backend``: ``"numba"`` or ``"cuda-c"`` (``resident.cu``)."""
     P = sizes.size
     summary.copy_to_device(SUMMARY_START)
-    check_children[ceil_div(P, CHECK_THREADS), CHECK_THREADS](code, offsets, src, parent_stats,
-                                                                 min(int(max_nodes), _prog.MAX_TREE_NODES),
-                                                                 int(max_depth), heights, kinds, stats, sizes, summary)
+    limit, blocks = min(int(max_nodes), _prog.MAX_TREE_NODES), ceil_div(P, CHECK_THREADS)
+    if backend == "cuda-c":
+        from gpulab import cudac
+
+        i = np.int64
+        cudac.launch(cuda_c_kernel("check_children"), (blocks,), (CHECK_THREADS,), code, offsets, src, parent_stats,
+                     i(limit), i(max_depth), heights, i(heights.shape[1]), kinds, i(kinds.shape[1]), stats, sizes,
+                     summary, i(P))
+    else:
+        check_children[blocks, CHECK_THREADS](code, offsets, src, parent_stats, limit, int(max_depth), heights, kinds,
+                                              stats, sizes, summary)
     summary.copy_to_host(summary_host)
     if summary_host[BAD]:
         raise _prog.ProgramError(bad_tree_message(code, offsets, src, stats, int(summary_host[BAD]),
@@ -216,3 +234,14 @@ def bad_tree_message(code, offsets, src, stats, bad: int, t: int, max_nodes: int
     else:
         what = _prog.error_message(row, ops, t // 2, t % 2)
     return f"GPU breeding produced {bad} invalid tree(s) (a bug in the breeding, please report it); the first: {what}"
+
+
+CUDA_SOURCE = "resident.cu"
+CUDA_DEFINES = {"NF": oc.NF, "OP_AND": oc.OP_AND, "OP_NOT": oc.OP_NOT, "OP_LT": oc.OP_LT, "SCAN_BLOCK": SCAN_BLOCK}
+
+
+def cuda_c_kernel(name: str):
+    """A kernel of ``resident.cu`` (NVRTC, once), as a pycuda function."""
+    from gpulab import cudac
+
+    return cudac.kernel("gpulab.gp", CUDA_SOURCE, name, CUDA_DEFINES)

@@ -139,7 +139,7 @@ REGISTRY.defaults.update({"numba": DEFAULT_VARIANT, "cuda-c": DEFAULT_VARIANT, "
 def cuda_builds() -> list[tuple]:
     """Every CUDA C configuration the registry uses (for the NVRTC check), plus generated
     ``compiled`` source for a small fixed population, and the GPU breeding's kernels."""
-    from gpulab.gp import breeding_gpu, compiled
+    from gpulab.gp import breeding_gpu, compiled, resident
 
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
@@ -152,6 +152,7 @@ def cuda_builds() -> list[tuple]:
             out.append((host.SOURCE, d))
     out.append(("compiled_example.cu", {}, compiled.example_cuda_source()))
     out.append((breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES))  # the GPU breeding's CUDA C twin
+    out.append((resident.CUDA_SOURCE, resident.CUDA_DEFINES))  # ... and its device-resident population's
     return out
 
 

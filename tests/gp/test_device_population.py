@@ -193,3 +193,95 @@ def test_resident_breeding_on_a_gpu_at_a_size_with_three_scan_levels(rng, backen
         host = _cpu_generation(host, fitness, p, seed)
         dev = breeding_gpu.breed_resident(dev, *_args(fitness, p, seed), backend=backend)
         _same(host, dev)
+
+
+_HARNESS = r"""
+struct dim { unsigned x; };
+static dim blockIdx, blockDim = {1}, threadIdx = {0};
+#define __device__
+#define __forceinline__ inline
+#define __global__
+#define __shared__ static
+#define __syncthreads()
+static int atomicAdd(int *a, int v) { int o = *a; *a += v; return o; }
+static int atomicMin(int *a, int v) { int o = *a; if (v < o) *a = v; return o; }
+static int atomicMax(int *a, int v) { int o = *a; if (v > o) *a = v; return o; }
+#include "resident.cu"
+extern "C" void run_check(const u8 *code, const int *off, const i64 *src, const int *ps, i64 mn, i64 md, int *h,
+                          i64 hs, u8 *k, i64 ks, int *stats, int *sizes, int *summary, i64 P) {
+  for (i64 c = 0; c < P; c++) { blockIdx.x = (unsigned)c; check_children(code, off, src, ps, mn, md, h, hs, k, ks, stats,
+                                                                        sizes, summary, P); }
+}
+"""
+
+
+def _c_check(tmp_path):
+    """resident.cu's check_children compiled for the host (one thread per block, the blocks in a
+    loop; atomics as plain updates), as ``check(pop, code, src, parent_stats, max_nodes, max_depth)``."""
+    import ctypes
+
+    from tests.gp.host_cxx import compile_for_host, ptr
+
+    lib = compile_for_host(tmp_path, resident.CUDA_SOURCE, resident.CUDA_DEFINES, _HARNESS)
+    i = ctypes.c_longlong
+
+    def check(pop, code, src, parent_stats, max_nodes, max_depth):
+        P = len(pop)
+        ps = np.ascontiguousarray(parent_stats.T)
+        h, k = np.zeros((P, max_nodes + 2), np.int32), np.zeros((P, max_nodes + 8), np.uint8)
+        stats, sizes, summary = np.zeros((6, 2 * P), np.int32), np.zeros(P, np.int32), resident.SUMMARY_START.copy()
+        lib.run_check(ptr(code), ptr(pop.offsets), ptr(src), ptr(ps), i(max_nodes), i(max_depth), ptr(h),
+                      i(h.shape[1]), ptr(k), i(k.shape[1]), ptr(stats), ptr(sizes), ptr(summary), i(P))
+        return stats.T, sizes, summary
+
+    return check
+
+
+def _numba_check(pop, code, src, parent_stats, max_nodes, max_depth):
+    """resident.check_children (numba) on the same inputs, its outputs as host arrays."""
+    from numba import cuda
+
+    P = len(pop)
+    stats, sizes = cuda.device_array((6, 2 * P), np.int32), cuda.device_array(P, np.int32)
+    summary = cuda.to_device(resident.SUMMARY_START)
+    resident.check_children[1, resident.CHECK_THREADS](
+        cuda.to_device(code), cuda.to_device(pop.offsets), cuda.to_device(src),
+        cuda.to_device(np.ascontiguousarray(parent_stats.T)), max_nodes, max_depth,
+        cuda.device_array((P, max_nodes + 2), np.int32), cuda.device_array((P, max_nodes + 8), np.uint8), stats, sizes,
+        summary)
+    return stats.copy_to_host().T, sizes.copy_to_host(), summary.copy_to_host()
+
+
+def test_cuda_c_validation_compiled_for_the_host_equals_the_numba_kernel(rng, tmp_path):
+    """resident.cu's check_children (its logic, compiled by the host's C++ compiler) against the
+    numba kernel on the simulator: valid trees, copies, and each kind of bad tree, the same
+    stats, sizes and summary; the summary's facts checked too."""
+    c_check = _c_check(tmp_path)
+    pop = initial_population(GPParams(population=10, init_depth=(3, 5)), int(rng.integers(2**31)))
+    T, lengths = 2 * len(pop), np.diff(pop.offsets)
+    scanned = np.full(T, -1, np.int64)
+    copies = np.array([int(rng.choice(np.flatnonzero(lengths == lengths[t]))) for t in range(T)], np.int64)
+    t = int(rng.integers(T))
+    unknown = pop.code.copy()
+    unknown[pop.offsets[t + 1] - 1] = 200
+    wrong = scanned.copy()
+    wrong[t] = int(rng.choice(np.flatnonzero(lengths != lengths[t])))
+    deepest = int(pop.depth.max())
+    cases = [(pop.code, scanned, 255, 12, 0), (pop.code, copies, 255, 12, 0), (unknown, scanned, 255, 12, 1),
+             (pop.code, wrong, 255, 12, resident.COPY_LENGTH), (pop.code, scanned, 255, deepest - 1, resident.OVER_DEPTH),
+             (pop.code, scanned, int(lengths.max()) - 1, 12, resident.OVER_NODES)]
+    for code, src, max_nodes, max_depth, kind in cases:
+        got_c = c_check(pop, code, src, pop.stats, max_nodes, max_depth)
+        got_numba = _numba_check(pop, code, src, pop.stats, max_nodes, max_depth)
+        for a, b in zip(got_c, got_numba):
+            assert np.array_equal(a, b), kind
+        stats, sizes, summary = got_c
+        assert np.array_equal(sizes, pop.nodes.sum(axis=1))
+        bad = np.flatnonzero(stats[:, 4])
+        assert summary[resident.BAD] == bad.size and (kind == 0) == (bad.size == 0)
+        if kind:
+            assert summary[resident.FIRST_BAD] == bad[0] and stats[bad[0], 4] == kind
+        else:
+            assert np.array_equal(stats, pop.stats[src] if src is copies else pop.stats)
+            assert summary[resident.MAX_STACK] == pop.max_stack_depth
+            assert summary[resident.MAX_PROGRAM] == pop.max_program_nodes
