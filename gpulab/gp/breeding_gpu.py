@@ -8,13 +8,14 @@ number of threads do not matter. The GPU breeding runs **the same per-child func
 Koza's 90% internal-node rule, subtree walks, grow), compiled as CUDA device functions, one
 thread per child:
 
-1. on the host, each individual's size and the ``elite`` best (`sizes_and_elites`: O(elite × P),
-   from the fitness the loop already holds on the host);
+1. on the host, the ``elite`` best (O(elite × P), from the fitness the loop already holds on the
+   host) and, for `breed`, each individual's size (`sizes_and_elites`; `breed_resident` has the
+   sizes on the device already, from the previous generation's validation);
 2. `breed_plan`: thread ``c`` decides parent(s), operator, crossover points / mutation subtree,
    and child ``c``'s two tree lengths;
 3. `plan_lengths` gathers the children's ``2P`` tree lengths from the plan rows; their prefix sum
-   gives the children's offsets (on the host: ``2P`` int32 down through pinned memory, the
-   offsets back up);
+   gives the children's offsets, on the device (`gpulab.gp.resident.exclusive_scan`: only the
+   total, 4 bytes, goes to the host, to size the children's code buffer);
 4. `breed_write`: thread ``c`` writes its two trees (a copy, a splice of two spans, or a splice
    of a subtree regrown from the stream state pass 2 saved).
 
@@ -31,15 +32,23 @@ cannot call a CPU-compiled one). One source, two targets: nothing to keep in ste
 translation of the same functions (``backend="cuda-c"``: the loop uses them with the
 ``cuda-c`` evaluators); its children are the same bit for bit (the tests compare them on a GPU).
 
-The buffers (plan, scratch, lengths, the code buffers) are kept from one generation to the
-next (`_Buffers`, in a [`PlanCache`][gpulab.launch.PlanCache]; `clear_cache()` frees them).
+The buffers (plan, scratch, lengths, the populations' arrays) are kept from one generation to
+the next (`_Buffers`, in a [`PlanCache`][gpulab.launch.PlanCache]; `clear_cache()` frees them).
 
-**Not yet on the device between generations:** the population comes from the host and goes
-back to it (the loop validates the changed trees with
-[`Population.bred`][gpulab.gp.programs.Population.bred], on the host); the prefix sum and the
-elites are host work too. Measured on an H100 (`docs/benchmarks/gp-breeding-h100.json`), those
-copies and the host work are most of a GPU breeding's time: at 500,000 individuals 9.7 of
-10.3 ms, the kernels (the two passes and `plan_lengths`) 0.66 ms.
+**On the device between generations.** [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident]
+(what the GP loop calls) keeps the population there: the kept buffers hold two populations'
+arrays (code, offsets, stats, sizes), used in turn — the children of one breeding are the
+parents of the next where they are, and the evaluators read them in place (a
+[`DevicePopulation`][gpulab.gp.programs.DevicePopulation]). The children are validated on the
+device ([`gpulab.gp.resident.check_children`][gpulab.gp.resident.check_children]: the host
+validation's typed scan, one thread per child, which also computes the stats the next breeding
+and the evaluators need), and only what the host needs crosses the bus: the elites' indices in
+(the loop holds the fitness for its records and picks the elites from it; the kernels' copy of
+the fitness is made on the device from the evaluator's output); the code's length and the
+validation's summary (bad trees, the maxima the evaluators check: 28 bytes) out; with parsimony
+and elites, the parents' sizes out too (``4P`` bytes: ties between elites go to the smaller). [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
+tests compare it with the CPU breeding byte for byte. The prefix sum and the validation have
+their CUDA C twins too (``resident.cu``), used with ``backend="cuda-c"``.
 """
 
 from __future__ import annotations
@@ -53,6 +62,8 @@ from numba import cuda, int64, uint64
 from gpulab import device
 from gpulab.gp import breeding as _cpu
 from gpulab.gp import opcodes as oc
+from gpulab.gp import resident
+from gpulab.gp.programs import STAT_DEPTH, DevicePopulation, Population
 from gpulab.launch import PlanCache, ceil_div
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
@@ -134,12 +145,38 @@ def plan_lengths(plan, lens):
 SIG_LENGTHS = "void(int64[:, ::1], int32[::1])"
 
 
+class _Slot:
+    """One population's device arrays: ``code`` (grows), ``offsets`` (allocated zeroed:
+    ``offsets[0]`` is never written), ``stats`` (``int32 [6, 2P]``, `analyze`'s columns as rows)
+    and ``sizes`` (both trees' nodes per individual). ``epoch`` counts the times a breeding
+    claimed it to write (a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] in it
+    remembers the epoch it was written at, and refuses to be read after the next claim)."""
+
+    def __init__(self, P: int):
+        self.code = cuda.device_array(1, np.uint8)
+        self.offsets = cuda.to_device(np.zeros(2 * P + 1, np.int32))
+        self.stats = cuda.device_array((6, 2 * P), np.int32)
+        self.sizes = cuda.device_array(P, np.int32)
+        self.epoch = 0
+
+    def claim(self) -> "_Slot":
+        self.epoch += 1
+        return self
+
+    def room(self, nbytes: int):
+        """The code buffer, with room for ``nbytes`` (grown by a quarter more than asked)."""
+        if self.code.size < nbytes:
+            self.code = cuda.device_array(nbytes + nbytes // 4, np.uint8)
+        return self.code
+
+
 class _Buffers:
-    """One generation's device buffers and the pinned host buffers of its copies, kept from one
-    generation to the next: while the population size and the limits stay the same, a breeding
-    allocates no device memory (the walks' stack is sized for the longest tree the limits allow,
-    not the longest present, so the trees' growth never reallocates it) except when the
-    population's code outgrows its buffer (which then grows by a quarter more than asked)."""
+    """One generation's device buffers, kept from one generation to the next: while the
+    population size and the limits stay the same, a breeding allocates no device memory (the
+    walks' stack is sized for the longest tree the limits allow, not the longest present, so the
+    trees' growth never reallocates it) except when the population's code outgrows its buffer.
+    Two [`_Slot`][gpulab.gp.breeding_gpu._Slot]s hold the parents and the children in turn: the
+    children of one breeding are the parents of the next where they are."""
 
     def __init__(self, P: int, max_nodes: int, mut_depth: int, width: int, n_elites: int):
         self.plan = cuda.device_array((P, _cpu.NPLAN), np.int64)
@@ -150,25 +187,17 @@ class _Buffers:
         self.grown = cuda.device_array((P, max_nodes + 8), np.uint8)
         self.lens = cuda.device_array(2 * P, np.int32)
         self.src = cuda.device_array(2 * P, np.int64)
-        # the inputs, copied in each generation
-        self.offsets = cuda.device_array(2 * P + 1, np.int32)
-        self.depth = cuda.device_array(2 * P, np.int32)
         self.fitness = cuda.device_array(P, np.float64)
-        self.sizes = cuda.device_array(P, np.int32)
         self.elites = cuda.device_array(max(n_elites, 1), np.int64)
-        self.out_off = cuda.device_array(2 * P + 1, np.int32)
-        # pinned host memory for the offsets' round trip
-        self.lens_host = cuda.pinned_array(2 * P, np.int32)
-        self.out_off_host = cuda.pinned_array(2 * P + 1, np.int32)
-        self.code = self.out = cuda.device_array(1, np.uint8)
+        self.slots = (_Slot(P), _Slot(P))
+        self.summary = cuda.device_array(resident.NSUMMARY, np.int32)
+        self.summary_host = cuda.pinned_array(resident.NSUMMARY, np.int32)
 
-    def room(self, name: str, nbytes: int):
-        """The code buffer ``name`` (``"code"`` or ``"out"``) with room for ``nbytes``."""
-        buf = getattr(self, name)
-        if buf.size < nbytes:
-            buf = cuda.device_array(nbytes + nbytes // 4, np.uint8)
-            setattr(self, name, buf)
-        return buf
+    def holds(self, pop) -> bool:
+        """``pop`` is a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] in one of
+        these slots, not yet overwritten."""
+        return (isinstance(pop, DevicePopulation) and any(pop._slot is s for s in self.slots)
+                and pop._slot.epoch == pop._epoch)
 
 
 _BUFFERS = PlanCache(maxsize=1, after_evict=device.release_memory)  # one population size at a time
@@ -177,37 +206,37 @@ _BUFFERS = PlanCache(maxsize=1, after_evict=device.release_memory)  # one popula
 def clear_cache() -> None:
     """Free the GPU breeding's kept buffers."""
     _BUFFERS.clear()
+    resident.clear_cache()
 
 
-def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
-          p_leaf, p_func, parsimony, seed, backend: str = "numba", timings: dict | None = None):
-    """[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] on the GPU: the same arguments
-    (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
-    ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
-    pycuda; the same buffers, the same launches). ``timings``: a dict that receives each stage's
-    seconds (host work, uploads, plan kernel, offsets, write kernel, download), the device
-    synchronized after each stage (so only for measuring: it adds the syncs).
+def _buffers(P, max_nodes, mut_depth, width, n_elites) -> _Buffers:
+    key = (P, int(max_nodes), int(mut_depth), width, n_elites)
+    return _BUFFERS.get(key, lambda: _Buffers(*key))
 
-    The buffers stay allocated between calls (`_Buffers`); the offsets' round trip moves only
-    the ``2P`` tree lengths (`plan_lengths`) down and the offsets up, through pinned host memory."""
-    mark = _stage_clock(timings)
-    code = np.ascontiguousarray(code, np.uint8)
-    offsets = np.ascontiguousarray(offsets, np.int32)
-    fitness = np.ascontiguousarray(fitness, np.float64)
-    P = (offsets.size - 1) // 2
-    sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
-    width = max(int(max_nodes), int(longest)) + 2  # the walks' stack: any tree the limits allow
-    b = _BUFFERS.get((P, int(max_nodes), int(mut_depth), width, elites.size),
-                     lambda: _Buffers(P, int(max_nodes), int(mut_depth), width, elites.size))
-    mark("host")
-    d_code = b.room("code", code.size)
-    d_code[:code.size].copy_to_device(code)
-    for dst, src in ((b.offsets, offsets), (b.depth, np.ascontiguousarray(tree_depth, np.int32)),
-                     (b.fitness, fitness), (b.sizes, sizes), (b.elites[:elites.size], elites)):
-        if src.size:
-            dst.copy_to_device(src)
-    d_off = b.offsets
-    inputs = (d_code, d_off, b.depth, b.fitness, b.sizes, b.elites[:elites.size])  # (numba reads the elites' count from its shape)
+
+def _upload(slot: _Slot, code, offsets, depth, sizes, stats=None) -> None:
+    """A host population into ``slot``: its code, offsets, sizes and its stats (or only the trees' heights)."""
+    if code.size:
+        slot.room(code.size)[:code.size].copy_to_device(code)
+    slot.offsets.copy_to_device(offsets)
+    if stats is not None:
+        slot.stats.copy_to_device(np.ascontiguousarray(stats.T))
+    else:
+        slot.stats[STAT_DEPTH].copy_to_device(np.ascontiguousarray(depth, np.int32))
+    slot.sizes.copy_to_device(sizes)
+
+
+def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P, width, tournament, p_cross, p_mut,
+                max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark) -> int:
+    """The two passes from ``parents`` into ``children``; the offsets' prefix sum on the device
+    (`gpulab.gp.resident.exclusive_scan`). Returns the children's code length. ``fitness``: a
+    host or a device array (copied into the kept buffer either way)."""
+    b.fitness.copy_to_device(fitness)
+    if elites.size:
+        b.elites[:elites.size].copy_to_device(elites)
+    d_code, d_off = parents.code, parents.offsets
+    # (numba reads the elites' count from its shape)
+    inputs = (d_code, d_off, parents.stats[STAT_DEPTH], b.fitness, parents.sizes, b.elites[:elites.size])
     blocks = ceil_div(P, THREADS)
     mark("upload")
     if backend == "cuda-c":
@@ -224,25 +253,98 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
                                     int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
         plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
-    b.lens.copy_to_host(b.lens_host)
-    b.out_off_host[0] = 0
-    np.cumsum(b.lens_host, out=b.out_off_host[1:])
-    total = int(b.out_off_host[-1])
-    out = b.room("out", max(total, 1))
-    b.out_off.copy_to_device(b.out_off_host)
-    out_off = b.out_off_host.copy()  # the caller's to keep: the pinned buffer is the next generation's
+    total = resident.exclusive_scan(b.lens, children.offsets, backend)
+    out = children.room(max(total, 1))
     mark("offsets")
     if backend == "cuda-c":
-        cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at, b.out_off,
-                     out, b.src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf), np.int64(mut_depth), b.ops,
-                     b.left)
+        cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at,
+                     children.offsets, out, b.src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf),
+                     np.int64(mut_depth), b.ops, b.left)
     else:
-        breed_write[blocks, THREADS](d_code, d_off, b.plan, b.grown_at, b.out_off, out, b.src, int(max_nodes),
+        breed_write[blocks, THREADS](d_code, d_off, b.plan, b.grown_at, children.offsets, out, b.src, int(max_nodes),
                                      float(p_leaf), b.ops, b.left)
     mark("write")
-    result = out[:total].copy_to_host() if total else np.zeros(0, np.uint8), out_off, b.src.copy_to_host()
+    return total
+
+
+def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
+          p_leaf, p_func, parsimony, seed, backend: str = "numba", timings: dict | None = None):
+    """[`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed] on the GPU: the same arguments
+    (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
+    ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
+    pycuda; the same buffers, the same launches). ``timings``: a dict that receives each stage's
+    seconds (host work, uploads, plan kernel, offsets, write kernel, download), the device
+    synchronized after each stage (so only for measuring: it adds the syncs).
+
+    The buffers stay allocated between calls (`_Buffers`). This is the breeding with host arrays
+    in and out (what the tests compare with the CPU breeding); the GP loop uses
+    [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident], which keeps the population on the device."""
+    mark = _stage_clock(timings)
+    code = np.ascontiguousarray(code, np.uint8)
+    offsets = np.ascontiguousarray(offsets, np.int32)
+    fitness = np.ascontiguousarray(fitness, np.float64)
+    P = (offsets.size - 1) // 2
+    sizes, elites, longest = _cpu.sizes_and_elites(offsets, fitness, elite, bool(parsimony))
+    width = max(int(max_nodes), int(longest)) + 2  # the walks' stack: any tree the limits allow
+    b = _buffers(P, max_nodes, mut_depth, width, elites.size)
+    parents, children = b.slots[0].claim(), b.slots[1].claim()
+    mark("host")
+    _upload(parents, code, offsets, tree_depth, sizes)
+    total = _breed_into(b, parents, children, fitness, elites, P, width, tournament, p_cross, p_mut, max_depth,
+                        max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
+    result = (children.code[:total].copy_to_host() if total else np.zeros(0, np.uint8), children.offsets.copy_to_host(),
+              b.src.copy_to_host())
     mark("download")
     return result
+
+
+# --8<-- [start:resident]
+def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
+                   p_leaf, p_func, parsimony, seed, backend: str = "numba",
+                   timings: dict | None = None, fitness_device=None) -> DevicePopulation:
+    """One generation bred on the GPU, kept there: the children of
+    [`breed`][gpulab.gp.breeding_gpu.breed] (the same, bit for bit), validated on the device
+    ([`gpulab.gp.resident`][gpulab.gp.resident]), as a
+    [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] that the evaluators read in place.
+
+    ``parents``: a host [`Population`][gpulab.gp.programs.Population] (uploaded) or the
+    [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] of the previous call (read where
+    it is: the children go to the other of the two kept slots). ``fitness``: host array (the loop
+    holds it for its records; the elites are chosen on the host from it). What crosses the bus per
+    generation: the fitness and the elites' indices up; the children's code length (4 bytes) and the
+    validation's summary (24 bytes) down; with ``parsimony`` and elites, the parents' sizes down
+    too (``4P`` bytes: the elites' ties are broken by size). ``timings`` as in `breed`, with a
+    ``validate`` stage. ``fitness_device``: the same fitness already on the device (the
+    evaluator's output, ``P`` float64): copied on the device instead of uploaded.
+
+    Raises:
+        ProgramError: the device validation found an invalid child (a bug in the breeding:
+            never returned); the message names the individual, the tree and what is wrong."""
+    mark = _stage_clock(timings)
+    fitness = np.ascontiguousarray(fitness, np.float64)
+    P = len(parents)
+    width = max(int(max_nodes), int(parents.max_tree_nodes)) + 2
+    n_elites = min(int(elite), P)
+    b = _buffers(P, max_nodes, mut_depth, width, n_elites)
+    if b.holds(parents):
+        src = parents._slot
+        sizes = src.sizes.copy_to_host() if parsimony and n_elites else np.zeros(P, np.int32)
+    else:
+        host = parents.to_host() if isinstance(parents, DevicePopulation) else parents
+        sizes, _, _ = _cpu.sizes_and_elites(host.offsets, fitness, 0, False)
+        src = b.slots[0].claim()
+        _upload(src, host.code, host.offsets, None, sizes, stats=host.stats)
+    dst = b.slots[1] if src is b.slots[0] else b.slots[0]
+    dst.claim()
+    elites = _cpu._elites(fitness, sizes, int(elite), bool(parsimony))
+    mark("host")
+    total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
+                        mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
+    maxima = resident.validate(dst.code, dst.offsets, b.src, src.stats, max_nodes, max_depth, b.st, b.grown,
+                               dst.stats, dst.sizes, b.summary, b.summary_host, backend)
+    mark("validate")
+    return DevicePopulation(dst, P, total, maxima)
+# --8<-- [end:resident]
 
 
 def _stage_clock(timings: dict | None):

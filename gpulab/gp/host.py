@@ -1,8 +1,10 @@
 r"""Host side of chapter 3: limits (errors that name them), buffers, and the launch sequences.
 
 An `Evaluator` binds a variant to a market: the market's arrays go to the device once,
-in the layout the variant reads; each call evaluates one population — upload its byte code,
-launch the interpreter kernel(s), then the fitness reduction — and returns device arrays.
+in the layout the variant reads; each call evaluates one population — upload its byte code (or, for a
+[`DevicePopulation`][gpulab.gp.programs.DevicePopulation] the GPU breeding left on the device,
+read it where it is), launch the interpreter kernel(s), then the fitness reduction — and returns
+device arrays.
 That is one generation's evaluation: what the benchmark times and what the GP loop calls.
 
 The launch sequence is written once for both backends through a kernel provider
@@ -21,7 +23,7 @@ from gpulab import device
 from gpulab.errors import DtypeError, GpulabError, LimitError
 from gpulab.gp import opcodes as oc
 from gpulab.gp import trading
-from gpulab.gp.programs import Population, ProgramLimitError, TREES, _where
+from gpulab.gp.programs import DevicePopulation, Population, ProgramLimitError, TREES, _where
 from gpulab.launch import KernelSource, ceil_div, check_block
 from gpulab.launch import i32 as _i
 
@@ -215,7 +217,10 @@ class Evaluator:
             for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):
                 self._launch(nb, (_i(i0), _i(nb), _i(S), _i(D)), tail, constant=constant_image(pop, i0, nb))
         else:
-            code, offs = self.programs.upload(pop)  # one asynchronous copy, buffers reused
+            if isinstance(pop, DevicePopulation):  # bred on the GPU: read where it is, no copy
+                code, offs = pop.device_arrays()
+            else:
+                code, offs = self.programs.upload(pop)  # one asynchronous copy, buffers reused
             mark("upload")
             self._launch(P, (code, offs, _i(P), _i(S), _i(D)), tail)
         mark("kernel")

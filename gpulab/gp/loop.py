@@ -132,22 +132,24 @@ def default_breeding(population: int | None = None, backend: str | None = None) 
 
 
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
-                    breeding_on: str = "cpu", backend: str = "numba") -> Population:
+                    breeding_on: str = "cpu", backend: str = "numba", fitness_device=None) -> Population:
     """Selection, crossover, mutation, elitism: one call into compiled code, on the host
-    (``breeding_on="cpu"``) or the GPU (``"gpu"``: CUDA C kernels when ``backend`` is
-    ``"cuda-c"``, numba's otherwise); the same children either way."""
-    depth = np.ascontiguousarray(pop.stats[:, STAT_DEPTH])
-    kw = {}
+    (``breeding_on="cpu"``: the reference, validated on the host with
+    [`Population.bred`][gpulab.gp.programs.Population.bred]) or the GPU (``"gpu"``: CUDA C
+    kernels when ``backend`` is ``"cuda-c"``, numba's otherwise; the children stay on the
+    device as a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation], validated there by
+    [`gpulab.gp.resident`][gpulab.gp.resident]); the same children either way.
+    ``fitness_device``: ``fitness`` as the evaluator left it on the device, if it did (the GPU
+    breeding copies it there instead of uploading ``fitness``)."""
+    args = (np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
+            params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
+            params.p_function, bool(params.parsimony), seed)
     if breeding_on == "gpu":
-        from gpulab.gp import breeding_gpu as bred_on
+        from gpulab.gp import breeding_gpu
 
-        kw["backend"] = "cuda-c" if backend == "cuda-c" else "numba"
-    else:
-        bred_on = breeding
-    code, offsets, src = bred_on.breed(pop.code, pop.offsets, depth, np.ascontiguousarray(fitness, np.float64), params.elite,
-                                   params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
-                                   params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function,
-                                   bool(params.parsimony), seed, **kw)
+        return breeding_gpu.breed_resident(pop, *args, backend="cuda-c" if backend == "cuda-c" else "numba",
+                                           fitness_device=fitness_device)
+    code, offsets, src = breeding.breed(pop.code, pop.offsets, np.ascontiguousarray(pop.stats[:, STAT_DEPTH]), *args)
     return Population.bred(code, offsets, pop, src)
 
 
@@ -227,7 +229,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         with pbar, _progress.interruptible("this generation") as stop:
             for g in range(params.generations + 1):
                 t0 = time.perf_counter()
-                fit = _host(ev_train(pop)[0])[:len(pop)].copy()
+                fit_device = ev_train(pop)[0]
+                fit = _host(fit_device)[:len(pop)].copy()
                 fit_test = _host(ev_test(pop)[0])[:len(pop)].copy()
                 t1 = time.perf_counter()
                 best = int(np.argmax(fit))
@@ -235,14 +238,15 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                        "test_of_best": float(fit_test[best]), "test_mean": float(fit_test.mean()),
                        "train_best_per100": float(fit[best] * per100_train),
                        "test_of_best_per100": float(fit_test[best] * per100_test),
-                       "mean_nodes": float(pop.nodes.sum(axis=1).mean()), "eval_ms": (t1 - t0) * 1e3,
+                       "mean_nodes": pop.total_nodes / len(pop), "eval_ms": (t1 - t0) * 1e3,
                        "breed_ms": 0.0}
                 last = (pop, best, row)
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
                 t_eval += t1 - t0
                 t_b = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
                 if g < params.generations and not stop.requested:
-                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend)
+                    on_device = None if isinstance(fit_device, np.ndarray) else fit_device[:len(pop)]
+                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend, on_device)
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t_b) * 1e3
                 t_breed += t2 - t_b
@@ -269,7 +273,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                          "evaluations": 2 * len(result.history), "warmup_s": t_start - t_warm,
                          "what": "total_s: initialization + every generation's evaluations (train and test) and "
                                  "breeding + the loop's bookkeeping; breeding_s: the next_generation calls alone "
-                                 "(the children and their validation on the host); warmup_s (before it): kernel "
+                                 "(the children and their validation: on the host, or on the device with breeding gpu); warmup_s (before it): kernel "
                                  "compilation and market upload"}
     return result
 # --8<-- [end:evolve]

@@ -514,11 +514,12 @@ class Population:
                      tree_nodes: int | None = None, variant: str = "") -> None:
         """Raise [`ProgramLimitError`][gpulab.gp.programs.ProgramLimitError] naming the first tree deeper or longer than a limit."""
         what = f"the {variant} variant's" if variant else "the"
-        checks = [(self.stack_depth, self.max_stack_depth, stack, False, "stack depth", "stack of STACK = {} values"),
-                  (self.bool_depth, self.max_bool_depth, bools, True, "boolean stack depth", "limit of {} booleans")]
-        for arr, top, limit, bools_only, label, desc in checks:
-            if limit is None or top <= limit:  # the common case: O(1)
+        checks = [("stack_depth", self.max_stack_depth, stack, False, "stack depth", "stack of STACK = {} values"),
+                  ("bool_depth", self.max_bool_depth, bools, True, "boolean stack depth", "limit of {} booleans")]
+        for name, top, limit, bools_only, label, desc in checks:
+            if limit is None or top <= limit:  # the common case: O(1), no array read
                 continue
+            arr = getattr(self, name)
             over = np.flatnonzero(arr.ravel() > limit)
             if over.size:
                 t = int(over[0])
@@ -546,3 +547,87 @@ def population_key(pop: Population) -> str:
     h = hashlib.sha1(pop.code.tobytes())
     h.update(pop.offsets.tobytes())
     return h.hexdigest()
+
+
+# --8<-- [start:device_population]
+class DevicePopulation(Population):
+    """A population whose byte code lives on the GPU: what the GPU breeding
+    ([`gpulab.gp.breeding_gpu.breed_resident`][gpulab.gp.breeding_gpu.breed_resident]) returns,
+    so that the next evaluation and the next breeding read it where it is.
+
+    It is a [`Population`][gpulab.gp.programs.Population]: the maxima the evaluators check
+    (`max_stack_depth`, `max_bool_depth`, `max_tree_nodes`, `max_program_nodes`) and
+    `total_nodes` are on the host (the device validation reduced them); the arrays (`code`,
+    `offsets`, `stats` and the per-tree views `nodes`, `depth`, ...) are downloaded on first use
+    (a CPU evaluator, a variant that compiles or copies the programs to constant memory, an
+    error message) and kept; `pop[i]` downloads only individual ``i``'s two trees.
+
+    Its device buffers are the GPU breeding's kept buffers (two sets, used in turn): the
+    breeding after the one that reads this population as parents writes its children over them.
+    After that, any use of this population raises a [`GpulabError`][gpulab.errors.GpulabError]
+    (never stale code): call [`to_host`][gpulab.gp.programs.DevicePopulation.to_host] first to
+    keep it longer."""
+
+    def __init__(self, slot, P: int, total: int, maxima: dict):
+        self._slot, self._epoch = slot, slot.epoch
+        self._P, self._total = int(P), int(total)
+        self._host: Population | None = None
+        self.max_stack_depth, self.max_bool_depth = int(maxima["stack"]), int(maxima["bools"])
+        self.max_tree_nodes, self.max_program_nodes = int(maxima["tree_nodes"]), int(maxima["program_nodes"])
+
+    def _check_fresh(self) -> None:
+        if self._slot.epoch != self._epoch:
+            raise GpulabError("this GPU-bred population's device buffers were overwritten by a later breeding "
+                              "(a population bred on the GPU lives until the breeding after the one it parents); "
+                              "call .to_host() on it before breeding again to keep it")
+
+    def device_arrays(self):
+        """``(code, offsets)``: the device arrays the evaluation kernels read (the code buffer
+        may be longer than `total_nodes`; the offsets say where each tree is)."""
+        self._check_fresh()
+        return self._slot.code, self._slot.offsets
+
+    def device_stats(self):
+        """``int32 [6, 2P]`` on the device: `analyze`'s columns as rows (row ``STAT_DEPTH`` is
+        the trees' heights the next breeding reads)."""
+        self._check_fresh()
+        return self._slot.stats
+
+    def to_host(self) -> Population:
+        """The same population as host arrays (downloaded once, then kept)."""
+        if self._host is None:
+            self._check_fresh()
+            s = self._slot
+            code = s.code[:self._total].copy_to_host() if self._total else np.zeros(0, np.uint8)
+            self._host = Population(code, s.offsets.copy_to_host(), stats=np.ascontiguousarray(s.stats.copy_to_host().T))
+        return self._host
+
+    def __len__(self) -> int:
+        return self._P
+
+    @property
+    def total_nodes(self) -> int:
+        return self._total
+
+    def __getitem__(self, i: int) -> Individual:
+        if self._host is not None:
+            return self._host[i]
+        if not -len(self) <= i < len(self):
+            raise IndexError(f"individual {i} of a population of {len(self)}")
+        i %= len(self)
+        self._check_fresh()
+        o = self._slot.offsets[2 * i:2 * i + 3].copy_to_host()
+        ops = self._slot.code[int(o[0]):int(o[2])].copy_to_host() if o[2] > o[0] else np.zeros(0, np.uint8)
+        a = int(o[1] - o[0])
+        return Individual(Tree(ops[:a].copy()), Tree(ops[a:].copy()))
+
+
+def _from_host(name: str):
+    return property(lambda self: getattr(self.to_host(), name),
+                    doc=f"`{name}` of [`to_host`][gpulab.gp.programs.DevicePopulation.to_host] (downloaded once).")
+
+
+for _name in ("code", "offsets", "stats", "nodes", "depth", "stack_depth", "bool_depth"):
+    setattr(DevicePopulation, _name, _from_host(_name))
+del _name
+# --8<-- [end:device_population]

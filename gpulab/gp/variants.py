@@ -139,7 +139,7 @@ REGISTRY.defaults.update({"numba": DEFAULT_VARIANT, "cuda-c": DEFAULT_VARIANT, "
 def cuda_builds() -> list[tuple]:
     """Every CUDA C configuration the registry uses (for the NVRTC check), plus generated
     ``compiled`` source for a small fixed population, and the GPU breeding's kernels."""
-    from gpulab.gp import breeding_gpu, compiled
+    from gpulab.gp import breeding_gpu, compiled, resident
 
     seen, out = set(), []
     for v in REGISTRY.select(backend="cuda-c"):
@@ -152,6 +152,7 @@ def cuda_builds() -> list[tuple]:
             out.append((host.SOURCE, d))
     out.append(("compiled_example.cu", {}, compiled.example_cuda_source()))
     out.append((breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES))  # the GPU breeding's CUDA C twin
+    out.append((resident.CUDA_SOURCE, resident.CUDA_DEFINES))  # ... and its device-resident population's
     return out
 
 
@@ -162,9 +163,12 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     from gpulab.gp import breeding_gpu as bg
     from gpulab.gp import compiled
     from gpulab.gp import kernels_numba as kn
+    from gpulab.gp import resident as rs
 
     out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
-                 ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS)], set()
+                 ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS),
+                 ("check_children", rs.check_children, rs.SIG_CHECK), ("scan_blocks", rs.scan_blocks, rs.SIG_SCAN),
+                 ("add_block_totals", rs.add_block_totals, rs.SIG_ADD)], set()
     for v in REGISTRY.select(backend="numba"):
         if v.policy.compiled:
             kern, sig = compiled.example_numba_kernel()

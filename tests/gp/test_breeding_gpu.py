@@ -9,9 +9,6 @@ over the threads) it must give the CPU breeding's children too."""
 
 import ctypes
 import json
-import shutil
-import subprocess
-from importlib import resources
 
 import numpy as np
 import pytest
@@ -22,6 +19,7 @@ from gpulab.gp import breeding, breeding_gpu
 from gpulab.gp.loop import GPParams, evolve, initial_population
 from gpulab.gp.market import synthetic_market
 from gpulab.gp.programs import STAT_DEPTH
+from tests.gp.host_cxx import compile_for_host, ptr
 from tests.test_cli import assert_one_line_error, gpulab
 
 
@@ -164,19 +162,8 @@ extern "C" void run_write(const u8 *code, const int *off, const i64 *plan, const
 
 
 def _host_compiled_twin(tmp_path):
-    cxx = shutil.which("g++") or shutil.which("clang++")
-    if cxx is None:
-        pytest.skip("no host C++ compiler (g++ or clang++) to compile breeding.cu's logic as C++")
-    (tmp_path / "breeding.cu").write_text(resources.files("gpulab.gp").joinpath(breeding_gpu.CUDA_SOURCE).read_text())
-    (tmp_path / "harness.cpp").write_text(_HARNESS)
-    defines = [f"-D{k}={v}" for k, v in breeding_gpu.CUDA_DEFINES.items()]
-    subprocess.run([cxx, "-O1", "-ffp-contract=off", "-shared", "-fPIC", *defines, "-o", str(tmp_path / "twin.so"),
-                    str(tmp_path / "harness.cpp")], check=True, cwd=tmp_path)
-    lib = ctypes.CDLL(str(tmp_path / "twin.so"))
+    lib = compile_for_host(tmp_path, breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES, _HARNESS)
     i, f = ctypes.c_longlong, ctypes.c_double
-
-    def ptr(a):
-        return a.ctypes.data_as(ctypes.c_void_p)
 
     def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
               p_leaf, p_func, parsimony, seed):

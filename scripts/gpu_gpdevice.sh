@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Issue 29 (GP population kept on the device) on a GPU, one stage per word (default: all three);
+# everything under $OUT/w, then $OUT/results.tgz and $OUT/summary.txt (printed last):
+#   tests     tests/gp/test_device_population.py and tests/gp/test_breeding_gpu.py on the GPU (the GPU-only
+#             ones included: 40,000 individuals bred on the device with both backends, against the CPU)
+#   timeline  scripts/gp_breed_timeline.py --generation: one whole generation (train + test evaluation, breeding,
+#             validation) at 25,000 and 500,000 individuals on the paths cpu, gpu-host (before), gpu-resident
+#             (now), both backends; same_run_as_cpu must be True on every row
+#   evolve    gpulab gp evolve, CUDA C: 25,000 individuals x 50 generations (the paper's scale) and 500,000 x 5,
+#             CPU then GPU breeding; prints timing.* (total_s, evaluation_s, breeding_s)
+set -uo pipefail
+FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"
+stages="${*:-tests timeline evolve}"
+py="${PYTHON:-python3}"
+export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
+summary="$OUT/summary.txt"; : > "$summary"
+say() { echo "$*" | tee -a "$summary"; }
+if [[ " $stages " == *" tests "* ]]; then
+  timeout 300 $py -m pytest -q -x -p no:cacheprovider tests/gp/test_device_population.py tests/gp/test_breeding_gpu.py \
+    > "$OUT/tests.log" 2>&1
+  say "tests exit $? ($(el) s): $(tail -1 "$OUT/tests.log")"
+fi
+if [[ " $stages " == *" timeline "* ]]; then
+  timeout 400 $py scripts/gp_breed_timeline.py --generation --population ${TL_POP:-25000 500000} --repeat 5 \
+    --json "$OUT/gp-generation.json" > "$OUT/generation.txt" 2>&1
+  say "generation timeline exit $? ($(el) s)"; tee -a "$summary" < "$OUT/generation.txt"
+fi
+if [[ " $stages " == *" evolve "* ]]; then
+  for run in "25000 50" "500000 5"; do set -- $run; for br in cpu gpu; do
+    timeout 200 $py -m gpulab gp evolve --population "$1" --generations "$2" --backend cuda-c --breeding "$br" \
+      --out "$OUT/evolve" --stem "evolve-$1-$br" --json > "$OUT/evolve-$1-$br.json" 2> "$OUT/evolve-$1-$br.err"
+    say "evolve P=$1 G=$2 breeding=$br exit $? ($(el) s): $($py -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timing',{}); print({k: round(v,4) for k,v in t.items() if isinstance(v,(int,float))}, 'best', d['best'].get('train'))" "$OUT/evolve-$1-$br.json" 2>&1 | tail -1)"
+  done; done
+fi
+cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
+echo "== summary"; cat "$FINAL/summary.txt"
