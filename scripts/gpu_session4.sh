@@ -7,6 +7,10 @@
 #              sanitize stages
 #   subsetcall scripts/subset_call_timeline.py at n = 50, k = 5 (the plans kept per shape)
 #   radixcall  scripts/radix_call_timeline.py at 2^20, 2^24, 2^28 (public call, out=, kernels) + its tests
+#   mmnumba    numba warptile: its tests on the GPU, then gpulab bench matmul (warptile, prefetch, wide,
+#              cpasync; N=4096, N=8192, thin B) against cuBLAS in the same run
+#   cpatests   scripts/gpu_cpasync.sh tests (after the sweep test's fix)
+#   gpdev      scripts/gpu_gpdevice.sh (GP population on the device: tests, generation timeline, evolve)
 #   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
 FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
@@ -59,6 +63,23 @@ if [[ " $stages " == *" radixcall "* ]]; then
     > "$OUT/radix-call.txt" 2>&1; say "radix call timeline exit $? ($(el) s)"; cat "$OUT/radix-call.txt" | tee -a "$summary"
   timeout 150 $py -m pytest -q -rs -x -p no:cacheprovider tests/radix/test_call_overhead.py > "$OUT/radix-call-tests.log" 2>&1
   say "radix call tests exit $?: $(tail -1 "$OUT/radix-call-tests.log")"
+fi
+if [[ " $stages " == *" mmnumba "* ]]; then
+  timeout 200 $py -m pytest -q -x -p no:cacheprovider tests/matmul/test_numba_warptile.py > "$OUT/mmnumba-tests.log" 2>&1
+  say "numba warptile tests exit $?: $(tail -1 "$OUT/mmnumba-tests.log")"
+  timeout 200 $py -m pytest -q -p no:cacheprovider tests/matmul/test_matmul.py -k warptile > "$OUT/mmnumba-ladder.log" 2>&1
+  say "test_matmul -k warptile exit $?: $(tail -1 "$OUT/mmnumba-ladder.log")"
+  timeout 300 $py -m gpulab bench matmul --variants warptile prefetch wide cpasync --sizes N=4096 N=8192 "8192x128x128 (thin B)" \
+    --repeat 20 --no-progress --out "$OUT/mm" > "$OUT/mm-bench.txt" 2>&1
+  say "bench matmul exit $? ($(el) s)"; grep -E "^N=|^8192|^size" "$OUT/mm-bench.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" cpatests "* ]]; then
+  OUT="$OUT/cpatests" bash scripts/gpu_cpasync.sh tests > /dev/null 2>&1
+  say "cpasync tests ($(el) s):"; cat "$OUT/cpatests/cpasync-summary.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" gpdev "* ]]; then
+  OUT="$OUT/gpdev" bash scripts/gpu_gpdevice.sh ${GPDEV_STAGES:-tests timeline evolve} > /dev/null 2>&1
+  say "gp device ($(el) s):"; cat "$OUT/gpdev/summary.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" tests "* ]]; then
   OUT="$OUT/tests" WORKERS=${WORKERS:-12} timeout "${TT:-500}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
