@@ -76,3 +76,22 @@ def test_a_rows_marker_can_give_columns_their_unit(tmp_path, rng):
     assert head.startswith("| size | pairing ms | ranking ms |"), head
     with pytest.raises(KeyError, match="splice"):
         render('units="ms: splice" ')
+
+
+def test_a_rows_marker_can_choose_its_open_columns(tmp_path, rng):
+    """`cols="a|b"` opens exactly those columns, in that order, every column staying below; a
+    column the JSON lacks fails the build."""
+    spec = importlib.util.spec_from_file_location("gpulab_bench_tables_test2", HOOK.with_name("bench_tables.py"))
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    (tmp_path / "benchmarks").mkdir()
+    names = [f"c{i} ms" for i in range(12)]  # wider than the page: without cols= the hook picks
+    rows = [{"backend": b, **{c: float(rng.uniform(1, 9)) for c in names}} for b in ("numba", "cuda-c")]
+    (tmp_path / "benchmarks" / "st.json").write_text(__import__("json").dumps({"rows": rows}))
+    render = lambda opts: tables.ROWS.sub(lambda m: tables._render_rows(m, tmp_path), f"<!-- gpulab:rows st {opts}-->")
+    want = ["backend", names[9], names[3]]
+    text = render(f'cols="{"|".join(want)}" ')
+    assert text.splitlines()[0] == "| " + " | ".join(want) + " |", text.splitlines()[0]
+    assert "All 2 records" in text and all(c in text for c in names)  # everything below
+    with pytest.raises(KeyError, match="nope"):
+        render('cols="backend|nope" ')

@@ -21,7 +21,8 @@ A marker may say what to open with (``key="value"`` after the stem):
 ``by="measured ms"`` (the column that ranks records), ``best="size"`` (the columns to group by,
 ``|``-separated), ``where="size=2^28"`` (open only those rows instead of the best per group),
 ``sizes="a|b"`` (a ``bench`` marker: the sizes shown open, at most 6), ``units="ms: a|b"`` (a
-``rows`` marker: columns a and b are headed "a ms", "b ms").
+``rows`` marker: columns a and b are headed "a ms", "b ms"), ``cols="a|b|c"`` (a ``rows``
+marker: the columns shown open, in that order; every column stays in the collapsed table).
 
 ``<!-- gpulab:summary <device> -->`` is the Benchmarks page's opening table: one row per chapter
 (its headline case), the fastest GPU variant there, its time, the peer it measures itself against
@@ -237,6 +238,11 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
     cols = list(dict.fromkeys(k for r in rows for k, v in r.items() if not isinstance(v, list)))
     budget = TEXT_PX - INDENT_PX * (len(match.group(1).expandtabs(4)) // 4)  # inside a note or tab: narrower
     open_cols, open_rows, what = _open_view(cols, rows, opts, budget)
+    if "cols" in opts:  # cols="a|b|c": the columns shown open, in this order (the rest below)
+        open_cols = [c.strip() for c in opts["cols"].split("|")]
+        missing = [c for c in open_cols if c not in cols]
+        if missing:
+            raise KeyError(f"{path.name}: cols= names columns it does not have: {missing}")
     out = _rows_table(open_cols, open_rows, rows)
     meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))}
     note = ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items())
