@@ -164,7 +164,7 @@ def _resolve(variant, backend):
 
 def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, None)):
     """The sort behind sort / argsort / sort_pairs. Returns `(keys, values)` in the caller's kind:
-    keys in their dtype, values as uint32 bits (argsort: int64 positions); `None` when not asked
+    keys and values in their dtypes (argsort: int64 positions); `None` when not asked
     for. `out`: the caller's arrays for them (already checked), `None` where the result is new."""
     n, dtype = host.validate_keys(keys)
     has_vals = values is not None or iota
@@ -176,7 +176,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     s = numba_stream(stream)
     like = describe(keys, values)
     if n == 0:
-        empty = (_empty(dtype, like, s), _empty(np.int64 if iota else np.uint32, like, s) if has_vals else None)
+        empty = (_empty(dtype, like, s), _empty(np.int64 if iota else values.dtype, like, s) if has_vals else None)
         return _filled(empty, out)
     plan = _plan(v, n, has_vals, p, pkey, s)
     # Host inputs are copied into the plan's buffers that only the first pass reads
@@ -195,7 +195,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     dk, dv = plan.sort(ordered, vin, out=(kt, vt) if direct else None)
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
     return (_deliver(dk, dtype, out[0], kt, direct, like, s),
-            _deliver(dv, np.uint32, out[1], vt, direct, like, s) if values is not None else None)
+            _deliver(dv, values.dtype, out[1], vt, direct, like, s) if values is not None else None)
 
 
 def _take(x, name, buffer, s):
@@ -312,7 +312,8 @@ def _sorted_on_cpu(keys, values, dtype, v, p, iota):
     k = to_host(keys)
     plan = v.run(k.size, values is not None or iota, p)
     sk, sv = plan.sort(host.to_ordered(k), to_host(values).view(np.uint32) if values is not None else None, iota=iota)
-    out = (host.from_ordered(sk, dtype) if k.size else k.copy(), sv.astype(np.int64) if iota else sv)
+    vals = sv.astype(np.int64) if iota else (sv.view(values.dtype) if values is not None else sv)
+    out = (host.from_ordered(sk, dtype) if k.size else k.copy(), vals)
     return _on_cpu(out, describe(keys, values))
 
 
@@ -408,7 +409,7 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
         _check_out(out[1], "out[1]", n, vdtype, "the values")
     ko, vo = out if out is not None else (None, None)
     k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo))
-    return k, (v if vo is not None else v.view(vdtype))
+    return k, v
 
 
 def distinct(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None):
