@@ -110,18 +110,24 @@ def initial_population(params: GPParams, seed: int) -> Population:
 BREEDINGS = ("gpu", "cpu")
 
 
-# The population from which the GPU breeding is the default: measured on an H100 (2026-11-26,
-# scripts/gp_breed_timeline.py, docs/benchmarks/gp-breeding-h100.json), one generation's breeding
-# with its buffers kept, CUDA C: 1.65 ms on the GPU against 1.25 ms for the CPU breeding (16
-# cores) at 25,000 individuals, 3.5 against 3.0 at 50,000, 4.7 against 5.9 at 100,000 and 10.3
-# against 36.4 at 500,000. Below it the host's breeding is faster: the GPU's share is launches
-# and copies, not work.
-GPU_BREEDING_FROM = 100_000
+# The population from which the GPU breeding is the default. Measured on an H100 (2026-11-26,
+# scripts/gp_breed_timeline.py --generation, docs/benchmarks/gp-generation-h100.json): one whole
+# generation (train and test evaluation, breeding, validation), the population kept on the device
+# (breed_resident) against the CPU breeding (Population.bred on the host, the evaluator uploading
+# the code): CUDA C 1.44 against 0.83 ms at 1,000 individuals, 1.46 against 1.51 at 5,000 (a tie),
+# 2.05 against 5.05 at 25,000 and 14.2 against 108 at 500,000; numba 1.91 against 1.52 at 5,000,
+# 2.42 against 5.37 at 25,000. Between 5,000 and 25,000 the host's path grows ~0.18 ms per 1,000
+# individuals, the device's ~0.03: the lines cross at ~5,000 with CUDA C and ~7,400 with numba
+# (linear interpolation; 10,000 itself was not measured), so from 10,000 the device wins with
+# either backend. Below that the host's breeding is faster: the GPU's share is launches, not work.
+# (The old threshold, 100,000, was measured with the children going back to the host each
+# generation: docs/benchmarks/gp-breeding-h100.json.)
+GPU_BREEDING_FROM = 10_000
 
 
 def default_breeding(population: int | None = None, backend: str | None = None) -> str:
     """The faster breeding as measured: ``"gpu"`` on a GPU (not numba's simulator) for
-    ``population`` >= `GPU_BREEDING_FROM` (100,000) when the evaluation runs there too
+    ``population`` >= `GPU_BREEDING_FROM` (10,000) when the evaluation runs there too
     (``backend`` is not ``"cpu"``), ``"cpu"`` otherwise. Both give the same children for the
     same seed; the GPU one wins where there is enough work to hide its launches and copies (the
     chapter's "Breeding on the GPU" has the measurements)."""
@@ -182,7 +188,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
             ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the faster for this
             population size ([`default_breeding`][gpulab.gp.loop.default_breeding]: on a GPU, the
-            GPU from 100,000 individuals unless ``backend="cpu"``).
+            GPU from 10,000 individuals unless ``backend="cpu"``).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
 
     Returns:
