@@ -114,7 +114,7 @@ BREEDINGS = ("gpu", "cpu")
 # scripts/gp_breed_timeline.py --generation, docs/benchmarks/gp-generation-h100.json): one whole
 # generation (train and test evaluation, breeding, validation), the population kept on the device
 # (breed_resident) against the CPU breeding (Population.bred on the host, the evaluator uploading
-# the code): CUDA C 1.44 against 0.83 ms at 1,000 individuals, 1.46 against 1.51 at 5,000 (a tie),
+# the code): CUDA C 1.43 against 0.825 ms at 1,000 individuals, 1.46 against 1.51 at 5,000 (a tie),
 # 2.05 against 5.05 at 25,000 and 14.2 against 108 at 500,000; numba 1.91 against 1.52 at 5,000,
 # 2.42 against 5.37 at 25,000. Between 5,000 and 25,000 the host's path grows ~0.18 ms per 1,000
 # individuals, the device's ~0.03: the lines cross at ~5,000 with CUDA C and ~7,400 with numba
