@@ -285,7 +285,7 @@ def _gp_parser(sub) -> None:
                    help=f"({defaults_help('evolve', 'backend')})")
     e.add_argument("--breeding", default=None, choices=["gpu", "cpu"],
                    help="where the next generation is bred; the same children either way (default: the faster "
-                        "as measured: gpu from 100,000 individuals on a GPU unless --backend cpu, cpu "
+                        "as measured: gpu from 10,000 individuals on a GPU unless --backend cpu, cpu "
                         "otherwise)")
     e.add_argument("--seed", type=_count(0), default=0, help="seeds the data and the run (default: 0)")
     e.add_argument("--out", default="gp-results", help="directory for the JSON and PNG (default: gp-results)")

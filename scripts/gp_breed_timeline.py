@@ -2,7 +2,8 @@
 stages (gpulab.gp.breeding_gpu.breed(timings=...)), both backends, and Population.bred (the host
 validation the loop runs after either), at P individuals; medians of --repeat calls after one
 warm-up. Populations are evolved a few generations first (random fitness) so the trees have the
-sizes a run has. Prints a table; --json FILE writes the numbers.
+sizes a run has. Prints a table; --json FILE writes the numbers (an object: "what", "device",
+"versions", "date" in UTC, "rows").
 
     python scripts/gp_breed_timeline.py --population 25000 500000 --repeat 5 --json out.json
 
@@ -144,6 +145,14 @@ def grown_population(p: GPParams) -> Population:
     return pop
 
 
+def provenance() -> dict:
+    """What every benchmark JSON carries: the device, the versions (`gpulab.benchmark.versions`:
+    python, numpy, numba, numba-cuda, pycuda, the CUDA driver on a GPU) and the date (UTC)."""
+    from gpulab import benchmark, device
+
+    return {"device": device.info().as_dict(), "versions": benchmark.versions(), "date": benchmark.utc_now()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--population", type=int, nargs="+", default=[25_000])
@@ -160,10 +169,8 @@ def main() -> None:
         rows = generation_rows(a)
         print_table(rows)
         if a.json:
-            from gpulab import device
-
-            Path(a.json).write_text(json.dumps({"what": __doc__.split("With ``--generation``")[1].lstrip(": ").strip(),
-                                                "device": device.info().as_dict(), "rows": rows}, indent=1) + "\n")
+            what = __doc__.split("With ``--generation``")[1].lstrip(": ").strip()
+            Path(a.json).write_text(json.dumps({"what": what, **provenance(), "rows": rows}, indent=1) + "\n")
         return
     rows = []
     for P in a.population:
@@ -189,7 +196,8 @@ def main() -> None:
         rows.append(row)
         print(json.dumps({k: (round(v, 3) if isinstance(v, float) else v) for k, v in row.items()}), flush=True)
     if a.json:
-        Path(a.json).write_text(json.dumps(rows, indent=1) + "\n")
+        what = "one generation's breeding, by stage: " + __doc__.split("\n\n")[0].replace("\n", " ")
+        Path(a.json).write_text(json.dumps({"what": what, **provenance(), "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

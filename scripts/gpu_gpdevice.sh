@@ -7,7 +7,8 @@
 #             validation) at 25,000 and 500,000 individuals on the paths cpu, gpu-host (before), gpu-resident
 #             (now), both backends; same_run_as_cpu must be True on every row
 #   evolve    gpulab gp evolve, CUDA C: 25,000 individuals x 50 generations (the paper's scale) and 500,000 x 5,
-#             CPU then GPU breeding; prints timing.* (total_s, evaluation_s, breeding_s)
+#             CPU then GPU breeding; prints timing.* (total_s, evaluation_s, breeding_s, upload_s, warmup_s) and,
+#             per run, generation 0's breed_ms / eval_ms against the median of the later generations
 set -uo pipefail
 FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"
 stages="${*:-tests timeline evolve}"
@@ -31,6 +32,8 @@ if [[ " $stages " == *" evolve "* ]]; then
     timeout 200 $py -m gpulab gp evolve --population "$1" --generations "$2" --backend cuda-c --breeding "$br" \
       --out "$OUT/evolve" --stem "evolve-$1-$br" --json > "$OUT/evolve-$1-$br.json" 2> "$OUT/evolve-$1-$br.err"
     say "evolve P=$1 G=$2 breeding=$br exit $? ($(el) s): $($py -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timing',{}); print({k: round(v,4) for k,v in t.items() if isinstance(v,(int,float))}, 'best', d['best'].get('train'))" "$OUT/evolve-$1-$br.json" 2>&1 | tail -1)"
+    # per generation (the --out JSON's history): generation 0 against the median of the others, and the programs' growth
+    say "   per generation: $($py -c "import json,sys,statistics as st; h=json.load(open(sys.argv[1]))['history']; m=lambda k: round(st.median(x[k] for x in h[1:-1]),3) if len(h)>2 else None; print('gen 0 breed_ms', round(h[0]['breed_ms'],3), 'eval_ms', round(h[0]['eval_ms'],3), '| median of gens 1..G-1 breed_ms', m('breed_ms'), 'eval_ms', m('eval_ms'), '| mean_nodes', round(h[0]['mean_nodes'],1), '->', round(h[-1]['mean_nodes'],1))" "$OUT/evolve/evolve-$1-$br.json" 2>&1 | tail -1)"
   done; done
 fi
 cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"

@@ -323,17 +323,14 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     mark = _stage_clock(timings)
     fitness = np.ascontiguousarray(fitness, np.float64)
     P = len(parents)
-    width = max(int(max_nodes), int(parents.max_tree_nodes)) + 2
+    width = _width(max_nodes, parents)
     n_elites = min(int(elite), P)
     b = _buffers(P, max_nodes, mut_depth, width, n_elites)
     if b.holds(parents):
         src = parents._slot
         sizes = src.sizes.copy_to_host() if parsimony and n_elites else np.zeros(P, np.int32)
     else:
-        host = parents.to_host() if isinstance(parents, DevicePopulation) else parents
-        sizes, _, _ = _cpu.sizes_and_elites(host.offsets, fitness, 0, False)
-        src = b.slots[0].claim()
-        _upload(src, host.code, host.offsets, None, sizes, stats=host.stats)
+        src, sizes = _place(b, parents.to_host() if isinstance(parents, DevicePopulation) else parents)
     dst = b.slots[1] if src is b.slots[0] else b.slots[0]
     dst.claim()
     elites = _cpu._elites(fitness, sizes, int(elite), bool(parsimony))
@@ -345,6 +342,52 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     mark("validate")
     return DevicePopulation(dst, P, total, maxima)
 # --8<-- [end:resident]
+
+
+def _width(max_nodes, pop) -> int:
+    """The walks' stack width for breeding ``pop``: any tree the limits allow, and ``pop``'s longest."""
+    return max(int(max_nodes), int(pop.max_tree_nodes)) + 2
+
+
+def _place(b: _Buffers, host: Population) -> tuple[_Slot, np.ndarray]:
+    """A host population uploaded into the first kept slot (claimed); returns it and the sizes."""
+    sizes, _, _ = _cpu.sizes_and_elites(host.offsets, np.zeros(len(host)), 0, False)
+    slot = b.slots[0].claim()
+    _upload(slot, host.code, host.offsets, None, sizes, stats=host.stats)
+    return slot, sizes
+
+
+def reserve(pop: Population, elite, max_nodes, mut_depth, backend: str = "numba") -> None:
+    """Allocate now what breeding ``pop``'s size on the GPU keeps: the buffers (`_Buffers`), both
+    slots' code buffers (room for twice ``pop``'s code, so that the trees' growth over a run
+    seldom reallocates them), the prefix sum's block totals, and run the prefix sum once at this
+    size (its kernels loaded, or compiled by numba, the deeper levels included). A run's
+    warm-up ([`evolve`][gpulab.gp.loop.evolve] calls it before starting its clock): the first
+    timed breeding then allocates nothing, as the later ones. Changes no population."""
+    P = len(pop)
+    b = _buffers(P, max_nodes, mut_depth, _width(max_nodes, pop), min(int(elite), P))
+    for slot in b.slots:
+        slot.room(2 * max(pop.total_nodes, 1))
+    b.lens.copy_to_device(np.zeros(2 * P, np.int32))
+    resident.inclusive_scan(b.lens, b.lens, backend)  # (scratch only: no population lives in lens)
+    cuda.synchronize()
+
+
+def to_device(pop: Population, elite, max_nodes, mut_depth) -> DevicePopulation:
+    """``pop`` (a host population) uploaded once into the GPU breeding's kept buffers, as the
+    [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] that
+    [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident] with the same settings reads in
+    place (and the evaluators too): what [`evolve`][gpulab.gp.loop.evolve] does with its initial
+    population, so that its first generation, like every other, uploads nothing. It keeps
+    ``pop`` as its host copy (nothing to download)."""
+    if isinstance(pop, DevicePopulation):
+        return pop
+    P = len(pop)
+    b = _buffers(P, max_nodes, mut_depth, _width(max_nodes, pop), min(int(elite), P))
+    slot, _ = _place(b, pop)
+    return DevicePopulation(slot, P, pop.total_nodes, {"stack": pop.max_stack_depth, "bools": pop.max_bool_depth,
+                                                       "tree_nodes": pop.max_tree_nodes,
+                                                       "program_nodes": pop.max_program_nodes}, host=pop)
 
 
 def _stage_clock(timings: dict | None):

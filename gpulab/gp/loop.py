@@ -110,18 +110,24 @@ def initial_population(params: GPParams, seed: int) -> Population:
 BREEDINGS = ("gpu", "cpu")
 
 
-# The population from which the GPU breeding is the default: measured on an H100 (2026-11-26,
-# scripts/gp_breed_timeline.py, docs/benchmarks/gp-breeding-h100.json), one generation's breeding
-# with its buffers kept, CUDA C: 1.65 ms on the GPU against 1.25 ms for the CPU breeding (16
-# cores) at 25,000 individuals, 3.5 against 3.0 at 50,000, 4.7 against 5.9 at 100,000 and 10.3
-# against 36.4 at 500,000. Below it the host's breeding is faster: the GPU's share is launches
-# and copies, not work.
-GPU_BREEDING_FROM = 100_000
+# The population from which the GPU breeding is the default. Measured on an H100 (2026-11-26,
+# scripts/gp_breed_timeline.py --generation, docs/benchmarks/gp-generation-h100.json): one whole
+# generation (train and test evaluation, breeding, validation), the population kept on the device
+# (breed_resident) against the CPU breeding (Population.bred on the host, the evaluator uploading
+# the code): CUDA C 1.43 against 0.825 ms at 1,000 individuals, 1.46 against 1.51 at 5,000 (a tie),
+# 2.05 against 5.05 at 25,000 and 14.2 against 108 at 500,000; numba 1.91 against 1.52 at 5,000,
+# 2.42 against 5.37 at 25,000. Between 5,000 and 25,000 the host's path grows ~0.18 ms per 1,000
+# individuals, the device's ~0.03: the lines cross at ~5,000 with CUDA C and ~7,400 with numba
+# (linear interpolation; 10,000 itself was not measured), so from 10,000 the device wins with
+# either backend. Below that the host's breeding is faster: the GPU's share is launches, not work.
+# (The old threshold, 100,000, was measured with the children going back to the host each
+# generation: docs/benchmarks/gp-breeding-h100.json.)
+GPU_BREEDING_FROM = 10_000
 
 
 def default_breeding(population: int | None = None, backend: str | None = None) -> str:
     """The faster breeding as measured: ``"gpu"`` on a GPU (not numba's simulator) for
-    ``population`` >= `GPU_BREEDING_FROM` (100,000) when the evaluation runs there too
+    ``population`` >= `GPU_BREEDING_FROM` (10,000) when the evaluation runs there too
     (``backend`` is not ``"cpu"``), ``"cpu"`` otherwise. Both give the same children for the
     same seed; the GPU one wins where there is enough work to hide its launches and copies (the
     chapter's "Breeding on the GPU" has the measurements)."""
@@ -182,7 +188,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             with ``backend="cuda-c"``, its numba kernels otherwise) or ``"cpu"``
             ([`gpulab.gp.breeding`][gpulab.gp.breeding]); ``None`` (default): the faster for this
             population size ([`default_breeding`][gpulab.gp.loop.default_breeding]: on a GPU, the
-            GPU from 100,000 individuals unless ``backend="cpu"``).
+            GPU from 10,000 individuals unless ``backend="cpu"``).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
 
     Returns:
@@ -212,13 +218,19 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})  # ... and the breeding
     next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on,
                     backend)  # (numba JIT, or its disk cache)
-    t_start = time.perf_counter()
+    t0 = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
+    t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
+    # (a variant that compiles each population into its kernels compiles generation 0 on the clock)
+    evals = (ev_train, ev_test) if backend != "cpu" and getattr(v.policy, "programs", "") != "compiled" else ()
+    pop, t_up = _warm_at_size(pop, params, evals, breeding_on, backend)
+    t_start = time.perf_counter() - t_init - t_up
+    warmup_s = t_start - t_warm  # the compile warm-up, then the one at the run's size
     settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
                 "variant": variant, "backend": backend, "breeding": breeding_on, "seed": seed,
                 "stocks": train.stocks,
                 "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
-                "initial_mean_nodes": float(pop.nodes.sum(axis=1).mean())}
+                "initial_mean_nodes": pop.total_nodes / len(pop)}
     result = EvolutionResult(settings)
     per100_train, per100_test = 100.0 / train.days, 100.0 / test.days
     t_eval = t_breed = 0.0
@@ -270,13 +282,38 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             result.best = {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": row["train_best"],
                            "test": row["test_of_best"], "generation": row["generation"]}
         result.timing = {"total_s": time.perf_counter() - t_start, "evaluation_s": t_eval, "breeding_s": t_breed,
-                         "evaluations": 2 * len(result.history), "warmup_s": t_start - t_warm,
-                         "what": "total_s: initialization + every generation's evaluations (train and test) and "
-                                 "breeding + the loop's bookkeeping; breeding_s: the next_generation calls alone "
-                                 "(the children and their validation: on the host, or on the device with breeding gpu); warmup_s (before it): kernel "
-                                 "compilation and market upload"}
+                         "evaluations": 2 * len(result.history), "warmup_s": warmup_s, "upload_s": t_up,
+                         "what": "total_s: initialization (the initial population, and with breeding gpu its upload: "
+                                 "upload_s) + every generation's evaluations (train and test) and breeding + the "
+                                 "loop's bookkeeping; breeding_s: the next_generation calls alone (the children and "
+                                 "their validation: on the host, or on the device with breeding gpu); warmup_s (not "
+                                 "in total_s): kernel compilation, market upload, and the device buffers for the "
+                                 "run's size (one evaluation of the initial population, the GPU breeding's buffers)"}
     return result
 # --8<-- [end:evolve]
+
+
+def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: str, backend: str):
+    """[`evolve`][gpulab.gp.loop.evolve]'s warm-up at the run's size, off the clock: what the
+    first generation would otherwise do once and no other does. With the GPU breeding, its kept
+    buffers for this population size ([`reserve`][gpulab.gp.breeding_gpu.reserve]), then the
+    initial population uploaded into them ([`to_device`][gpulab.gp.breeding_gpu.to_device]: on
+    the clock, returned as its seconds), so that the evaluators and the first breeding read it in
+    place; then one call of each of ``evaluators`` (the GPU ones) on the initial population, its
+    results dropped, which allocates their buffers for this size. Changes no result.
+    Returns ``(population, upload seconds)``."""
+    t_up = 0.0
+    if breeding_on == "gpu":
+        from gpulab.gp import breeding_gpu
+
+        breeding_gpu.reserve(pop, params.elite, params.max_nodes, params.mutation_depth,
+                             "cuda-c" if backend == "cuda-c" else "numba")
+        t0 = time.perf_counter()
+        pop = breeding_gpu.to_device(pop, params.elite, params.max_nodes, params.mutation_depth)
+        t_up = time.perf_counter() - t0
+    for ev in evaluators:
+        ev(pop)
+    return pop, t_up
 
 
 def check_breeding(breeding: str | None, population: int | None = None, backend: str | None = None) -> str:

@@ -568,10 +568,10 @@ class DevicePopulation(Population):
     (never stale code): call [`to_host`][gpulab.gp.programs.DevicePopulation.to_host] first to
     keep it longer."""
 
-    def __init__(self, slot, P: int, total: int, maxima: dict):
+    def __init__(self, slot, P: int, total: int, maxima: dict, host: Population | None = None):
         self._slot, self._epoch = slot, slot.epoch
         self._P, self._total = int(P), int(total)
-        self._host: Population | None = None
+        self._host: Population | None = host  # (a population uploaded from the host keeps it: nothing to download)
         self.max_stack_depth, self.max_bool_depth = int(maxima["stack"]), int(maxima["bools"])
         self.max_tree_nodes, self.max_program_nodes = int(maxima["tree_nodes"]), int(maxima["program_nodes"])
 

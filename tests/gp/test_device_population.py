@@ -285,3 +285,40 @@ def test_cuda_c_validation_compiled_for_the_host_equals_the_numba_kernel(rng, tm
             assert np.array_equal(stats, pop.stats[src] if src is copies else pop.stats)
             assert summary[resident.MAX_STACK] == pop.max_stack_depth
             assert summary[resident.MAX_PROGRAM] == pop.max_program_nodes
+
+
+def test_evolve_allocates_and_uploads_before_its_clock(rng, monkeypatch):
+    """With the GPU breeding, `evolve` allocates the kept buffers at the run's size, runs the
+    prefix sum at that size and uploads the initial population before its clock starts: no
+    breeding in the timed loop builds buffers or uploads a population, each reads a
+    DevicePopulation, and the upload's seconds are reported apart (timing.upload_s)."""
+    events = []
+    real_buffers, real_upload, real_breed = breeding_gpu._Buffers, breeding_gpu._upload, breeding_gpu.breed_resident
+
+    class Counted(real_buffers):
+        def __init__(self, *key):
+            events.append(("buffers", key[0]))
+            super().__init__(*key)
+
+    def upload(*a, **k):
+        events.append(("upload",))
+        return real_upload(*a, **k)
+
+    def breed(parents, *a, **k):
+        events.append(("breed", type(parents).__name__, 2 * len(parents) in resident._SCRATCH))
+        return real_breed(parents, *a, **k)
+
+    monkeypatch.setattr(breeding_gpu, "_Buffers", Counted)
+    monkeypatch.setattr(breeding_gpu, "_upload", upload)
+    monkeypatch.setattr(breeding_gpu, "breed_resident", breed)
+    breeding_gpu.clear_cache()
+    P = int(rng.integers(6, 12))
+    params = GPParams(population=P, generations=2, elite=1, max_nodes=40)
+    r = evolve(synthetic_market(2, 40, seed=int(rng.integers(1000))), train_days=30, params=params, backend="numba",
+               seed=int(rng.integers(1000)), progress=None, breeding="gpu")
+    breeds = [i for i, e in enumerate(events) if e[0] == "breed"]
+    assert len(breeds) == 3  # the compile warm-up's (4 individuals), then the run's two generations
+    assert events[breeds[0]][1] == "Population" and ("buffers", P) in events[breeds[0]:breeds[1]]
+    timed = events[breeds[1]:]
+    assert timed == [("breed", "DevicePopulation", True)] * 2, timed
+    assert r.timing["upload_s"] > 0 and r.settings["breeding"] == "gpu"
