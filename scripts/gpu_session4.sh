@@ -11,6 +11,7 @@
 #              cpasync; N=4096, N=8192, thin B) against cuBLAS in the same run
 #   cpatests   scripts/gpu_cpasync.sh tests (after the sweep test's fix)
 #   gpdev      scripts/gpu_gpdevice.sh (GP population on the device: tests, generation timeline, evolve)
+#   retest     the tests the whole-suite run failed (after their fixes), and the files they sit in
 #   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
 FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
@@ -80,6 +81,11 @@ fi
 if [[ " $stages " == *" gpdev "* ]]; then
   OUT="$OUT/gpdev" bash scripts/gpu_gpdevice.sh ${GPDEV_STAGES:-tests timeline evolve} > /dev/null 2>&1
   say "gp device ($(el) s):"; cat "$OUT/gpdev/summary.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" retest "* ]]; then
+  timeout 300 $py -m pytest -q -p no:cacheprovider -n 8 tests/matmul/test_numba_warptile.py tests/radix/test_radix.py \
+    tests/radix/test_call_overhead.py tests/euler/test_euler.py tests/gp/test_device_population.py > "$OUT/retest.log" 2>&1
+  say "retest exit $? ($(el) s): $(tail -1 "$OUT/retest.log")"; grep -E "^FAILED" "$OUT/retest.log" | head | tee -a "$summary"
 fi
 if [[ " $stages " == *" tests "* ]]; then
   OUT="$OUT/tests" WORKERS=${WORKERS:-12} timeout "${TT:-500}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
