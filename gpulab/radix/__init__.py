@@ -168,15 +168,14 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     for. `out`: the caller's arrays for them (already checked), `None` where the result is new."""
     n, dtype = host.validate_keys(keys)
     has_vals = values is not None or iota
-    if values is not None:
-        host.validate_values(n, values)
+    vdtype = host.validate_values(n, values) if values is not None else None  # a numpy dtype (torch's is not)
     v, p, pkey = _launch(variant, backend, params)
     if v.backend == "cpu":
-        return _filled(_sorted_on_cpu(keys, values, dtype, v, p, iota), out)
+        return _filled(_sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota), out)
     s = numba_stream(stream)
     like = describe(keys, values)
     if n == 0:
-        empty = (_empty(dtype, like, s), _empty(np.int64 if iota else values.dtype, like, s) if has_vals else None)
+        empty = (_empty(dtype, like, s), _empty(np.int64 if iota else vdtype, like, s) if has_vals else None)
         return _filled(empty, out)
     plan = _plan(v, n, has_vals, p, pkey, s)
     # Host inputs are copied into the plan's buffers that only the first pass reads
@@ -195,7 +194,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     dk, dv = plan.sort(ordered, vin, out=(kt, vt) if direct else None)
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
     return (_deliver(dk, dtype, out[0], kt, direct, like, s),
-            _deliver(dv, values.dtype, out[1], vt, direct, like, s) if values is not None else None)
+            _deliver(dv, vdtype, out[1], vt, direct, like, s) if values is not None else None)
 
 
 def _take(x, name, buffer, s):
@@ -307,12 +306,12 @@ def _on_cpu(results, like):
     return tuple(None if a is None else to_caller(cuda.to_device(np.ascontiguousarray(a)), like) for a in results)
 
 
-def _sorted_on_cpu(keys, values, dtype, v, p, iota):
+def _sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota):
     """The numpy baseline: on the host (device inputs are copied there, results copied back)."""
     k = to_host(keys)
     plan = v.run(k.size, values is not None or iota, p)
     sk, sv = plan.sort(host.to_ordered(k), to_host(values).view(np.uint32) if values is not None else None, iota=iota)
-    vals = sv.astype(np.int64) if iota else (sv.view(values.dtype) if values is not None else sv)
+    vals = sv.astype(np.int64) if iota else (sv.view(vdtype) if values is not None else sv)
     out = (host.from_ordered(sk, dtype) if k.size else k.copy(), vals)
     return _on_cpu(out, describe(keys, values))
 
