@@ -50,7 +50,7 @@ if [[ " $stages " == *" cpasync "* ]]; then
   say "cpasync tests+bench ($(el) s):"; cat "$OUT/cpasync/cpasync-summary.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" cpatune "* ]]; then
-  OUT="$OUT/cpatune" bash scripts/gpu_cpasync.sh tune sanitize > /dev/null 2>&1
+  OUT="$OUT/cpatune" bash scripts/gpu_cpasync.sh ${CPA_STAGES:-tune sanitize} > /dev/null 2>&1
   say "cpasync tune+sanitize ($(el) s):"; cat "$OUT/cpatune/cpasync-summary.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" subsetcall "* ]]; then
@@ -83,8 +83,8 @@ if [[ " $stages " == *" gpdev "* ]]; then
   say "gp device ($(el) s):"; cat "$OUT/gpdev/summary.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" retest "* ]]; then
-  timeout 300 $py -m pytest -q -p no:cacheprovider -n 8 tests/matmul/test_numba_warptile.py tests/radix/test_radix.py \
-    tests/radix/test_call_overhead.py tests/euler/test_euler.py tests/gp/test_device_population.py > "$OUT/retest.log" 2>&1
+  timeout 300 $py -m pytest -q -p no:cacheprovider -n 8 ${RETEST:-tests/matmul/test_numba_warptile.py tests/radix/test_radix.py \
+    tests/radix/test_call_overhead.py tests/euler/test_euler.py tests/gp/test_device_population.py} > "$OUT/retest.log" 2>&1
   say "retest exit $? ($(el) s): $(tail -1 "$OUT/retest.log")"; grep -E "^FAILED" "$OUT/retest.log" | head | tee -a "$summary"
 fi
 if [[ " $stages " == *" tests "* ]]; then

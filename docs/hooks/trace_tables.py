@@ -181,10 +181,15 @@ def trace_table(result: dict, variants: list[str] | None = None, kernels: list[s
 
 def _measured_caption(chapter: str, metrics: dict, size: str, measured: dict) -> str:
     quick = " --quick" if metrics.get("settings", {}).get("quick") else ""
+    recs = [r for r in metrics["records"] if r.get("label") == size and r.get("metrics")]
+    kernels = next((r["metrics_kernels"] for r in recs if r.get("metrics_kernels")), None)
+    launches = next((r["metrics_launches"] for r in recs if r.get("metrics_launches")), None)
+    flags = (f" --metrics-kernels \"{kernels}\"" if kernels else "") + (f" --metrics-launches {launches}" if launches else "")
     text = (f"Measured: the same count from Nsight Compute on an {metrics['device']['name']} "
             f"({metrics['date'][:10]}) for the numba kernel at {size}, ncu run with `--clock-control none` "
-            f"(reproduce with `gpulab bench {chapter}{quick} --metrics --sizes \"{size}\"`). Constant "
-            f"wavefronts are the simulator's only: ncu gives no such count.")
+            f"(reproduce with `gpulab bench {chapter}{quick} --metrics{flags} --sizes \"{size}\"`)"
+            + (f", over the first {launches} launches of these kernels in one call" if launches else "")
+            + ". Constant wavefronts are the simulator's only: ncu gives no such count.")
     skipped = dict.fromkeys(f"`{v}` ({why.split(':')[0].split(';')[0]})" for (v, _), why in measured.items()
                             if isinstance(why, str))
     if skipped:
