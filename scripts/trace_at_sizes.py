@@ -13,6 +13,10 @@ GPU's days, for bitsliced, register and shared); radix: every numba step with th
 parameters (not the simulator's small tiles), two tiles of keys below 2^BITS (one pass of
 random digits, as every pass of random 32-bit keys is).
 
+euler: the labelling ladder's GPU steps with the GPU's parameters (256-thread blocks, full
+warps; the pairing's small sort kept, it is not what is compared) on a shallow graph of 4,096
+edges (random gathers over an array many sectors long, as at 2^20).
+
 `--chapters` traces only those chapters and keeps the other chapters' rows already in `--out`.
 """
 
@@ -120,17 +124,38 @@ def radix() -> list[dict]:
     return rows
 
 
+def euler() -> list[dict]:
+    import os
+
+    from gpulab.euler import bench
+    from gpulab.euler.variants import REGISTRY
+
+    E, rows = 4096, []
+    state = bench.setup(bench._graph("shallow", E), np.random.default_rng(3))
+    for v in REGISTRY.select(backend="numba"):
+        if v.name not in ("propagate", "jump", "shared", "ruling_set"):
+            continue
+        p = {k: x for k, x in v.params.items() if k != "SORT_PARAMS"}
+        p["SMALL_SORT"] = E + 1
+        os.environ["GPULAB_EULER_PARAMS"] = json.dumps({v.name: {"numba": p}})  # read by the bench's plan
+        rows += _rows("euler", f"shallow, {E} edges, GPU parameters", v.name, bench.runner(v, state), False,
+                      {"params": p})
+    os.environ.pop("GPULAB_EULER_PARAMS", None)
+    bench.teardown(state)
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="docs/benchmarks/traces-at-sizes.json")
-    ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp", "radix"])
+    ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp", "radix", "euler"])
     a = ap.parse_args()
     rows = []
     out = Path(a.out)
     if out.exists():  # the other chapters' rows stay
         rows = [r for r in json.loads(out.read_text())["rows"] if r["chapter"] not in a.chapters]
     for ch in a.chapters:
-        rows += {"matmul": matmul, "subset": subset, "gp": gp, "radix": radix}[ch]()
+        rows += {"matmul": matmul, "subset": subset, "gp": gp, "radix": radix, "euler": euler}[ch]()
     out.write_text(json.dumps({"what": __doc__.split("\n\n")[0], "script": "scripts/trace_at_sizes.py",
                                        "rows": rows}, indent=1) + "\n")
 
