@@ -10,13 +10,9 @@
 #             CPU then GPU breeding; prints timing.* (total_s, evaluation_s, breeding_s, upload_s, warmup_s) and,
 #             per run, generation 0's breed_ms / eval_ms against the median of the later generations
 set -uo pipefail
-FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"
 stages="${*:-tests timeline evolve}"
-py="${PYTHON:-python3}"
+source "$(dirname "$0")/gpu_stages.sh"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-summary="$OUT/summary.txt"; : > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
 if [[ " $stages " == *" tests "* ]]; then
   timeout 300 $py -m pytest -q -x -p no:cacheprovider tests/gp/test_device_population.py tests/gp/test_breeding_gpu.py \
     > "$OUT/tests.log" 2>&1
@@ -36,5 +32,4 @@ if [[ " $stages " == *" evolve "* ]]; then
     say "   per generation: $($py -c "import json,sys,statistics as st; h=json.load(open(sys.argv[1]))['history']; m=lambda k: round(st.median(x[k] for x in h[1:-1]),3) if len(h)>2 else None; print('gen 0 breed_ms', round(h[0]['breed_ms'],3), 'eval_ms', round(h[0]['eval_ms'],3), '| median of gens 1..G-1 breed_ms', m('breed_ms'), 'eval_ms', m('eval_ms'), '| mean_nodes', round(h[0]['mean_nodes'],1), '->', round(h[-1]['mean_nodes'],1))" "$OUT/evolve/evolve-$1-$br.json" 2>&1 | tail -1)"
   done; done
 fi
-cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
-echo "== summary"; cat "$FINAL/summary.txt"
+stages_end

@@ -10,12 +10,8 @@
 #   ab        subset A/B old (.ab-old) vs new, the variants session 2 flagged, 4 rounds of 20
 #   metrics   gpulab bench CH --metrics for every chapter's ladder (quick sizes)
 set -uo pipefail
-FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
 stages="${*:-smoke}"
-py="${PYTHON:-python3}"
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-summary="$OUT/summary.txt"; : > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
+source "$(dirname "$0")/gpu_stages.sh"
 if [[ " $stages " == *" smoke "* ]]; then
   (ncu --version 2>&1 | tail -1; which ncu) | tee -a "$summary"
   timeout 200 $py -m pytest -q -x -p no:cacheprovider tests/gp/test_breeding_gpu.py > "$OUT/breeding-tests.log" 2>&1
@@ -64,5 +60,4 @@ if [[ " $stages " == *" metrics "* ]]; then
     say "bench $ch --metrics exit $? ($(el) s)"
   done
 fi
-cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
-echo "== summary"; cat "$FINAL/summary.txt"
+stages_end

@@ -14,12 +14,8 @@
 #   retest     the tests the whole-suite run failed (after their fixes), and the files they sit in
 #   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
-FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"   # everything under w/, one tarball back
 stages="${*:-metrics}"
-py="${PYTHON:-python3}"
-T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-summary="$OUT/summary.txt"; : > "$summary"
-say() { echo "$*" | tee -a "$summary"; }
+source "$(dirname "$0")/gpu_stages.sh"
 say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 if [[ " $stages " == *" metrics "* ]]; then
   for ch in ${CHAPTERS:-radix euler}; do
@@ -91,5 +87,4 @@ if [[ " $stages " == *" tests "* ]]; then
   OUT="$OUT/tests" WORKERS=${WORKERS:-12} timeout "${TT:-500}" bash scripts/gpu_tests.sh > "$OUT/tests.out" 2>&1
   say "tests exit $? ($(el) s)"; grep -E "passed|failed|FAILED|ERROR" "$OUT/tests.out" | tail -15 | tee -a "$summary"
 fi
-cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
-echo "== summary"; cat "$FINAL/summary.txt"
+stages_end

@@ -1,0 +1,15 @@
+# Sourced by the GPU stage scripts (gpu_session3.sh, gpu_session4.sh, gpu_gpdevice.sh): everything a
+# stage writes goes under $OUT/w, which stages_end packs into $OUT/results.tgz beside
+# $OUT/summary.txt (the device tool brings back at most a few files), printing the summary last.
+#   source scripts/gpu_stages.sh        # sets FINAL, OUT (= $FINAL/w), py, summary; el, say
+#   ... stages ...
+#   stages_end
+FINAL=${OUT:-gpu-out}; OUT="$FINAL/w"; mkdir -p "$OUT"
+py="${PYTHON:-python3}"
+T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }   # seconds since the start
+summary="$OUT/summary.txt"; : > "$summary"
+say() { echo "$*" | tee -a "$summary"; }                 # a line of the summary
+stages_end() {
+  cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
+  echo "== summary"; cat "$FINAL/summary.txt"
+}
