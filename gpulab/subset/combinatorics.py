@@ -7,6 +7,7 @@ device versions of [`unrank`][gpulab.subset.combinatorics.unrank] live in `gpula
 
 from __future__ import annotations
 
+from functools import lru_cache
 from math import gcd
 
 import numpy as np
@@ -18,6 +19,7 @@ UINT64_MAX = 2**64 - 1
 
 
 # --8<-- [start:choose]
+@lru_cache(maxsize=65536)  # unrank asks for the same few hundred binomials on every answer
 def choose(n: int, k: int) -> int:
     """C(n, k), exact, computed the way a uint64 kernel would: the alternating product.
 
