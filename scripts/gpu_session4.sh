@@ -11,6 +11,8 @@
 #              cpasync; N=4096, N=8192, thin B) against cuBLAS in the same run
 #   cpatests   scripts/gpu_cpasync.sh tests (after the sweep test's fix)
 #   gpdev      scripts/gpu_gpdevice.sh (GP population on the device: tests, generation timeline, evolve)
+#   sanitize   compute-sanitizer (SAN_TOOLS, default memcheck racecheck synccheck initcheck) on this
+#              session's new steps (SAN_CASES "chapter:backend:variant ..."), 4 processes at once
 #   retest     the tests the whole-suite run failed (after their fixes), and the files they sit in
 #   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
@@ -77,6 +79,16 @@ fi
 if [[ " $stages " == *" gpdev "* ]]; then
   OUT="$OUT/gpdev" bash scripts/gpu_gpdevice.sh ${GPDEV_STAGES:-tests timeline evolve} > /dev/null 2>&1
   say "gp device ($(el) s):"; cat "$OUT/gpdev/summary.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" sanitize "* ]]; then
+  cases=${SAN_CASES:-"matmul:cuda-c:cpasync matmul:numba:warptile"}
+  for tool in ${SAN_TOOLS:-memcheck racecheck synccheck initcheck}; do for c in $cases; do echo "$tool $c"; done; done |
+    xargs -P 4 -L 1 bash -c 'IFS=: read ch be va <<< "$1"; log="'"$OUT"'/san-$0-$ch-$be-$va.log";
+      timeout 400 compute-sanitizer --tool "$0" --report-api-errors no --error-exitcode 9 \
+        '"$py"' scripts/sanitize.py "$ch" --backend "$be" --variants "$va" > "$log" 2>&1; echo "rc=$?" >> "$log"'
+  for f in "$OUT"/san-*.log; do
+    say "$(basename "$f" .log): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tr '\n' ' ') $(grep -cE ' ok\b' "$f") ok cases, $(tail -1 "$f")"
+  done
 fi
 if [[ " $stages " == *" retest "* ]]; then
   timeout 300 $py -m pytest -q -p no:cacheprovider -n 8 ${RETEST:-tests/matmul/test_numba_warptile.py tests/radix/test_radix.py \
