@@ -264,4 +264,11 @@ if __name__ == "__main__":  # python -m gpulab.euler.model docs/benchmarks/euler
     import sys
 
     src = sys.argv[1] if len(sys.argv) > 1 else "docs/benchmarks/euler-h200.json"
-    print(f"wrote {write_bounds(src, sys.argv[2] if len(sys.argv) > 2 else Path(src).parent)}")
+    out = write_bounds(src, sys.argv[2] if len(sys.argv) > 2 else Path(src).parent)
+    data = json.loads(out.read_text())
+    print(f"copy bandwidth {data['copy bandwidth GB/s']:.0f} GB/s ({data['bandwidth source']})")
+    print(f"{'size':<22} {'backend':<7} {'stage':<16} {'GB moved':>9} {'bound ms':>9} {'measured ms':>11} {'gap x':>6}")
+    for r in data["rows"]:
+        print(f"{r['size']:<22} {r['backend']:<7} {r['stage']:<16} {r['GB moved']:>9.3f} {r['bound ms']:>9.3f} "
+              f"{r['measured ms']:>11.3f} {r['gap ×']:>6.1f}")
+    print(f"wrote {out}")

@@ -173,7 +173,7 @@ def test_the_undirected_case_runs_and_is_checked(rng):
     state = bench.setup(case, rng)
     try:
         ok, why = bench.check(v, state)
-        assert ok, why
+        assert ok and "checked on the host" in why, why
         plan = state["plans"][v.key]
         res = bench.runner(v, state)()
         out, fw, m, tail, head = res
