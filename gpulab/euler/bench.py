@@ -10,15 +10,27 @@ Cases (labels are what ``--sizes`` selects):
   edges: ~45,000 cycles after pairing, as the blog's 45,514).
 * ``B(k,n)``: de Bruijn sequences; the graph is implicit on the GPU; the CPU peers run on the
   explicit graph (src = w // k, dst = w mod k^(n-1)).
+* ``undirected-deep-<E>``: the deep graph's edges taken as **undirected** (every vertex has even
+  degree: the walk enters and leaves it alike), solved by the public API's undirected pipeline
+  (pair the half-edges, label the closed trails, orient, then the directed pipeline); checked on
+  the device (every edge once, chained, closed, on the orientation) and on the host
+  (`gpulab.euler.reference.check_circuit` with ``directed=False``: the walked directions against
+  the input's ends). The CPU peers are timed on directed graphs only: no peer here.
 
 What is timed (``median_ms``): device-resident edges in, device-resident circuit out — the
 plan's ``load`` (validate, narrow ids) and the whole pipeline, buffers allocated beforehand.
 Extra fields per record: ``stages_ms`` (one separate run with events between the stages),
 ``stats`` (rounds, splitters, cycles, links), ``graph`` (cycles after pairing, longest cycle),
-``public_device_ms`` (the public call with numba device arrays, which also allocates its
-result), ``host_to_host_ms`` (numpy in, numpy out; up to 42M edges), and for GPU records the
+``public_device_ms`` (every GPU record on a GPU: the public call with numba device arrays,
+which also allocates its result; `gpulab.euler.applications.de_bruijn` for de Bruijn graphs),
+``host_to_host_ms`` (numpy in, numpy out; up to 42M edges), and for GPU records the
 speed-ups over the CPU peers measured on the same case: ``ratio_to_peer`` (numba Hierholzer)
 and ``speedup_vs_networkx``.
+
+Bandwidth bounds: the run measures the device-to-device copy bandwidth once
+(``extra.copy_bandwidth_GBps``, bytes read + written per second, `copy_bandwidth_GBps`); every GPU
+record with stage times gets ``stage_bytes`` (what each stage must move,
+`gpulab.euler.model.stage_bytes`) and ``stage_bounds_ms`` (those bytes at the copy bandwidth).
 """
 
 from __future__ import annotations
@@ -50,6 +62,10 @@ def _graph(kind, E):
     return _case(kind, E, f"{kind}-{_fmt(E)}")
 
 
+def _undirected(kind, E):
+    return _case(kind, E, f"undirected-{kind}-{_fmt(E)}", directed=False)
+
+
 def _db(k, n):
     return _case("debruijn", k ** n, f"B({k},{n})", k=k, n=n)
 
@@ -64,10 +80,10 @@ def _fmt(E):
 
 def cases(quick: bool) -> list[Case]:
     if device.on_simulator():
-        return [_graph("deep", 96), _graph("shallow", 120), _db(2, 5)]
+        return [_graph("deep", 96), _graph("shallow", 120), _db(2, 5), _undirected("deep", 64)]
     if quick:
         return [_graph("deep", 2**20), _graph("shallow", 2**20), _graph("deep", M42), _graph("shallow", M42),
-                _db(2, 20)]
+                _undirected("deep", M42), _db(2, 20)]
     return full_cases()
 
 
@@ -75,6 +91,7 @@ def full_cases() -> list[Case]:
     """The GPU benchmark's cases."""
     return ([_graph(kind, E) for E in (2**18, 2**20, 2**22, 2**24, M42) for kind in ("deep", "shallow")]
             + [_case("blog", 3_145_728, "blog-3M")]
+            + [_undirected("deep", E) for E in (2**20, M42)]
             + [_graph("deep", 2**30), _graph("shallow", 2**30)]
             + [_db(2, n) for n in (16, 20, 24, 28, 30)] + [_db(4, n) for n in (8, 10, 12, 14, 15)])
 
@@ -89,8 +106,11 @@ def setup(case: Case, rng: np.random.Generator):
     E, kind = size["E"], size["kind"]
     sim = device.on_simulator()
     seed = int(rng.integers(1 << 30))
+    directed = bool(size.get("directed", True))
     state = {"case": case, "E": E, "kind": kind, "seed": seed, "plans": {}, "expected": None, "cpu_ms": {},
-             "graph": {"kind": kind, "edges": E}, "sim": sim, "host": None, "cpu_calls": {}}
+             "graph": {"kind": kind, "edges": E}, "sim": sim, "host": None, "cpu_calls": {}, "directed": directed}
+    if not directed:
+        state["graph"]["directed"] = False
     if kind == "debruijn":
         k, n = size["k"], size["n"]
         state["graph"].update(k=k, n=n, vertices=k ** (n - 1))
@@ -101,7 +121,8 @@ def setup(case: Case, rng: np.random.Generator):
     elif kind == "shallow":
         walk, degree = (6, 2) if sim else (SHALLOW_WALK, 4)  # simulated: short walks, still many cycles
         ds, dd = gen.shallow_graph(E, walk, degree, seed, device=True)
-        state["graph"].update(generator="shallow_graph", walk=walk, degree=degree)
+        state["graph"].update(generator="shallow_graph", walk=walk, degree=degree,
+                              vertices=gen.shallow_params(E, walk, degree, seed, "random")["V"])
     else:  # the blog's shallow size
         ds, dd = gen.shallow_graph(E, BLOG_WALK, BLOG_DEGREE, seed, device=True)
         state["graph"].update(generator="shallow_graph", walk=BLOG_WALK, degree=BLOG_DEGREE)
@@ -156,7 +177,13 @@ def _plan(variant, state):
         _free_plans(state)
         params = tuned_params(variant)
         params.update(variant.policy.bench_params)
-        state["plans"][key] = plan_for(variant, state["E"] + 1, params or None)
+        # the public call's capacity, so that timing it reuses this plan: E + 1 edges, 2 (E + 1)
+        # darts for an undirected graph, k^n edges for a de Bruijn sequence
+        if state["kind"] == "debruijn":
+            cap = state["E"]
+        else:
+            cap = (state["E"] + 1) * (1 if state.get("directed", True) else 2)
+        state["plans"][key] = plan_for(variant, cap, params or None)
     return state["plans"][key]
 
 
@@ -169,6 +196,8 @@ def runner(variant, state):
     cap = policy.bench_max_edges
     if cap is not None and E > cap:
         raise GpulabError(f"{variant.name} is timed up to {cap} edges")
+    if variant.backend == "cpu" and not state.get("directed", True):
+        raise GpulabError("the CPU peers are timed on directed graphs only")
     if variant.backend == "cpu":  # the policy's call, prepared once per case (a networkx graph ...)
         calls = state["cpu_calls"]
         if variant.key not in calls:
@@ -186,6 +215,12 @@ def runner(variant, state):
 
         return launch
     ds, dd = state["d_src"], state["d_dst"]
+    if not state.get("directed", True):
+        def launch():  # the public call's undirected pipeline: (out, forward, m, tail, head)
+            s, d = plan.load(ds, dd, E)
+            return plan.undirected(s, d, E)
+
+        return launch
 
     def launch():
         s, d = plan.load(ds, dd, E)
@@ -216,6 +251,9 @@ def check(variant, state):
     plan = state["plans"][variant.key]
     out = plan.buf("out")
     out.copy_to_device(np.full(out.size, -0x21524111, np.int32))  # poison
+    if not state.get("directed", True):
+        fw = plan.buf("fwd_out")
+        fw.copy_to_device(np.full(fw.size, 7, np.int32))
     t0 = time.perf_counter()
     try:
         res = launch()
@@ -227,7 +265,12 @@ def check(variant, state):
                        {"rounds_run": rounds, "ms_for_rounds_run": ms, "ms_per_round": ms / max(rounds, 1),
                         "graph": state["graph"]}) from None
     cuda.synchronize()
-    if state["kind"] == "debruijn":
+    if not state.get("directed", True):
+        res, why_host = _check_undirected(plan, state, res)
+        if res is None:
+            return False, why_host
+        tail, head = why_host
+    elif state["kind"] == "debruijn":
         k, n = state["graph"]["k"], state["graph"]["n"]
         tail, head = plan.buf("vsrc"), plan.buf("vdst")
         plan.launch("debruijn_ends", E, np.int32(E), np.int32(k), np.int32(k ** (n - 1)), tail, head)
@@ -236,6 +279,8 @@ def check(variant, state):
     ok, why = plan.verify(res, tail, head, E)
     if not ok:
         return ok, why
+    if not state.get("directed", True):
+        why += "; every edge's walked direction matches its ends (checked on the host)"
     if state["expected"] is None:  # every variant must return the same circuit: keep the first
         state["expected"] = cuda.device_array(E, np.int32)
         state["expected"].copy_to_device(res[:E])
@@ -244,6 +289,24 @@ def check(variant, state):
     if diff:
         return False, f"a valid circuit, but it differs from the first variant's at {diff} positions (first {first})"
     return True, why + "; identical to the other variants'"
+
+
+def _check_undirected(plan, state, res):
+    """The undirected result ``(out, forward, m, tail, head)`` checked on the host against the
+    input's ends (every edge once, walked either way, consecutive edges sharing their vertex,
+    closed: `gpulab.euler.reference.check_circuit` with ``directed=False``). Returns ``(out,
+    (tail, head))`` for the device checks that follow (on the orientation), or ``(None, why)``."""
+    from gpulab.euler.reference import check_circuit
+
+    out, fw, m, tail, head = res
+    E = state["E"]
+    if m != E:
+        return None, f"{m} edges in the result, the graph has {E}"
+    src, dst = _host_graph(state)
+    ok, why = check_circuit(src, dst, out[:E].copy_to_host(), directed=False, forward=fw[:E].copy_to_host())
+    if not ok:
+        return None, f"not an undirected Euler circuit: {why}"
+    return out, (tail, head)
 
 
 # ----------------------------------------------------------------------------- annotations
@@ -266,8 +329,6 @@ def repeats(variant, case):
 def annotate(variant, state, rec):
     from numba import cuda
 
-    from gpulab import timing
-
     E = state["E"]
     rec["graph"] = state["graph"]
     if variant.backend == "cpu":
@@ -281,6 +342,8 @@ def annotate(variant, state, rec):
     finally:
         plan.instrument = False
     rec["stages_ms"] = dict(plan.stage_ms)
+    if plan.vmax is not None:
+        state["graph"]["max_vertex"] = int(plan.vmax)
     rec["stats"] = {k: v for k, v in plan.stats.items()}
     rec["params"] = {k: v for k, v in plan.params.items() if k not in ("SORT_PARAMS",)}
     if "cycles_after_pairing" not in state["graph"]:
@@ -293,32 +356,58 @@ def annotate(variant, state, rec):
     if nx_ms:
         rec["speedup_vs_networkx"] = nx_ms / rec["median_ms"]
         rec["networkx_ms"] = nx_ms
-    if state["kind"] == "debruijn" or state["sim"] or variant.teaching_only:
+    if state["sim"]:
         return
-    rec["plan_bytes"] = plan.nbytes()
-    if E >= BIG and variant.name != REGISTRY.default(variant.backend):  # seconds per run: the default's public call only
-        _free_plans(state)
-        return
+    if state["kind"] != "debruijn":
+        rec["plan_bytes"] = plan.nbytes()
     del plan
-    # the public call: device arrays in and out (it allocates its result; its plan is the one
-    # timed above, kept by the API), and numpy in and out
+    # only the API's cache holds the plan now: the public call reuses it where its key is the
+    # benchmark's, and frees it before building its own where not (de Bruijn: k^n edges, not
+    # k^n + 1; a policy's bench_params), so two plans of a large graph are never held at once
+    state["plans"].clear()
+    _time_public(variant, state, rec)
+    _free_plans(state)
+    cuda.synchronize()
+
+
+def _time_public(variant, state, rec):
+    """``public_device_ms``: the public call on the case's device arrays (it allocates its result;
+    its plan is the one timed above, kept by the API; `applications.de_bruijn` for a de Bruijn
+    graph), and ``host_to_host_ms`` (numpy in and out) up to 42M edges. One timed run after one
+    warm-up where a run takes seconds (2^28 edges and more, the teaching steps); a call that
+    does not fit beside what the run holds is recorded as ``public_device_skipped``."""
+    from gpulab import timing
     import gpulab.euler as eu
 
-    ds, dd = state["d_src"], state["d_dst"]
+    E, directed = state["E"], state.get("directed", True)
     tuned = tuned_params(variant) or None
-    call = lambda: eu.euler_circuit(ds, dd, variant=variant.name, backend=variant.backend, params=tuned)  # noqa: E731
-    rec["public_device_ms"] = timing.measure(call, warmup=1, repeat=3 if E < BIG else 1).median_ms
-    if E <= HOST_MAX_EDGES:
+    how = dict(variant=variant.name, backend=variant.backend, params=tuned)
+    if state["kind"] == "debruijn":
+        from gpulab.euler.applications import de_bruijn
+
+        k, n = state["graph"]["k"], state["graph"]["n"]
+        call = lambda: de_bruijn(k, n, device=True, **how)  # noqa: E731
+    else:
+        ds, dd = state["d_src"], state["d_dst"]
+        call = lambda: eu.euler_circuit(ds, dd, directed=directed, **how)  # noqa: E731
+    slow = E >= BIG or variant.teaching_only
+    try:
+        rec["public_device_ms"] = timing.measure(call, warmup=1, repeat=1 if slow else 3).median_ms
+    except Exception as exc:  # recorded beside the kernel time, which stands
+        if not (isinstance(exc, LimitError) or device.is_out_of_memory(exc)):
+            raise
+        _free_plans(state)
+        rec["public_device_skipped"] = f"does not fit beside the benchmark's buffers: {exc}"
+        return
+    if E <= HOST_MAX_EDGES and state["kind"] != "debruijn" and not slow:
         hs, hd = _host_graph(state)
-        eu.euler_circuit(hs, hd, variant=variant.name, backend=variant.backend, params=tuned)
+        eu.euler_circuit(hs, hd, directed=directed, **how)
         samples = []
         for _ in range(3):
             t0 = time.perf_counter()
-            eu.euler_circuit(hs, hd, variant=variant.name, backend=variant.backend, params=tuned)
+            eu.euler_circuit(hs, hd, directed=directed, **how)
             samples.append((time.perf_counter() - t0) * 1e3)
         rec["host_to_host_ms"] = float(np.median(samples))
-    _free_plans(state)
-    cuda.synchronize()
 
 
 def teardown(state):
@@ -332,9 +421,50 @@ def _warm_numba():
     hierholzer(np.array([0, 1]), np.array([1, 0]))
 
 
+COPY_BYTES = 1 << 30  # the copy bandwidth's buffers: 1 GiB each (far past any L2)
+
+
+def copy_bandwidth_GBps(nbytes: int = COPY_BYTES) -> float | None:
+    """The device-to-device copy bandwidth, GB/s of bytes read + written (a copy of ``nbytes``
+    moves 2 * nbytes): a numba device-to-device copy (``cudaMemcpy`` device → device), the median
+    of 10 timed by CUDA events after 2 warm-ups. Half the free memory at most; ``None`` on the
+    simulator (no bandwidth to measure)."""
+    from numba import cuda
+
+    from gpulab import timing
+
+    if device.on_simulator():
+        return None
+    device.release_memory()
+    free, _ = cuda.current_context().get_memory_info()
+    n = max(1 << 20, min(int(nbytes), int(free) // 4) // 4)
+    a = cuda.device_array(n, np.int32)
+    b = cuda.device_array(n, np.int32)
+    a.copy_to_device(np.zeros(n, np.int32))
+    ms = timing.measure(lambda: b.copy_to_device(a), warmup=2, repeat=10).median_ms
+    return 2 * n * 4 / (ms * 1e-3) / 1e9
+
+
+def finalize(result: dict) -> None:
+    """Every GPU record with stage times gets ``stage_bytes`` (`gpulab.euler.model.record_bytes`)
+    and, where the run measured the copy bandwidth, ``stage_bounds_ms``."""
+    from gpulab.euler import model
+
+    bw = (result.get("extra") or {}).get("copy_bandwidth_GBps")
+    for rec in result["records"]:
+        if rec["backend"] == "cpu" or not rec.get("stages_ms"):
+            continue
+        sb = model.record_bytes(rec)
+        if sb is None:
+            continue
+        rec["stage_bytes"] = sb
+        if bw:
+            rec["stage_bounds_ms"] = model.bounds_ms(sb, bw)
+
+
 SPEC = BenchSpec(chapter="euler", cases=cases, setup=setup, runner=runner, check=check,
                  peer_name="numba Hierholzer (1 CPU thread)", peer=None, teardown=teardown, repeats=repeats,
-                 annotate=annotate)
+                 annotate=annotate, extra={"copy_bandwidth_GBps": copy_bandwidth_GBps}, finalize=finalize)
 
 _warm_numba()
 

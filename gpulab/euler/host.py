@@ -608,6 +608,9 @@ class EulerPlan:
         darts = self.buf("dsucc")
         self.launch("dart_succ", n, order, _i(n), darts)
         label = self.label_cycles(darts, m)
+        # the darts' labelling counts (the directed run's labelling records its own after them)
+        self.stats["dart_labelling"] = {k: self.stats[k] for k in ("label_rounds", "splitters", "label_jump_rounds")
+                                        if k in self.stats}
         osrc, odst, fwd = self.buf("osrc"), self.buf("odst"), self.buf("fwd")
         self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd)
         return osrc, odst, fwd, n, virtual
