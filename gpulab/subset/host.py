@@ -221,6 +221,20 @@ def check_shared(nbytes: int, what: str) -> None:
                          f"{limit} bytes; use fewer strategies (n) or a smaller block")
 
 
+# Every CUDA GPU gives a block 48 KiB of shared memory without the opt-in: a layout within it
+# fits any device, known without asking one (no CUDA context).
+SHARED_EVERYWHERE = 48 * 1024
+
+
+def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict) -> bool:
+    """Whether `policy`'s shared-memory layout at n fits this device (always where Q is not
+    copied into shared memory). The device is asked only above `SHARED_EVERYWHERE`."""
+    if policy.q_in != "shared":
+        return True
+    nbytes = shared_bytes(policy, n, k, geometry(params)[0])
+    return nbytes <= SHARED_EVERYWHERE or nbytes <= shared_limit()
+
+
 def max_n_shared(policy: SubsetPolicy, k: int, block: int) -> int:
     """The largest n whose `policy` layout fits this device's shared memory."""
     n = 1
@@ -370,6 +384,7 @@ def numba_kernel(name: str, p: dict):
         "subset_constant_local": lambda: kn.constant_local_kernel(p["Q_CONST"]),
         "subset_incremental": lambda: kn.incremental_kernel(p["SUBSET_K"], False),
         "subset_incremental_warp": lambda: kn.incremental_kernel(p["SUBSET_K"], True),
+        "subset_incremental_global": lambda: kn.incremental_kernel(p["SUBSET_K"], False, "global"),
         "final_argmin": lambda: kn.final_argmin,
     }
     return factories[name]()
