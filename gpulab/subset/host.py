@@ -38,6 +38,7 @@ PACKAGE = "gpulab.subset"
 SOURCE = "kernels.cu"
 MAX_K = 16  # thread-local selection arrays have this compile-time size (kernels_numba.MAX_K, kernels.cu MAX_K)
 MAX_N = 4096  # packed offsets i(i-1)/2 + j are computed in 32-bit integers
+INT64_MAX = 2**63 - 1  # the incremental kernels count their chunks in a signed 64-bit int
 SYMMETRY_TOL = 1e-12
 CONST_PAIRS = 8192  # __constant__ double Q_const[8192]: 64 KiB
 
@@ -179,6 +180,11 @@ def squared_packed(C):
 
 
 def check_gpu_limits(n: int, k: int) -> None:
+    """The limits of every GPU kernel, whatever the memory Q is read from: k <= MAX_K, and
+    n <= MAX_N (the packed offsets i(i-1)/2 + j are 32-bit ints). The others are checked where
+    they arise: C(n, k) must fit the 64-bit unsigned ranks (`check_form`), the incremental
+    scan's chunk count a 64-bit signed int (`IncrementalPlan`), and the device's shared or
+    constant memory must hold Q where a variant copies it there."""
     if k > MAX_K:
         raise LimitError(f"k = {k} exceeds the GPU kernels' limit of MAX_K = {MAX_K} (the size of the thread-local selection)")
     if n > MAX_N:
@@ -580,6 +586,9 @@ class IncrementalPlan(SearchPlan):
         target = device.info().sm_count * 2048  # threads that fill every SM
         self.chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(width, target)))
         self.nchunks = ceil_div(width, self.chunk)
+        if self.nchunks > INT64_MAX:
+            raise LimitError(f"{width} ranks in chunks of {self.chunk} make {self.nchunks} chunks, over the kernels' "
+                             f"64-bit signed chunk count ({INT64_MAX}); use a larger CHUNK")
         self.grid = max(1, min(ceil_div(self.nchunks, self.block), self.max_blocks))
         self.final_block = params["FINAL_BLOCK"]
         self.vals, self.ranks, _ = _block_results(self.grid)  # one pair per block: they stay on the device
