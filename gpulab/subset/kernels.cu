@@ -140,7 +140,7 @@ extern "C" __global__ void subset_constant_local(const u64* __restrict__ T, int 
 // --8<-- [start:q_at]
 // Q[i] where the kernel keeps Q: in shared memory (GLOBAL_Q false: a plain load, ld.shared once
 // Q is known to point there), or in global memory read through the read-only data cache
-// (GLOBAL_Q true: __ldg, ld.global.nc; a miss in L1 goes to L2, where all of Q stays).
+// (GLOBAL_Q true: __ldg, ld.global.nc; a miss in L1 goes to L2, which holds all of Q).
 template <bool GLOBAL_Q>
 __device__ __forceinline__ double q_at(const double* __restrict__ Q, int i)
 {
