@@ -224,7 +224,8 @@ def check_shared(nbytes: int, what: str) -> None:
     limit = shared_limit()
     if nbytes > limit:
         raise LimitError(f"{what} needs {nbytes} bytes of shared memory per block, over the device limit of "
-                         f"{limit} bytes; use fewer strategies (n) or a smaller block")
+                         f"{limit} bytes; use fewer strategies (n), a smaller block, or the variant "
+                         "incremental_global (Q read from global memory: no shared-memory cap)")
 
 
 # Every CUDA GPU gives a block 48 KiB of shared memory without the opt-in: a layout within it
