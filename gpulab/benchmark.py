@@ -104,7 +104,7 @@ class BenchSpec:
     public: Callable[[object, object], Callable[[], object] | None] | None = None
     extra: dict = field(default_factory=dict)
     # (warmup, repeat) for the peer of a case, when it differs from the variants' (a CPU peer that
-    # takes seconds per run); None: the run's settings
+    # takes seconds per run); None (or a None answer for a case): the run's settings
     peer_timing: Callable[[Case], tuple[int, int]] | None = None
     # called with the finished result (e.g. to add a chapter's derived fields to its records)
     finalize: Callable[[dict], None] | None = None
@@ -201,7 +201,7 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
             if isinstance(peer_run, tuple):  # (launch, name): the peer differs between cases
                 peer_run, peer_name = peer_run
             if peer_run is not None:
-                pw, pr = spec.peer_timing(case) if spec.peer_timing else (warmup, repeat)
+                pw, pr = (spec.peer_timing(case) if spec.peer_timing else None) or (warmup, repeat)
                 peer_ms = measure(peer_run, warmup=pw, repeat=pr).median_ms
         other_peers = {}  # secondary peers: recorded in the JSON, not in the ratio
         if spec.other_peers is not None and not device.on_simulator():

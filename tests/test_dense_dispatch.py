@@ -153,7 +153,7 @@ def test_subset_shared_layouts():
     n, k, block = 50, 5, 256
     q = 8 * n * (n - 1) // 2
     want = {"global": 0, "shared": q + 16 * block + 4 * k * block, "constant_local": 16 * block,
-            "incremental": q + 16 * block, "incremental_warp": q + 16 * block}
+            "incremental": q + 16 * block, "incremental_warp": q + 16 * block, "incremental_global": 16 * block}
     for name, nbytes in want.items():
         assert ss_host.shared_bytes(SUBSET.get(name, "numba").policy, n, k, block) == nbytes, name
 
@@ -178,4 +178,4 @@ def test_subset_cpu_variants_run_from_the_reference_module():
 def test_subset_compares_sums_is_policy_data():
     from gpulab.subset.variants import COMPARES_SUMS
 
-    assert COMPARES_SUMS == {"incremental", "incremental_warp", "cpu_parallel"}
+    assert COMPARES_SUMS == {"incremental", "incremental_warp", "incremental_global", "cpu_parallel"}

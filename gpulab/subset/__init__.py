@@ -55,8 +55,9 @@ def least_correlated(C, k: int, variant: str | None = None, backend: str | None 
             `"cuda-c"` on a GPU where it runs — twice numba's speed on the H200 (8.9 against
             19.2 ms at C(100,6)) — with the variant measured fastest for C(n, k) (`constant_local`
             up to 230,300 subsets where n <= 128, else `incremental`), and `"numba"` with
-            `"incremental"` elsewhere (numba's simulator, no pycuda): see
-            [`default_choice`][gpulab.subset.variants.default_choice].
+            `"incremental"` elsewhere (numba's simulator, no pycuda); where that variant's Q
+            would not fit the device's shared memory per block (n > 237 on an H200),
+            `"incremental_global"`: see [`default_choice`][gpulab.subset.variants.default_choice].
         params: override the variant's parameters (`BLOCK`, `PARTITION`, `CHUNK` ...: `host.PARAMS`).
         ranks: `(start, stop)`: search only the subsets of lexicographic ranks
             start <= rank < stop (a non-empty part of [0, C(n, k)), aligned to nothing);
@@ -98,7 +99,9 @@ def check(C, k: int, variant: str | None = None, backend: str | None = None,
     A device `C` is copied to the host once (n² values). The device's limits are checked where
     they are known without a CUDA context: always the kernels' own (n, k), and on the simulator
     (whose limits are the H200's) the shared memory of the variants that copy Q into it;
-    on a GPU that one is left to the search itself. [`gpulab.distributed`][gpulab.distributed]
+    on a GPU that one is left to the search itself. (Choosing a default variant, with none
+    named, may read the device's shared memory per block: where the default's Q would need
+    more than the 48 KiB every CUDA GPU gives.) [`gpulab.distributed`][gpulab.distributed]
     checks a search here, on its client, before any task is submitted.
     """
     if is_device_array(C):

@@ -38,6 +38,7 @@ PACKAGE = "gpulab.subset"
 SOURCE = "kernels.cu"
 MAX_K = 16  # thread-local selection arrays have this compile-time size (kernels_numba.MAX_K, kernels.cu MAX_K)
 MAX_N = 4096  # packed offsets i(i-1)/2 + j are computed in 32-bit integers
+INT64_MAX = 2**63 - 1  # the incremental kernels count their chunks in a signed 64-bit int
 SYMMETRY_TOL = 1e-12
 CONST_PAIRS = 8192  # __constant__ double Q_const[8192]: 64 KiB
 
@@ -179,6 +180,11 @@ def squared_packed(C):
 
 
 def check_gpu_limits(n: int, k: int) -> None:
+    """The limits of every GPU kernel, whatever the memory Q is read from: k <= MAX_K, and
+    n <= MAX_N (the packed offsets i(i-1)/2 + j are 32-bit ints). The others are checked where
+    they arise: C(n, k) must fit the 64-bit unsigned ranks (`check_form`), the incremental
+    scan's chunk count a 64-bit signed int (`IncrementalPlan`), and the device's shared or
+    constant memory must hold Q where a variant copies it there."""
     if k > MAX_K:
         raise LimitError(f"k = {k} exceeds the GPU kernels' limit of MAX_K = {MAX_K} (the size of the thread-local selection)")
     if n > MAX_N:
@@ -218,7 +224,22 @@ def check_shared(nbytes: int, what: str) -> None:
     limit = shared_limit()
     if nbytes > limit:
         raise LimitError(f"{what} needs {nbytes} bytes of shared memory per block, over the device limit of "
-                         f"{limit} bytes; use fewer strategies (n) or a smaller block")
+                         f"{limit} bytes; use fewer strategies (n), a smaller block, or the variant "
+                         "incremental_global (Q read from global memory: no shared-memory cap)")
+
+
+# Every CUDA GPU gives a block 48 KiB of shared memory without the opt-in: a layout within it
+# fits any device, known without asking one (no CUDA context).
+SHARED_EVERYWHERE = 48 * 1024
+
+
+def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict) -> bool:
+    """Whether `policy`'s shared-memory layout at n fits this device (always where Q is not
+    copied into shared memory). The device is asked only above `SHARED_EVERYWHERE`."""
+    if policy.q_in != "shared":
+        return True
+    nbytes = shared_bytes(policy, n, k, geometry(params)[0])
+    return nbytes <= SHARED_EVERYWHERE or nbytes <= shared_limit()
 
 
 def max_n_shared(policy: SubsetPolicy, k: int, block: int) -> int:
@@ -370,6 +391,7 @@ def numba_kernel(name: str, p: dict):
         "subset_constant_local": lambda: kn.constant_local_kernel(p["Q_CONST"]),
         "subset_incremental": lambda: kn.incremental_kernel(p["SUBSET_K"], False),
         "subset_incremental_warp": lambda: kn.incremental_kernel(p["SUBSET_K"], True),
+        "subset_incremental_global": lambda: kn.incremental_kernel(p["SUBSET_K"], False, "global"),
         "final_argmin": lambda: kn.final_argmin,
     }
     return factories[name]()
@@ -565,6 +587,9 @@ class IncrementalPlan(SearchPlan):
         target = device.info().sm_count * 2048  # threads that fill every SM
         self.chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(width, target)))
         self.nchunks = ceil_div(width, self.chunk)
+        if self.nchunks > INT64_MAX:
+            raise LimitError(f"{width} ranks in chunks of {self.chunk} make {self.nchunks} chunks, over the kernels' "
+                             f"64-bit signed chunk count ({INT64_MAX}); use a larger CHUNK")
         self.grid = max(1, min(ceil_div(self.nchunks, self.block), self.max_blocks))
         self.final_block = params["FINAL_BLOCK"]
         self.vals, self.ranks, _ = _block_results(self.grid)  # one pair per block: they stay on the device

@@ -137,10 +137,22 @@ extern "C" __global__ void subset_constant_local(const u64* __restrict__ T, int 
 }
 // --8<-- [end:constant_local]
 
+// --8<-- [start:q_at]
+// Q[i] where the kernel keeps Q: in shared memory (GLOBAL_Q false: a plain load, ld.shared once
+// Q is known to point there), or in global memory read through the read-only data cache
+// (GLOBAL_Q true: __ldg, ld.global.nc; a miss in L1 goes to L2, which holds all of Q).
+template <bool GLOBAL_Q>
+__device__ __forceinline__ double q_at(const double* __restrict__ Q, int i)
+{
+    return GLOBAL_Q ? __ldg(Q + i) : Q[i];
+}
+// --8<-- [end:q_at]
+
 // --8<-- [start:scan]
 // Best (sum, rank) over `count` consecutive ranks from `start`; K is a compile-time constant, and
-// every index into c[] and P[] is one after unrolling, so both live in registers.
-template <int K>
+// every index into c[] and P[] is one after unrolling, so both live in registers. GLOBAL_Q: where
+// Q is read from (q_at).
+template <int K, bool GLOBAL_Q = false>
 __device__ __forceinline__ void scan_chunk(const double* __restrict__ Q, const u64* __restrict__ T, int n,
                                            u64 start, u64 count, double& best, u64& best_rank)
 {
@@ -163,7 +175,7 @@ __device__ __forceinline__ void scan_chunk(const double* __restrict__ Q, const u
         const int rb = c[b] * (c[b] - 1) / 2;
         double s = P[b - 1];
 #pragma unroll
-        for (int a = 0; a < b; ++a) s += Q[rb + c[a]];
+        for (int a = 0; a < b; ++a) s += q_at<GLOBAL_Q>(Q, rb + c[a]);
         P[b] = s;
     }
     u64 rank = start;
@@ -176,7 +188,7 @@ __device__ __forceinline__ void scan_chunk(const double* __restrict__ Q, const u
             const int rj = j * (j - 1) / 2;  // row j of the packed triangle: k-1 lookups per subset
             double s = base;
 #pragma unroll
-            for (int a = 0; a < K - 1; ++a) s += Q[rj + c[a]];
+            for (int a = 0; a < K - 1; ++a) s += q_at<GLOBAL_Q>(Q, rj + c[a]);
             if (s < best) { best = s; best_rank = rank; }  // squared sums: no sqrt per subset
             // --8<-- [end:hot]
         }
@@ -196,7 +208,7 @@ __device__ __forceinline__ void scan_chunk(const double* __restrict__ Q, const u
                 const int rb = c[b] * (c[b] - 1) / 2;
                 double s = P[b - 1];
 #pragma unroll
-                for (int a = 0; a < b; ++a) s += Q[rb + c[a]];
+                for (int a = 0; a < b; ++a) s += q_at<GLOBAL_Q>(Q, rb + c[a]);
                 P[b] = s;
             }
         }
@@ -211,24 +223,46 @@ __device__ __forceinline__ void stage_q(const double* __restrict__ Q, double* Qs
 }
 
 // --8<-- [start:incremental]
-extern "C" __global__ void subset_incremental(const double* __restrict__ Q, const u64* __restrict__ T, int n,
-                                              int npairs, u64 base, u64 stop, u64 chunk, long long nchunks,
-                                              double* out_val, u64* out_rank)
+// The whole search in one launch: chunks of the ranks [base, stop), grid-stride, then the block's
+// argmin. GLOBAL_Q false: every block first copies Q into shared memory (8 n(n-1)/2 bytes: the
+// device's shared memory per block caps n); true: Q is read where it lies (q_at), and shared
+// memory holds only the argmin's 16 bytes per thread, whatever n.
+template <bool GLOBAL_Q>
+__device__ __forceinline__ void incremental_search(const double* __restrict__ Q, const u64* __restrict__ T, int n,
+                                                   int npairs, u64 base, u64 stop, u64 chunk, long long nchunks,
+                                                   double* out_val, u64* out_rank)
 {
-    extern __shared__ double smem[];  // [Q: npairs][values: B][ranks: B]
-    stage_q(Q, smem, npairs);
+    extern __shared__ double smem[];  // [Q: npairs, unless GLOBAL_Q][values: B][ranks: B]
+    const int o = GLOBAL_Q ? 0 : npairs;
+    if (!GLOBAL_Q) stage_q(Q, smem, npairs);
     double best = INF_D;
     u64 best_rank = RANK_NONE;
     const long long stride = (long long)gridDim.x * blockDim.x;
     for (long long t = blockIdx.x * (long long)blockDim.x + threadIdx.x; t < nchunks; t += stride) {
         const u64 start = base + (u64)t * chunk;  // chunks of the ranks [base, stop)
         const u64 count = min(chunk, stop - start);
-        scan_chunk<SUBSET_K>(smem, T, n, start, count, best, best_rank);
+        scan_chunk<SUBSET_K, GLOBAL_Q>(GLOBAL_Q ? Q : smem, T, n, start, count, best, best_rank);
     }
-    block_argmin(smem + npairs, (u64*)(smem + npairs + blockDim.x), best, best_rank);
+    block_argmin(smem + o, (u64*)(smem + o + blockDim.x), best, best_rank);
     if (threadIdx.x == 0) { out_val[blockIdx.x] = best; out_rank[blockIdx.x] = best_rank; }
 }
+
+extern "C" __global__ void subset_incremental(const double* __restrict__ Q, const u64* __restrict__ T, int n,
+                                              int npairs, u64 base, u64 stop, u64 chunk, long long nchunks,
+                                              double* out_val, u64* out_rank)
+{
+    incremental_search<false>(Q, T, n, npairs, base, stop, chunk, nchunks, out_val, out_rank);
+}
 // --8<-- [end:incremental]
+
+// --8<-- [start:incremental_global]
+extern "C" __global__ void subset_incremental_global(const double* __restrict__ Q, const u64* __restrict__ T, int n,
+                                                     int npairs, u64 base, u64 stop, u64 chunk, long long nchunks,
+                                                     double* out_val, u64* out_rank)
+{
+    incremental_search<true>(Q, T, n, npairs, base, stop, chunk, nchunks, out_val, out_rank);  // npairs: unused
+}
+// --8<-- [end:incremental_global]
 
 // --8<-- [start:warp_argmin]
 __device__ __forceinline__ void warp_argmin(double& v, u64& r)

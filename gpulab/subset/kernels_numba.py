@@ -185,25 +185,44 @@ def constant_local_kernel(Q: np.ndarray):
 scan_dev = cuda.jit(device=True)(scan_chunk)
 
 
+# --8<-- [start:q_placement]
+@cuda.jit(device=True)
+def q_in_shared(Q, fs, npairs):
+    """Copy Q into the block's dynamic shared memory (every block); the scan reads it there,
+    and the argmin's slots start after it. Returns `(the Q the scan reads, the slots' offset)`."""
+    for i in range(cuda.threadIdx.x, npairs, cuda.blockDim.x):
+        fs[i] = Q[i]
+    cuda.syncthreads()
+    return fs, npairs
+
+
+@cuda.jit(device=True)
+def q_in_global(Q, fs, npairs):
+    """No copy: the scan reads Q where it lies, in global memory (through L1 and L2), so the
+    block's shared memory holds only the argmin's slots, from 0, whatever n."""
+    return Q, 0
+# --8<-- [end:q_placement]
+
+
 @lru_cache(maxsize=None)
-def incremental_kernel(K: int, warp: bool):
+def incremental_kernel(K: int, warp: bool, q_in: str = "shared"):
     """Chunks of consecutive ranks per thread, incremental sums, the whole range in one launch.
 
     ``K`` is a compile-time constant so the loops over positions unroll and ``c``/``P`` can
     live in registers. ``warp``: argmin with warp shuffles first (needs a real GPU).
+    ``q_in``: where the scan reads Q, ``"shared"`` (copied there by every block: the device's
+    shared memory caps n) or ``"global"`` (read where it lies; chosen here, in Python, so each
+    kernel is compiled with one placement: `q_in_shared` or `q_in_global`).
     """
     KA = max(K, 1)
+    place = {"shared": q_in_shared, "global": q_in_global}[q_in]
 
     # --8<-- [start:incremental]
     @cuda.jit
     def subset_incremental(Q, T, n, npairs, base, stop, chunk, nchunks, out_val, out_rank):
         fs = cuda.shared.array(0, float64)
         us = cuda.shared.array(0, uint64)
-        tid = cuda.threadIdx.x
-        B = cuda.blockDim.x
-        for i in range(tid, npairs, B):
-            fs[i] = Q[i]
-        cuda.syncthreads()
+        q, o = place(Q, fs, npairs)  # the Q the scan reads; where the argmin's slots start
         c = cuda.local.array(KA, int32)
         P = cuda.local.array(KA, float64)
         best = np.inf
@@ -212,15 +231,15 @@ def incremental_kernel(K: int, warp: bool):
         for t in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
             start = base + uint64(t) * chunk
             count = min(chunk, stop - start)
-            s, r = scan_dev(fs, T, n, K, start, count, c, P)
+            s, r = scan_dev(q, T, n, K, start, count, c, P)
             if s < best:
                 best = s
                 best_rank = r
         if warp:
-            v, r = warp_block_argmin(fs, us, npairs, best, best_rank)
+            v, r = warp_block_argmin(fs, us, o, best, best_rank)
         else:
-            v, r = block_argmin(fs, us, npairs, best, best_rank)
-        if tid == 0:
+            v, r = block_argmin(fs, us, o, best, best_rank)
+        if cuda.threadIdx.x == 0:
             out_val[cuda.blockIdx.x] = v
             out_rank[cuda.blockIdx.x] = r
     # --8<-- [end:incremental]

@@ -39,6 +39,11 @@ _LADDER = [
     ("incremental_warp", ("global", "shared", "registers"),
      "the same with a warp-shuffle argmin: no shared memory or barrier until one value per warp is left",
      SubsetPolicy("subset_incremental_warp", **INCREMENTAL_POLICY), INCREMENTAL, INCREMENTAL_SIM, False, True),
+    ("incremental_global", ("global", "shared", "registers"),
+     "incremental's scan with Q read where it lies, through the read-only cache and L2: no copy into shared "
+     "memory, so no shared-memory cap on n",
+     SubsetPolicy("subset_incremental_global", **dict(INCREMENTAL_POLICY, q_in="global")), INCREMENTAL,
+     INCREMENTAL_SIM, False, False),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs).
@@ -59,6 +64,12 @@ DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_paralle
 # numba's constant_local compiles a kernel for every Q (Q is baked into it), which the
 # benchmark's warm-up hides.
 FASTEST = {"cuda-c": ((230_300, "constant_local"), (None, "incremental"))}
+# Where the variant a default picks keeps Q in shared memory and n needs more of it than a block
+# of this device gets (n > 237 for incremental's 512-thread blocks on an H100 or H200), the default
+# is this one instead, on the same backend: the same scan, Q read from global memory, no cap on n
+# but the kernels' own (MAX_N, MAX_K, C(n, k) in 64 bits). (A variant named by the caller is
+# never replaced: above the cap it fails with the LimitError that names the shared memory.)
+BEYOND_SHARED = "incremental_global"
 
 REGISTRY = Registry("subset", defaults=DEFAULTS)
 for name, memory, lesson, policy, params, sim_params, teaching, warp in _LADDER:
@@ -94,12 +105,23 @@ def default_backend() -> str:
 
 def fastest(backend: str, n: int, k: int) -> str:
     """The variant `FASTEST` gives `backend` for C(n, k) subsets: its first row that covers
-    the size and whose variant can run at n; else the backend's default."""
+    the size and whose variant can run at n; else the backend's default (`beyond_shared`
+    of it)."""
     subsets = choose(n, k)
     for most, name in FASTEST.get(backend, ()):
         if (most is None or subsets <= most) and host.fits_by_kernel(REGISTRY.get(name, backend).policy, n):
-            return name
-    return REGISTRY.default(backend)
+            return beyond_shared(name, backend, n, k)
+    return beyond_shared(REGISTRY.default(backend), backend, n, k)
+
+
+def beyond_shared(name: str, backend: str, n: int, k: int) -> str:
+    """`name`, or `BEYOND_SHARED` where `name` copies Q into shared memory and its layout at n
+    (with its launch parameters) does not fit this device's shared memory per block. The device
+    is asked only for layouts over the 48 KiB every CUDA GPU gives (`host.fits_shared`)."""
+    v = REGISTRY.get(name, backend)
+    if v.policy is None or v.policy.kernel is None or host.fits_shared(v.policy, n, k, v.launch_params()):
+        return name
+    return BEYOND_SHARED
 
 
 def default_choice(n: int, k: int, variant: str | None = None, backend: str | None = None) -> tuple[str, str]:
@@ -110,8 +132,11 @@ def default_choice(n: int, k: int, variant: str | None = None, backend: str | No
       `fastest(backend, n, k)`'s variant for the size (the measured table `FASTEST`);
     * no backend, a variant: that variant on the default backend, or on the backend that has
       it (`cpu_parallel`: `"cpu"`);
-    * a backend and no variant: the backend's default (`DEFAULTS`), as before;
+    * a backend and no variant: the backend's default (`DEFAULTS`);
     * both: unchanged.
+
+    A default (no variant named) that would copy Q into more shared memory than this device
+    gives a block becomes `BEYOND_SHARED` (`incremental_global`), on the same backend.
     """
     if backend is None:
         backend = default_backend()
@@ -119,7 +144,7 @@ def default_choice(n: int, k: int, variant: str | None = None, backend: str | No
             return fastest(backend, n, k), backend
         if variant not in REGISTRY.names(backend):
             backend = next((v.backend for v in REGISTRY if v.name == variant), backend)
-    return variant or REGISTRY.default(backend), backend
+    return variant or beyond_shared(REGISTRY.default(backend), backend, n, k), backend
 
 
 def cuda_builds() -> list[tuple[str, dict]]:
@@ -145,7 +170,6 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         out.append((f"column_moments[{dt}]", kn.column_moments, kn.SIG_MOMENTS.format(dt)))
         out.append((f"correlation_pairs[{dt}]", kn.correlation_pairs, kn.SIG_PAIRS.format(dt)))
     for K in CHECK_KS:
-        for warp in (False, True):
-            out.append((f"subset_incremental[K={K}{',warp' if warp else ''}]", kn.incremental_kernel(K, warp),
-                        kn.SIG_INCREMENTAL))
+        for warp, q_in, tag in ((False, "shared", ""), (True, "shared", ",warp"), (False, "global", ",global")):
+            out.append((f"subset_incremental[K={K}{tag}]", kn.incremental_kernel(K, warp, q_in), kn.SIG_INCREMENTAL))
     return out

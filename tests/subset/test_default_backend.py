@@ -28,6 +28,9 @@ def emulate(monkeypatch, machine: str) -> None:
     sim, pycuda = MACHINES[machine]
     monkeypatch.setattr(device, "on_simulator", lambda: sim)
     monkeypatch.setattr(cudac, "unavailable_reason", lambda: None if pycuda else "pycuda is not installed")
+    # the default asks the device's shared memory per block where Q may not fit: the H200's (the
+    # emulated GPU has no device to ask)
+    monkeypatch.setattr(host, "shared_limit", lambda: 227 * 1024)
 
 
 def corr(rng, n):

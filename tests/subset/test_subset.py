@@ -303,7 +303,7 @@ def test_cuda_c_on_simulator_says_why():
 
 def test_every_ladder_step_has_both_backends():
     assert set(REGISTRY.names("numba")) == set(REGISTRY.names("cuda-c")) == {
-        "global", "shared", "constant_local", "incremental", "incremental_warp"}
+        "global", "shared", "constant_local", "incremental", "incremental_warp", "incremental_global"}
     assert set(REGISTRY.names("cpu")) == {"cpu_parallel", "reference"}
 
 
