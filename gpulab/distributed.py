@@ -293,7 +293,7 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
 
     Q, n, k = prepare_subset(C, k, variant, backend, params)
     # the defaults, decided once, here on the client (every task runs the same concrete choice)
-    variant, backend = default_choice(n, k, variant, backend)
+    variant, backend = default_choice(n, k, variant, backend, ask_device=False)  # no CUDA context on the client
     chunks = _count(chunks, "chunks")
     client = _client(client)
     total = choose(n, k)

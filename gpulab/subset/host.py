@@ -233,13 +233,20 @@ def check_shared(nbytes: int, what: str) -> None:
 SHARED_EVERYWHERE = 48 * 1024
 
 
-def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict) -> bool:
+# The opt-in shared memory per block of sm_90 (H100, H200), for a choice made in a process that
+# must not ask the device: a Dask client, which never launches (asking would open a CUDA context
+# there, on the GPU of a worker).
+SM90_SHARED_OPTIN = 232_448
+
+
+def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict, ask_device: bool = True) -> bool:
     """Whether `policy`'s shared-memory layout at n fits this device (always where Q is not
-    copied into shared memory). The device is asked only above `SHARED_EVERYWHERE`."""
+    copied into shared memory). The device is asked only above `SHARED_EVERYWHERE`, and only
+    with `ask_device` (else sm_90's `SM90_SHARED_OPTIN` stands for it)."""
     if policy.q_in != "shared":
         return True
     nbytes = shared_bytes(policy, n, k, geometry(params)[0])
-    return nbytes <= SHARED_EVERYWHERE or nbytes <= shared_limit()
+    return nbytes <= SHARED_EVERYWHERE or nbytes <= (shared_limit() if ask_device else SM90_SHARED_OPTIN)
 
 
 def max_n_shared(policy: SubsetPolicy, k: int, block: int) -> int:

@@ -119,6 +119,26 @@ def test_on_an_h200_the_switch_is_at_n_237(monkeypatch):
     assert default_choice(200, 2) == ("incremental", "cuda-c")  # few subsets, n > 128: the table's, no switch
 
 
+def test_a_dask_client_chooses_without_asking_the_device(monkeypatch):
+    """`ask_device=False` (gpulab.distributed's client, and `check` on a GPU) never reads the
+    device's limits (that would open a CUDA context on a worker's GPU); it takes sm_90's 227 KiB,
+    so it switches where an H100 or H200 would."""
+    monkeypatch.setattr(device, "on_simulator", lambda: False)
+    monkeypatch.setattr(cudac, "unavailable_reason", lambda: None)
+
+    def asked():
+        raise AssertionError("the device was asked")
+
+    monkeypatch.setattr(host, "shared_limit", asked)
+    assert default_choice(237, 5, ask_device=False) == ("incremental", "cuda-c")
+    assert default_choice(238, 5, ask_device=False) == (NAME, "cuda-c")
+    assert default_choice(300, 5, None, "numba", ask_device=False) == (NAME, "numba")
+    C = np.corrcoef(np.random.default_rng(0).standard_normal((238, 12)))
+    assert ss.check(C, 5)[1:] == (238, 5)  # check on a GPU: no device asked either
+    with pytest.raises(AssertionError, match="asked"):
+        default_choice(238, 5)
+
+
 # ----------------------------------------------------------------------------- limits
 
 
