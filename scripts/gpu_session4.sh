@@ -13,6 +13,9 @@
 #   gpdev      scripts/gpu_gpdevice.sh (GP population on the device: tests, generation timeline, evolve)
 #   sanitize   compute-sanitizer (SAN_TOOLS, default memcheck racecheck synccheck initcheck) on this
 #              session's new steps (SAN_CASES "chapter:backend:variant ..."), 4 processes at once
+#   subsetglobal  chapter 2's incremental_global against incremental(_warp) at C(200,5) and C(300,5); its tests
+#   eulerud    gpulab bench euler, deep-42M directed and undirected (ruling_set), then the stage bounds
+#   gp10k      the GP generation timeline again at 10,000 and 25,000 individuals
 #   retest     the tests the whole-suite run failed (after their fixes), and the files they sit in
 #   tests      the whole test suite (scripts/gpu_tests.sh)
 set -uo pipefail
@@ -89,6 +92,25 @@ if [[ " $stages " == *" sanitize "* ]]; then
   for f in "$OUT"/san-*.log; do
     say "$(basename "$f" .log): $(grep -E 'ERROR SUMMARY|RACECHECK SUMMARY' "$f" | tr '\n' ' ') $(grep -cE ' ok\b' "$f") ok cases, $(tail -1 "$f")"
   done
+fi
+if [[ " $stages " == *" subsetglobal "* ]]; then
+  timeout 300 $py -m gpulab bench subset --sizes "C(200,5)" "C(300,5)" --variants incremental incremental_warp incremental_global \
+    --repeat 5 --warmup 1 --no-progress --out "$OUT/subsetglobal" > "$OUT/subsetglobal.txt" 2>&1
+  say "bench subset exit $? ($(el) s)"; grep -E "^C\(|^size" "$OUT/subsetglobal.txt" | tee -a "$summary"
+  timeout 200 $py -m pytest -q -p no:cacheprovider -n 4 tests/subset/test_global_q.py tests/subset/test_default_backend.py \
+    tests/subset/test_call_cache.py > "$OUT/subsetglobal-tests.log" 2>&1
+  say "subset global tests exit $?: $(tail -1 "$OUT/subsetglobal-tests.log")"
+fi
+if [[ " $stages " == *" eulerud "* ]]; then
+  timeout 300 $py -m gpulab bench euler --sizes deep-42M undirected-deep-42M --variants ruling_set --repeat 7 --no-progress \
+    --out "$OUT/eulerud" > "$OUT/eulerud.txt" 2>&1
+  say "bench euler exit $? ($(el) s)"; grep -E "42M|^size" "$OUT/eulerud.txt" | tee -a "$summary"
+  timeout 60 $py -m gpulab.euler.model "$OUT"/eulerud/euler-*.json "$OUT/eulerud" > "$OUT/eulerud-model.txt" 2>&1
+  say "euler model exit $?"; tail -25 "$OUT/eulerud-model.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" gp10k "* ]]; then
+  timeout 200 $py scripts/gp_breed_timeline.py --generation --population 10000 25000 --repeat 5 --json "$OUT/gp10k.json" \
+    > "$OUT/gp10k.txt" 2>&1; say "gp timeline exit $? ($(el) s)"; grep -v Warning "$OUT/gp10k.txt" | grep -v "warn(" | tee -a "$summary"
 fi
 if [[ " $stages " == *" retest "* ]]; then
   timeout 300 $py -m pytest -q -p no:cacheprovider -n 8 ${RETEST:-tests/matmul/test_numba_warptile.py tests/radix/test_radix.py \
