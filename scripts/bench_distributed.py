@@ -39,8 +39,10 @@ def subset_cases(sim: bool):
     # C(300,5) was asked for; the incremental kernels keep Q (n(n-1)/2 doubles) in shared memory,
     # which holds n <= 237 on an H200 (n = 300 needs 366,992 bytes of the 232,448: a LimitError
     # from the worker, first run). So: C(200,6), and the largest n that fits, with k = 5 and 6.
+    # C(300,5): above that cap, chapter 2's incremental_global (Q read from global memory)
     return [dict(label="C(200,6)", n=200, k=6, days=250, **best), dict(label="C(236,6)", n=236, k=6, days=250, **best),
-            dict(label="C(236,5)", n=236, k=5, days=250, **best)]
+            dict(label="C(236,5)", n=236, k=5, days=250, **best),
+            dict(label="C(300,5)", n=300, k=5, days=250, variant="incremental_global", backend="cuda-c")]
 
 
 def gp_cases(sim: bool):
@@ -68,6 +70,7 @@ def main() -> int:
     ap.add_argument("--out", default=".")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sim", action="store_true", help="tiny cases on the simulator (a dry run)")
+    ap.add_argument("--only", choices=("subset", "gp"), default=None, help="only the subset search's or GP's cases")
     args = ap.parse_args()
     sim = args.sim or device.on_simulator()
     from distributed import Client
@@ -81,9 +84,11 @@ def main() -> int:
     counts = [1, 2] if sim or len(gpus) >= 2 else [1]
     print(f"GPUs visible: {gpus or 'none (simulator: CPU workers)'}; clusters of {counts} workers", flush=True)
     inputs = {}
-    for c in subset_cases(sim):
+    subset_run = subset_cases(sim) if args.only != "gp" else []
+    gp_run = gp_cases(sim) if args.only != "subset" else []
+    for c in subset_run:
         inputs[c["label"]] = ss.correlation(ss.synthetic_returns(c["days"], c["n"], seed=11))
-    for c in gp_cases(sim):
+    for c in gp_run:
         key = (c["P"], c["stocks"], c["days"])
         if key not in inputs:
             inputs[key] = (gp_bench.population(c["P"]), synthetic_market(c["stocks"], c["days"], seed=gp_bench.MARKET_SEED))
@@ -99,7 +104,7 @@ def main() -> int:
             client.run(lambda: None)
             overheads[workers] = gd.overhead_ms(client)
             print(f"   empty task round trip {overheads[workers]:.2f} ms", flush=True)
-            for c in subset_cases(sim):
+            for c in subset_run:
                 C = inputs[c["label"]]
                 call = lambda: gd.search_chunks(C, c["k"], client=client, variant=c["variant"], backend=c["backend"])  # noqa: E731
                 try:
@@ -124,7 +129,7 @@ def main() -> int:
                                 "rank": best.rank, "distance": best.distance})
                 print(f"   subset {c['label']:9s} {med:9.2f} ms  {total / med / 1e6:8.3g} Gsubsets/s  chunks {len(parts)}"
                       f"  busiest worker {max(per_worker.values()):.2f} ms", flush=True)
-            for c in gp_cases(sim):
+            for c in gp_run:
                 pop, market = inputs[(c["P"], c["stocks"], c["days"])]
                 call = lambda: gd.evaluate(pop, market, client=client, variant=c["variant"], backend=c["backend"])  # noqa: E731
                 try:
@@ -145,7 +150,7 @@ def main() -> int:
             cluster.close()
     # the baseline: the single-device call, no Dask, in this process
     base = {}
-    for c in subset_cases(sim):
+    for c in subset_run:
         C = inputs[c["label"]]
         call = lambda: ss.least_correlated(C, c["k"], c["variant"], c["backend"])  # noqa: E731
         call()
@@ -157,7 +162,7 @@ def main() -> int:
                         "note": "no Dask: gpulab.subset.least_correlated in the client process", "rank": r.rank,
                         "distance": r.distance, "answers_equal": ok})
         print(f"   no Dask subset {c['label']:9s} {med:9.2f} ms  answers equal: {ok}", flush=True)
-    for c in gp_cases(sim):
+    for c in gp_run:
         pop, market = inputs[(c["P"], c["stocks"], c["days"])]
         call = lambda: np.asarray(gp.evaluate(pop, market, c["variant"], c["backend"]))  # noqa: E731
         call()
@@ -184,7 +189,9 @@ def main() -> int:
                            "one Nanny worker process per GPU, one thread, CUDA_VISIBLE_DEVICES=i"},
               "empty_task_ms": overheads, "worker_gpus": gpus_used, "records": records}
     result["rows"] = summary_rows(result)
-    out = Path(args.out) / f"distributed-{'sim' if sim else 'h200x2'}.json"
+    name = "sim" if sim else f"{benchmark.device_slug(result)}x{len(gpus)}"  # e.g. h200x2 (the committed run's name)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    out = Path(args.out) / f"distributed-{name}.json"
     out.write_text(json.dumps(result, indent=1, default=str) + "\n")
     plot(result, out.with_suffix(".png"))
     print(f"\nwrote {out}\n")
