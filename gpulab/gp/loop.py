@@ -222,7 +222,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     pop = initial_population(params, int(rng.integers(2**31)))
     t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
     # (a variant that compiles each population into its kernels compiles generation 0 on the clock)
-    evals = (ev_train, ev_test) if backend != "cpu" and getattr(v.policy, "programs", "") != "compiled" else ()
+    evals = (ev_train, ev_test) if backend != "cpu" and not (v.policy and v.policy.compiled) else ()
     pop, t_up = _warm_at_size(pop, params, evals, breeding_on, backend)
     t_start = time.perf_counter() - t_init - t_up
     warmup_s = t_start - t_warm  # the compile warm-up, then the one at the run's size
