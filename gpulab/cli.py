@@ -153,6 +153,13 @@ def cmd_bench(args) -> int:
     if not args.metrics and (args.metrics_kernels or args.metrics_launches):
         raise UsageError(f"gpulab bench: --metrics-{'kernels' if args.metrics_kernels else 'launches'} "
                          "goes with --metrics")
+    if args.metrics_kernels:
+        import re
+
+        try:
+            re.compile(args.metrics_kernels)
+        except re.error as exc:
+            raise UsageError(f"gpulab bench: --metrics-kernels {args.metrics_kernels!r} is not a regular expression: {exc}") from None
     ncu = _metrics_ncu() if args.metrics else None
     chapter = chapters.get(args.chapter)
     spec, reg = chapter.bench, chapter.registry

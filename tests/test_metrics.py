@@ -244,3 +244,6 @@ def test_metrics_options_need_metrics(capsys):
         assert cli.main(["bench", "euler", *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert err == [f"gpulab bench: {extra[0]} goes with --metrics"]
+    assert cli.main(["bench", "euler", "--metrics", "--metrics-kernels", "jump_round|(tile"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "is not a regular expression" in err[0], err

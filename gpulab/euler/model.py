@@ -2,7 +2,7 @@
 time that takes at the device's copy bandwidth (its *bandwidth bound*).
 
 Each function counts the bytes of one stage's passes as the pipeline
-([`EulerPlan`][gpulab.euler.host.EulerPlan]) runs them, every element read or written once per
+(`gpulab.euler.host.EulerPlan`) runs them, every element read or written once per
 pass and perfectly coalesced: 4 bytes per int32, 8 per packed word, 1 per byte flag. The bound
 ignores what makes a real pass dearer: a random 4-byte gather still moves a whole 32-byte
 sector, a walk's loads depend on each other, and the host waits between rounds. The gap between

@@ -164,9 +164,12 @@ class _Slot:
         return self
 
     def room(self, nbytes: int):
-        """The code buffer, with room for ``nbytes`` (grown by a quarter more than asked)."""
+        """The code buffer, with room for ``nbytes`` (grown by a quarter more than asked). A new
+        buffer holds no population: the epoch moves on, so a `DevicePopulation` written into the
+        old one refuses to be read instead of reading the new one's garbage."""
         if self.code.size < nbytes:
             self.code = cuda.device_array(nbytes + nbytes // 4, np.uint8)
+            self.epoch += 1
         return self.code
 
 

@@ -114,14 +114,13 @@ BREEDINGS = ("gpu", "cpu")
 # scripts/gp_breed_timeline.py --generation, docs/benchmarks/gp-generation-h100.json): one whole
 # generation (train and test evaluation, breeding, validation), the population kept on the device
 # (breed_resident) against the CPU breeding (Population.bred on the host, the evaluator uploading
-# the code): CUDA C 1.43 against 0.825 ms at 1,000 individuals, 1.46 against 1.51 at 5,000 (a tie),
-# 2.05 against 5.05 at 25,000 and 14.2 against 108 at 500,000; numba 1.91 against 1.52 at 5,000,
-# 2.42 against 5.37 at 25,000. Between 5,000 and 25,000 the host's path grows ~0.18 ms per 1,000
-# individuals, the device's ~0.03: the lines cross at ~5,000 with CUDA C and ~7,400 with numba
-# (linear interpolation; 10,000 itself was not measured), so from 10,000 the device wins with
-# either backend. Below that the host's breeding is faster: the GPU's share is launches, not work.
-# (The old threshold, 100,000, was measured with the children going back to the host each
-# generation: docs/benchmarks/gp-breeding-h100.json.)
+# the code). CUDA C: 1.33 against 0.77 ms at 1,000 individuals, 1.48 against 1.46 at 5,000 (a tie),
+# 1.96 against 4.44 at 25,000, 14.0 against 84.9 at 500,000. At 10,000 that run's CUDA C row was
+# out of line (3.23 against 2.05, its breeding twice its neighbours'); measured again alone
+# (docs/benchmarks/gp-generation-10k-h100.json): 1.88 against 2.36 in CUDA C, 2.04 against 2.52 in
+# numba. So from 10,000 the device wins with either backend; below, the host's breeding is faster
+# (the GPU's share is launches, not work). (The old threshold, 100,000, was measured with the
+# children going back to the host each generation: docs/benchmarks/gp-breeding-h100.json.)
 GPU_BREEDING_FROM = 10_000
 
 

@@ -95,7 +95,7 @@ def add_block_totals(out, scanned_sums):
 
 
 SIG_SCAN, SIG_ADD = "void(int32[::1], int32[::1], int32[::1])", "void(int32[::1], int32[::1])"  # (the PTX check)
-_SCRATCH: dict = {}  # the block totals of each level, by length: kept (one population size at a time)
+_SCRATCH: dict = {}  # the block totals of each level, by length: kept for every length seen (a few KB each)
 
 
 def inclusive_scan(x, out, backend: str = "numba") -> None:

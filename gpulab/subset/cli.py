@@ -121,7 +121,11 @@ def run_search(args) -> int:
     C = ss.correlation(R)
     n, _ = host.check_form(C, args.k)
     # the defaults decided here, once: what runs, and what --json reports, is the concrete choice
-    args.variant, args.backend = ss.default_choice(n, args.k, args.variant, args.backend)
+    # (a search on a cluster chooses for its workers without asking this machine's GPU: no CUDA
+    # context on the client)
+    local = getattr(args, "gpus", None) is None and getattr(args, "scheduler", None) is None
+    args.variant, args.backend = ss.default_choice(n, args.k, args.variant, args.backend,
+                                                   ask_device=local or device.on_simulator())
     REGISTRY.get(args.variant, args.backend)  # an unknown variant, before any estimate
     subsets = ss.choose(n, args.k)
     if args.scheduler is None:  # on a cluster the work runs on its workers, not on this machine

@@ -23,6 +23,7 @@ is in [`gpulab.subset.reference`][gpulab.subset.reference].)
 from __future__ import annotations
 
 import math
+import threading
 
 import numpy as np
 
@@ -438,18 +439,26 @@ def prepare(policy: SubsetPolicy, backend: str, Q, n: int, k: int, params: dict,
     ([`plan_for`][gpulab.subset.host.plan_for]) bound to this `Q` (a host Q: n(n-1)/2 values)."""
     if not is_device_array(Q):
         Q = np.ascontiguousarray(Q, np.float64)
-        if Q.size != npairs(n):
-            raise ShapeError(f"Q has {Q.size} values; n = {n} packs n(n-1)/2 = {npairs(n)}")
+        size = Q.size
+    else:  # read from its interface, the data untouched: the kernels read n(n-1)/2 doubles
+        shape, dtype = check_array(Q, "Q", ndim=1)
+        if dtype != np.float64:
+            raise DtypeError(f"Q on the device has dtype {dtype}; the kernels read float64 (squared_packed's output)")
+        size = shape[0]
+    if size != npairs(n):
+        raise ShapeError(f"Q has {size} values; n = {n} packs n(n-1)/2 = {npairs(n)}")
     plan, start, stop = plan_for(policy, backend, n, k, params, ranks)
     return plan.bind(Q, start, stop)
 
 
 def plan_for(policy: SubsetPolicy, backend: str, n: int, k: int, params: dict, ranks=None):
     """`(plan, start, stop)`: the plan kept for (policy, backend, n, k, params, the number of
-    ranks searched) — made the first time that shape is searched, its limits checked then (a
+    ranks searched, the calling thread) — made the first time that shape is searched, its limits checked then (a
     plan that fails them is not kept) — and the ranks [start, stop) `ranks` names."""
     start, stop = rank_range(n, k, ranks)
-    key = (policy, backend, n, k, tuple(sorted(params.items())), stop - start)
+    # A plan's buffers (Q, the blocks' answers, the pinned result) serve one search at a time:
+    # each thread gets its own plans (a Dask worker may run several searches at once).
+    key = (policy, backend, n, k, tuple(sorted(params.items())), stop - start, threading.get_ident())
     kind = IncrementalPlan if policy.chunked else SeedPlan
     return PLANS.get(key, lambda: kind(policy, backend, n, k, params, stop - start)), start, stop
 
@@ -463,8 +472,8 @@ class SearchPlan:
 
     Per call, [`bind`][gpulab.subset.host.SearchPlan.bind]`(Q, start, stop)()` is left with: a
     host Q copied into the kept buffer (the one upload; a device Q is read where it lies), the
-    launches, and the download of the reduced answer. One plan serves one thread at a time (its
-    buffers are reused by every call). numba's `constant_local` kernel has Q baked in (numba's
+    launches, and the download of the reduced answer. Its buffers are reused by every call, so
+    plans are kept per thread: two threads searching the same shape at once never share one. numba's `constant_local` kernel has Q baked in (numba's
     constant arrays are compile-time data): it alone is looked up per Q, in `bind` (compiled
     once per Q, then found in `kernels_numba`'s cache of the last 8).
     """

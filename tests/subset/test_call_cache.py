@@ -142,3 +142,40 @@ def test_bad_input_is_one_clear_error_and_nothing_is_kept(call, error, pattern, 
     with pytest.raises(error, match=pattern):
         call(C)
     assert len(host.PLANS) == 0
+
+
+def test_each_thread_gets_its_own_plan():
+    """A plan's buffers (Q, the blocks' answers) serve one search at a time: the same shape
+    searched from another thread (a Dask worker runs several tasks at once) gets another plan."""
+    import threading
+
+    from gpulab.subset.variants import REGISTRY
+
+    v = REGISTRY.get("incremental", "numba")
+    host.clear_cache()
+    try:
+        mine = host.plan_for(v.policy, v.backend, 9, 3, v.launch_params(None))[0]
+        assert host.plan_for(v.policy, v.backend, 9, 3, v.launch_params(None))[0] is mine
+        theirs = []
+        t = threading.Thread(target=lambda: theirs.append(host.plan_for(v.policy, v.backend, 9, 3, v.launch_params(None))[0]))
+        t.start()
+        t.join()
+        assert theirs and theirs[0] is not mine and len(host.PLANS) == 2
+    finally:
+        host.clear_cache()
+
+
+def test_a_device_q_of_the_wrong_length_or_dtype_is_refused():
+    """`search_packed` on a device Q checks what the kernels will read (no out-of-bounds reads,
+    no float32 bits read as float64)."""
+    import gpulab.subset as ss
+    from numba import cuda
+
+    from gpulab.errors import DtypeError, ShapeError
+
+    n, k = 9, 3
+    good = np.random.default_rng(2).random(n * (n - 1) // 2)
+    with pytest.raises(ShapeError, match="n = 9 packs n\\(n-1\\)/2 = 36"):
+        ss.search_packed(cuda.to_device(good[:-1]), n, k, "incremental", "numba")
+    with pytest.raises(DtypeError, match="float64"):
+        ss.search_packed(cuda.to_device(good.astype(np.float32)), n, k, "incremental", "numba")

@@ -227,5 +227,6 @@ def test_bench_has_c_300_5_and_what_runs_it(monkeypatch):
     with pytest.raises(GpulabError, match="teaching step global"):
         bench.runner(REGISTRY.get("global", "cuda-c"), {"n": 300, "k": 5, "launch": {}})
     # Q of n = 300 fits no H200 block (227 KiB): the shared-memory variants are over it
-    q_bytes = 8 * host.npairs(300)
-    assert q_bytes == 358_800 > 227 * 1024
+    inc = REGISTRY.get("incremental", "cuda-c")
+    assert not host.fits_shared(inc.policy, 300, 5, inc.launch_params(), ask_device=False)
+    assert host.fits_shared(inc.policy, 237, 5, inc.launch_params(), ask_device=False)
