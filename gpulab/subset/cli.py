@@ -114,6 +114,7 @@ def search_here(C, k: int, variant: str, backend: str, chunk: int | None = None,
 
 def run_search(args) -> int:
     import gpulab.subset as ss
+    from gpulab import device
     from gpulab.subset import host
     from gpulab.subset.variants import REGISTRY
 
