@@ -353,31 +353,61 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
 # ----------------------------------------------------------------------------- GP evaluation
 
 
-def shard(population, start: int, stop: int):
-    """Individuals [start, stop) of a population, as a population (byte code sliced, no re-parsing)."""
-    from gpulab.gp.programs import Population
-
+def shard(population, start: int, stop: int) -> tuple:
+    """Individuals [start, stop) of a population as plain arrays ``(code, offsets, stats)``
+    (byte code sliced, no re-parsing): what a task is sent. Rebuild it with
+    `gpulab.gp.Population(code, offsets, stats=stats)`."""
     o = population.offsets
     lo, hi = int(o[2 * start]), int(o[2 * stop])
-    return Population(population.code[lo:hi], o[2 * start:2 * stop + 1] - lo,
-                      stats=population.stats[2 * start:2 * stop])
+    return population.code[lo:hi], o[2 * start:2 * stop + 1] - lo, population.stats[2 * start:2 * stop]
 
 
-def host_market(market):
-    """The market without its device arrays or device source (what is pickled to the workers)."""
-    from gpulab.gp.market import Market
+def market_payload(market) -> tuple:
+    """The market as plain data — numpy arrays, ints and strings, without its device arrays or
+    device source — which is what is scattered to the workers.
 
-    return Market(None, None, None, None, None, names=market.names, dates=market.dates, _history=market._h,
-                  _window=(market.start, market.days))
+    Only numpy arrays and builtins cross the wire, never a gpulab object: Dask unpickles
+    scattered data on the worker's communication thread, and unpickling a gpulab class there
+    would import gpulab's chapters on that thread, beside a task that may be importing them too
+    (CI hung in tests/test_distributed.py on 2026-11-22 and 2026-11-26, the second time after an
+    unpickle of the scattered market failed: "Failed to deserialize"). A task rebuilds the market
+    (`worker_market`), once per worker."""
+    h = market._h
+    history = (h.open, h.high, h.low, h.close, h.volume)
+    overrides = tuple((int(k), np.asarray(v)) for k, v in h.overrides.items())
+    terminals = None if h._terminals is None else tuple(h._terminals)  # indicators computed once, on the client
+    names = tuple(str(x) for x in market.names)
+    return history, overrides, terminals, (int(market.start), int(market.days)), names, market.dates
 
 
-def evaluate_shard(population, market, variant: str, backend: str, params) -> np.ndarray:
-    """The task: chapter 3's evaluation of one shard, fitness as numpy."""
+_MARKETS: list = []  # [(payload, market)]: the markets this worker rebuilt, newest last (a few)
+
+
+def worker_market(payload):
+    """The market of `market_payload`, rebuilt once per
+    worker and payload: the tasks of one call share it (and its device copies)."""
+    from gpulab.gp.market import Market, _History
+
+    for p, m in _MARKETS:
+        if p is payload:
+            return m
+    history, overrides, terminals, window, names, dates = payload
+    h = _History(*history, overrides=dict(overrides), _terminals=terminals)
+    m = Market(None, None, None, None, None, names=names, dates=dates, _history=h, _window=window)
+    _MARKETS.append((payload, m))
+    del _MARKETS[:-2]
+    return m
+
+
+def evaluate_shard(code, offsets, stats, market_data, variant: str, backend: str, params) -> np.ndarray:
+    """The task: chapter 3's evaluation of one shard (the arrays of `shard`),
+    fitness as numpy."""
     import gpulab.gp as gp
     from gpulab.arrays import to_host
 
     bind_worker_gpu()
-    return np.asarray(to_host(gp.evaluate(population, market, variant, backend, params)))
+    population = gp.Population(code, offsets, stats=stats)
+    return np.asarray(to_host(gp.evaluate(population, worker_market(market_data), variant, backend, params)))
 
 
 def evaluate(population, market, *, client=None, shards: int | None = None, variant: str | None = None,
@@ -406,8 +436,8 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
     client = _client(client)
     P = len(pop)
     pieces = split(0, P, shards or SHARDS_PER_WORKER * worker_count(client))
-    m = client.scatter(host_market(market), broadcast=True, hash=False)
-    futures = [client.submit(evaluate_shard, shard(pop, a, b), m, variant, backend, params, pure=False)
+    [m] = client.scatter([market_payload(market)], broadcast=True, hash=False)  # one item (a bare tuple would be many)
+    futures = [client.submit(evaluate_shard, *shard(pop, a, b), m, variant, backend, params, pure=False)
                for a, b in pieces]
     try:
         return np.concatenate(client.gather(futures))

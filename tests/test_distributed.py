@@ -172,9 +172,45 @@ def test_gp_fitness_equals_one_device(client, P, shards):
 
 def test_gp_shards_are_the_individuals():
     pop = population(7)
-    parts = [gd.shard(pop, a, b) for a, b in gd.split(0, 7, 3)]
+    parts = [gp.Population(*gd.shard(pop, a, b)[:2]) for a, b in gd.split(0, 7, 3)]  # stats recomputed
     assert sum(len(p) for p in parts) == 7
     assert [str(x) for p in parts for x in p] == [str(x) for x in pop]
+    stats = np.concatenate([gd.shard(pop, a, b)[2] for a, b in gd.split(0, 7, 3)])
+    assert np.array_equal(stats, np.concatenate([p.stats for p in parts]))  # the shipped stats are the shard's own
+
+
+def _globals(obj) -> set[str]:
+    """The modules whose classes or functions unpickling `obj` would import."""
+    import pickle
+    import pickletools
+
+    names, strings = set(), []
+    for op, arg, _ in pickletools.genops(pickle.dumps(obj, protocol=5)):
+        if isinstance(arg, str):
+            strings.append(arg)
+        if op.name == "STACK_GLOBAL":
+            names.add(strings[-2].split(".")[0])
+        elif op.name == "GLOBAL":
+            names.add(arg.split()[0].split(".")[0])
+    return names
+
+
+def test_only_numpy_and_builtins_cross_the_wire():
+    """What a GP call scatters and submits unpickles without importing gpulab (Dask unpickles
+    scattered data on a worker's communication thread; CI hung there twice, see market_payload),
+    and the worker's rebuilt market gives the client's fitness."""
+    market = gp.synthetic_market(stocks=2, days=280, seed=4)
+    pop = population(6, seed=3)
+    one = gp.evaluate(pop, market)  # computes the indicators on the client: they are shipped too
+    payload = gd.market_payload(market)
+    assert payload[2] is not None
+    assert _globals(payload) <= {"numpy", "builtins", "_codecs"}, _globals(payload)
+    assert _globals(gd.shard(pop, 1, 4)) <= {"numpy", "builtins", "_codecs"}
+    assert _globals(market) & {"gpulab"}  # the premise: a Market itself would import gpulab
+    rebuilt = gd.worker_market(payload)
+    assert gd.worker_market(payload) is rebuilt  # once per worker and payload
+    got = gd.evaluate_shard(*gd.shard(pop, 0, 6), payload, gp.REGISTRY.default("numba"), "numba", None)
+    assert np.array_equal(got, one)
 
 
 def test_gp_other_variant_and_cpu(client):
