@@ -166,6 +166,33 @@ def worker_device() -> dict:
     return {"name": name, "ordinal": int(d.id), "pci_bus_id": int(d.PCI_BUS_ID)}
 
 
+def _shared_limit_here() -> int:
+    """On a worker: the shared memory per block (with the opt-in) of its GPU."""
+    from gpulab.subset.host import shared_limit
+
+    bind_worker_gpu()
+    return int(shared_limit())
+
+
+_LIMITS: dict = {}  # (scheduler, workers) -> bytes
+
+
+def workers_shared_limit(client) -> int:
+    """The smallest shared memory per block (bytes, with the opt-in) among the client's
+    workers' GPUs: what a default subset search must fit on every worker. Asked once per set of
+    workers, by one small task on each (in the worker's task thread: nothing is imported on its
+    communication thread), so the client itself never opens a CUDA context."""
+    client = _client(client)
+    worker_count(client)  # none: NoCluster
+    workers = tuple(sorted(client.scheduler_info().get("workers", {})))
+    key = (client.scheduler.address, workers)
+    if key not in _LIMITS:  # (a worker gone meanwhile: another answers for it, rather than no one)
+        futures = [client.submit(_shared_limit_here, workers=[w], allow_other_workers=True, pure=False)
+                   for w in workers]
+        _LIMITS[key] = min(client.gather(futures))
+    return _LIMITS[key]
+
+
 def _client(client):
     if client is not None:
         return client
@@ -293,9 +320,11 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
 
     Q, n, k = prepare_subset(C, k, variant, backend, params)
     # the defaults, decided once, here on the client (every task runs the same concrete choice)
-    variant, backend = default_choice(n, k, variant, backend, ask_device=False)  # no CUDA context on the client
     chunks = _count(chunks, "chunks")
     client = _client(client)
+    # (no CUDA context on the client: the workers' GPUs are asked, and only where a default needs it)
+    limit = workers_shared_limit(client) if variant is None else None
+    variant, backend = default_choice(n, k, variant, backend, ask_device=False, limit=limit)
     total = choose(n, k)
     ranges = split(0, total, chunks or default_chunks(total, worker_count(client)))
     # --8<-- [start:submit]
@@ -461,5 +490,6 @@ def _nothing():
 
 
 __all__ = ["least_correlated", "evaluate", "local_cluster", "visible_gpus", "search_chunks", "merge", "split",
-           "default_chunks", "ChunkResult", "NoCluster", "CHUNKS_PER_WORKER", "MIN_CHUNK_RANKS", "overhead_ms"]
+           "default_chunks", "ChunkResult", "NoCluster", "CHUNKS_PER_WORKER", "MIN_CHUNK_RANKS", "overhead_ms",
+           "workers_shared_limit"]
 

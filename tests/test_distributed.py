@@ -152,6 +152,30 @@ def test_the_merge_compares_what_the_variant_compares(client):
     assert seed.rank == 0 and gd.least_correlated(C, 2, client=client, chunks=3, variant="shared") == seed
 
 
+def test_a_default_search_fits_the_workers_smallest_gpu(client, rng, monkeypatch):
+    """The client chooses the default variant for the smallest shared memory among its workers'
+    GPUs (asked once per set of workers, by a task on each), not for sm_90's or its own device's."""
+    import gpulab.subset as subset_pkg
+    from gpulab.subset.host import shared_limit
+
+    assert gd.workers_shared_limit(client) == shared_limit()  # the simulator's workers report its limit
+    seen = []
+    real = subset_pkg.default_choice
+
+    def spy(*a, **kw):
+        if "limit" in kw:  # the client's choice for its workers (chapter 2's own checks call it too)
+            seen.append(kw["limit"])
+        return real(*a, **kw)
+
+    monkeypatch.setattr(subset_pkg, "default_choice", spy)
+    monkeypatch.setattr(gd, "workers_shared_limit", lambda c: 123_456)
+    C = corr(rng, 8)
+    assert gd.least_correlated(C, 3, client=client, params=SMALL) == ss.least_correlated(C, 3, params=SMALL)
+    assert seen == [123_456]
+    gd.least_correlated(C, 3, client=client, variant="incremental", params=SMALL)  # named: no question asked
+    assert seen == [123_456, None]
+
+
 # ----------------------------------------------------------------------------- GP evaluation
 
 

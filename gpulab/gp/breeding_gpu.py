@@ -384,7 +384,9 @@ def to_device(pop: Population, elite, max_nodes, mut_depth) -> DevicePopulation:
     population, so that its first generation, like every other, uploads nothing. It keeps
     ``pop`` as its host copy (nothing to download)."""
     if isinstance(pop, DevicePopulation):
-        return pop
+        pop = pop.device_or_host()  # overwritten since, with a host copy: uploaded again from it
+        if isinstance(pop, DevicePopulation):
+            return pop
     P = len(pop)
     b = _buffers(P, max_nodes, mut_depth, _width(max_nodes, pop), min(int(elite), P))
     slot, _ = _place(b, pop)

@@ -217,6 +217,8 @@ class Evaluator:
             for i0, nb in constant_batches(pop, p.get("CONST_CAPACITY", CONST_BYTES)):
                 self._launch(nb, (_i(i0), _i(nb), _i(S), _i(D)), tail, constant=constant_image(pop, i0, nb))
         else:
+            if isinstance(pop, DevicePopulation):  # overwritten since, with a host copy: that copy
+                pop = pop.device_or_host()
             if isinstance(pop, DevicePopulation):  # bred on the GPU: read where it is, no copy
                 code, offs = pop.device_arrays()
             else:

@@ -564,9 +564,10 @@ class DevicePopulation(Population):
 
     Its device buffers are the GPU breeding's kept buffers (two sets, used in turn): the
     breeding after the one that reads this population as parents writes its children over them.
-    After that, any use of this population raises a [`GpulabError`][gpulab.errors.GpulabError]
+    After that, a read of its device buffers raises a [`GpulabError`][gpulab.errors.GpulabError]
     (never stale code): call [`to_host`][gpulab.gp.programs.DevicePopulation.to_host] first to
-    keep it longer."""
+    keep it longer. One that has a host copy is then evaluated (and bred, and uploaded again by
+    `breeding_gpu.to_device`) from that copy."""
 
     def __init__(self, slot, P: int, total: int, maxima: dict, host: Population | None = None):
         self._slot, self._epoch = slot, slot.epoch
@@ -575,8 +576,19 @@ class DevicePopulation(Population):
         self.max_stack_depth, self.max_bool_depth = int(maxima["stack"]), int(maxima["bools"])
         self.max_tree_nodes, self.max_program_nodes = int(maxima["tree_nodes"]), int(maxima["program_nodes"])
 
+    @property
+    def on_device(self) -> bool:
+        """Whether its device buffers still hold it (no later breeding has written over them)."""
+        return self._slot.epoch == self._epoch
+
+    def device_or_host(self) -> "DevicePopulation | Population":
+        """What a reader should use: itself while [`on_device`][gpulab.gp.programs.DevicePopulation.on_device],
+        else its host copy where it has one (downloaded by `to_host`, or the population it was
+        uploaded from). Overwritten without a host copy: itself, whose device reads raise."""
+        return self if self.on_device or self._host is None else self._host
+
     def _check_fresh(self) -> None:
-        if self._slot.epoch != self._epoch:
+        if not self.on_device:
             raise GpulabError("this GPU-bred population's device buffers were overwritten by a later breeding "
                               "(a population bred on the GPU lives until the breeding after the one it parents); "
                               "call .to_host() on it before breeding again to keep it")

@@ -125,6 +125,7 @@ def run_search(args) -> int:
     # (a search on a cluster chooses for its workers without asking this machine's GPU: no CUDA
     # context on the client)
     local = getattr(args, "gpus", None) is None and getattr(args, "scheduler", None) is None
+    named = (args.variant, args.backend)  # on a cluster the defaults are decided again for its workers' GPUs
     args.variant, args.backend = ss.default_choice(n, args.k, args.variant, args.backend,
                                                    ask_device=local or device.on_simulator())
     REGISTRY.get(args.variant, args.backend)  # an unknown variant, before any estimate
@@ -136,7 +137,7 @@ def run_search(args) -> int:
     if args.gpus is None and args.scheduler is None:
         best = search_here(C, args.k, args.variant, args.backend)
     else:
-        best, where = _distributed(C, args)
+        best, where = _distributed(C, args, named)
     seconds = time.perf_counter() - t0
     out = {"combination": list(best.combination), "names": [names[i] for i in best.combination],
            "distance": best.distance, "rank": best.rank, "n": n, "k": args.k,
@@ -150,26 +151,30 @@ def run_search(args) -> int:
     return 0
 
 
-def _distributed(C, args):
+def _distributed(C, args, named):
     from distributed import Client
 
     import gpulab.distributed as gd
     import gpulab.subset as ss
 
     ss.check(C, args.k, args.variant, args.backend)  # bad input: before any cluster starts
+
+    def search(client, where):
+        if named[0] is None:  # the default variant, for the smallest shared memory among the workers' GPUs
+            args.variant, args.backend = ss.default_choice(len(C), args.k, *named, ask_device=False,
+                                                           limit=gd.workers_shared_limit(client))
+        return gd.least_correlated(C, args.k, client=client, chunks=args.chunks, variant=args.variant,
+                                   backend=args.backend), where
+
     if args.scheduler:
         try:
             client = Client(args.scheduler, timeout="20s")
         except (OSError, TimeoutError) as exc:
             raise GpulabError(f"--scheduler {args.scheduler}: cannot connect ({' '.join(str(exc).split())})") from None
         with client:
-            where = f"Dask cluster {args.scheduler}, {gd.worker_count(client)} worker(s)"
-            return gd.least_correlated(C, args.k, client=client, chunks=args.chunks, variant=args.variant,
-                                       backend=args.backend), where
+            return search(client, f"Dask cluster {args.scheduler}, {gd.worker_count(client)} worker(s)")
     gpus = _gpus(args.gpus)
     with gd.local_cluster(gpus) as cluster, Client(cluster) as client:
         n = gd.worker_count(client)
         kind = "CPU (simulator)" if not gd.visible_gpus() else "GPU"
-        where = f"local Dask cluster, {n} {kind} worker(s)"
-        return gd.least_correlated(C, args.k, client=client, chunks=args.chunks, variant=args.variant,
-                                   backend=args.backend), where
+        return search(client, f"local Dask cluster, {n} {kind} worker(s)")

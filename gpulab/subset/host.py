@@ -240,14 +240,18 @@ SHARED_EVERYWHERE = 48 * 1024
 SM90_SHARED_OPTIN = 232_448
 
 
-def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict, ask_device: bool = True) -> bool:
+def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict, ask_device: bool = True,
+                limit: int | None = None) -> bool:
     """Whether `policy`'s shared-memory layout at n fits this device (always where Q is not
     copied into shared memory). The device is asked only above `SHARED_EVERYWHERE`, and only
-    with `ask_device` (else sm_90's `SM90_SHARED_OPTIN` stands for it)."""
+    with `ask_device` (else sm_90's `SM90_SHARED_OPTIN` stands for it); `limit` (bytes per
+    block, e.g. the smallest of a Dask cluster's GPUs) replaces both."""
     if policy.q_in != "shared":
         return True
     nbytes = shared_bytes(policy, n, k, geometry(params)[0])
-    return nbytes <= SHARED_EVERYWHERE or nbytes <= (shared_limit() if ask_device else SM90_SHARED_OPTIN)
+    if nbytes <= SHARED_EVERYWHERE:
+        return True
+    return nbytes <= (limit if limit is not None else shared_limit() if ask_device else SM90_SHARED_OPTIN)
 
 
 def max_n_shared(policy: SubsetPolicy, k: int, block: int) -> int:

@@ -71,8 +71,35 @@ def test_a_population_overwritten_by_a_later_breeding_refuses_to_be_read(rng):
     second.to_host()  # (downloaded before: kept)
     with pytest.raises(GpulabError, match="overwritten by a later breeding"):
         first.device_arrays()
+    assert not first.on_device and second.on_device  # (the third breeding wrote over first's slot only)
     third = breeding_gpu.breed_resident(kept, *_args(fitness, p, 3))  # a host population: uploaded
     assert third.total_nodes > 0
+
+
+def test_an_overwritten_population_with_a_host_copy_is_read_from_that_copy(rng):
+    """Evaluated, bred and uploaded again from its host copy; without one, its evaluation
+    raises (never stale code)."""
+    import gpulab.gp as gp
+
+    p = GPParams(population=10, elite=1, max_nodes=40)
+    market = synthetic_market(stocks=2, days=262, seed=int(rng.integers(2**31)))
+    fitness = rng.normal(size=10)
+    first = breeding_gpu.breed_resident(initial_population(p, int(rng.integers(2**31))), *_args(fitness, p, 1))
+    second = breeding_gpu.breed_resident(first, *_args(fitness, p, 2))
+    kept = second.to_host()
+    want = gp.evaluate(kept, market)
+    breeding_gpu.breed_resident(second, *_args(fitness, p, 3))  # writes over first's slot
+    breeding_gpu.breed_resident(initial_population(p, 5), *_args(fitness, p, 4))  # and over second's
+    assert not second.on_device and second.device_or_host() is kept
+    assert np.array_equal(gp.evaluate(second, market), want)
+    again = breeding_gpu.to_device(second, p.elite, p.max_nodes, p.mutation_depth)
+    assert isinstance(again, DevicePopulation) and again.on_device and again is not second
+    _same(kept, again)
+    assert np.array_equal(gp.evaluate(again, market), want)
+    seed = int(rng.integers(2**31))
+    _same(_cpu_generation(kept, fitness, p, seed), breeding_gpu.breed_resident(second, *_args(fitness, p, seed)))
+    with pytest.raises(GpulabError, match="overwritten by a later breeding"):
+        gp.evaluate(first, market)
 
 
 def test_device_exclusive_scan_equals_numpy(rng):
