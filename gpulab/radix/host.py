@@ -399,7 +399,7 @@ class SortPlan:
         launch, the first always."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
-        offsets = self.hist_back.start(self.hist, self.stream)
+        offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0)
         moves = self.passes_that_move(offsets().reshape(self.max_passes, R))
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
