@@ -287,6 +287,31 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
     return result
 
 
+COPY_BYTES = 1 << 30  # the copy bandwidth's buffers: 1 GiB each (far past any L2)
+
+
+def copy_bandwidth_GBps(nbytes: int = COPY_BYTES) -> float | None:
+    """The device-to-device copy bandwidth, GB/s of bytes read + written (a copy of ``nbytes``
+    moves 2 * nbytes): a numba device-to-device copy (``cudaMemcpy`` device → device), the median
+    of 10 timed by CUDA events after 2 warm-ups. Half the free memory at most; ``None`` on the
+    simulator (no bandwidth to measure). A chapter's bandwidth bounds divide bytes by it (the
+    euler benchmark's ``extra.copy_bandwidth_GBps``)."""
+    from numba import cuda
+
+    from gpulab import device, timing
+
+    if device.on_simulator():
+        return None
+    device.release_memory()
+    free, _ = cuda.current_context().get_memory_info()
+    n = max(1 << 20, min(int(nbytes), int(free) // 4) // 4)
+    a = cuda.device_array(n, np.int32)
+    b = cuda.device_array(n, np.int32)
+    a.copy_to_device(np.zeros(n, np.int32))
+    ms = timing.measure(lambda: b.copy_to_device(a), warmup=2, repeat=10).median_ms
+    return 2 * n * 4 / (ms * 1e-3) / 1e9
+
+
 def device_slug(result: dict) -> str:
     name = result["device"]["name"]
     if result["device"]["mode"] == "sim":

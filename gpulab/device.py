@@ -97,6 +97,70 @@ def wait_event():
     return cuda.event() if on_simulator() else cuda.event(timing=False)
 
 
+class Readback:
+    """A small device result's way back to the host: a page-locked (pinned) host buffer of a
+    fixed shape and dtype, and the event that says a copy into it has arrived. Both are made
+    once, with the plan that owns them; every use after that allocates nothing on the device
+    or in host memory (a pinned copy is one DMA, with no staging buffer in between).
+
+    Two ways to read `d_src` (a device array of `host`'s shape) into `host`:
+
+    * [`fetch`][gpulab.device.Readback.fetch]`(d_src, stream)`: copy and wait, the one host
+      synchronization of a call. On the default stream (`0` or `None`) this is numba's
+      synchronous copy (one driver call, behind all the work queued before it); on another
+      stream it is `start(d_src, stream)()`.
+    * [`start`][gpulab.device.Readback.start]`(d_src, stream)`: queue the copy behind the work
+      already on `stream`, record the event behind it and return at once, with the function
+      that waits for the event and returns `host`. Work queued after `start` (the next kernel)
+      runs on the device while the host waits.
+
+    ```python
+    back = Readback(1, np.uint32)           # once, with the plan
+    ...
+    wait = back.start(d_max, stream)        # every call: the copy is queued ...
+    launch_next_kernel()                    # ... more work queued behind it ...
+    largest = int(wait()[0])                # ... and the host waits for the copy only
+    ```
+    """
+
+    __slots__ = ("host", "arrived")
+
+    def __init__(self, shape, dtype):
+        from numba import cuda
+
+        self.host = cuda.pinned_array(shape, dtype)
+        """The pinned host buffer the copies land in (read it after a wait)."""
+        self.arrived = wait_event()
+        """The event `start` records behind its copy."""
+
+    def start(self, d_src, stream=0, into=None):
+        """Queue the copy of `d_src` into `host` (or into `into`, a view of `host`: several
+        small copies behind one event) after the work queued on `stream`, record the event
+        behind it, and return [`wait`][gpulab.device.Readback.wait] without waiting. On
+        stream `0`/`None` numba would copy synchronously, so the copy is queued on the default
+        stream's object instead."""
+        from numba import cuda
+
+        s = stream or cuda.default_stream()
+        d_src.copy_to_host(self.host if into is None else into, stream=s)
+        self.arrived.record(s)
+        return self.wait
+
+    def wait(self):
+        """Wait for the last copy [`start`][gpulab.device.Readback.start] queued; returns `host`."""
+        self.arrived.synchronize()
+        return self.host
+
+    def fetch(self, d_src, stream=0):
+        """Copy `d_src` into `host` once everything queued before it on `stream` is done, and
+        return `host`: numba's synchronous copy on the default stream (`0`/`None`), else
+        `start` and `wait`."""
+        if stream:
+            return self.start(d_src, stream)()
+        d_src.copy_to_host(self.host)
+        return self.host
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What the book's exercises need to know about the device they run on."""

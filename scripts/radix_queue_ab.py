@@ -37,7 +37,7 @@ def wait_then_launch(plan, d_keys, d_vals, pinned):
     R = 1 << plan.bits
     plan.histograms(d_keys, plan.max_passes)
     if pinned:
-        starts = host._start_fetch(plan.hist, plan.hist_host, plan.hist_arrived, plan.stream)()
+        starts = plan.hist_back.start(plan.hist, plan.stream)()
     else:
         starts = host._fetch(plan.hist, plan.stream)
     starts = starts.reshape(plan.max_passes, R)

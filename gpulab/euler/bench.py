@@ -28,9 +28,10 @@ speed-ups over the CPU peers measured on the same case: ``ratio_to_peer`` (numba
 and ``speedup_vs_networkx``.
 
 Bandwidth bounds: the run measures the device-to-device copy bandwidth once
-(``extra.copy_bandwidth_GBps``, bytes read + written per second, `copy_bandwidth_GBps`); every GPU
-record with stage times gets ``stage_bytes`` (what each stage must move,
-`gpulab.euler.model.stage_bytes`) and ``stage_bounds_ms`` (those bytes at the copy bandwidth).
+(``extra.copy_bandwidth_GBps``, bytes read + written per second,
+`gpulab.benchmark.copy_bandwidth_GBps`); every GPU record with stage times gets ``stage_bytes``
+(what each stage must move, `gpulab.euler.model.stage_bytes`) and ``stage_bounds_ms`` (those
+bytes at the copy bandwidth).
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ import time
 import numpy as np
 
 from gpulab import device
-from gpulab.benchmark import BenchSpec, Case
+from gpulab.benchmark import BenchSpec, Case, copy_bandwidth_GBps
 from gpulab.errors import GpulabError, LimitError
 from gpulab.euler.variants import M42, REGISTRY
 
@@ -99,6 +100,12 @@ def full_cases() -> list[Case]:
 # ----------------------------------------------------------------------------- setup
 
 
+def _directed(d: dict) -> bool:
+    """Whether a case (its ``size``, or the state `setup` built from it) is a directed graph:
+    yes unless it says ``"directed": False`` (the undirected cases)."""
+    return bool(d.get("directed", True))
+
+
 def setup(case: Case, rng: np.random.Generator):
     from gpulab.euler import generators as gen
 
@@ -106,7 +113,7 @@ def setup(case: Case, rng: np.random.Generator):
     E, kind = size["E"], size["kind"]
     sim = device.on_simulator()
     seed = int(rng.integers(1 << 30))
-    directed = bool(size.get("directed", True))
+    directed = _directed(size)
     state = {"case": case, "E": E, "kind": kind, "seed": seed, "plans": {}, "expected": None, "cpu_ms": {},
              "graph": {"kind": kind, "edges": E}, "sim": sim, "host": None, "cpu_calls": {}, "directed": directed}
     if not directed:
@@ -182,7 +189,7 @@ def _plan(variant, state):
         if state["kind"] == "debruijn":
             cap = state["E"]
         else:
-            cap = (state["E"] + 1) * (1 if state.get("directed", True) else 2)
+            cap = (state["E"] + 1) * (1 if _directed(state) else 2)
         state["plans"][key] = plan_for(variant, cap, params or None)
     return state["plans"][key]
 
@@ -196,7 +203,7 @@ def runner(variant, state):
     cap = policy.bench_max_edges
     if cap is not None and E > cap:
         raise GpulabError(f"{variant.name} is timed up to {cap} edges")
-    if variant.backend == "cpu" and not state.get("directed", True):
+    if variant.backend == "cpu" and not _directed(state):
         raise GpulabError("the CPU peers are timed on directed graphs only")
     if variant.backend == "cpu":  # the policy's call, prepared once per case (a networkx graph ...)
         calls = state["cpu_calls"]
@@ -215,7 +222,7 @@ def runner(variant, state):
 
         return launch
     ds, dd = state["d_src"], state["d_dst"]
-    if not state.get("directed", True):
+    if not _directed(state):
         def launch():  # the public call's undirected pipeline: (out, forward, m, tail, head)
             s, d = plan.load(ds, dd, E)
             return plan.undirected(s, d, E)
@@ -251,7 +258,7 @@ def check(variant, state):
     plan = state["plans"][variant.key]
     out = plan.buf("out")
     out.copy_to_device(np.full(out.size, -0x21524111, np.int32))  # poison
-    if not state.get("directed", True):
+    if not _directed(state):
         fw = plan.buf("fwd_out")
         fw.copy_to_device(np.full(fw.size, 7, np.int32))
     t0 = time.perf_counter()
@@ -265,7 +272,7 @@ def check(variant, state):
                        {"rounds_run": rounds, "ms_for_rounds_run": ms, "ms_per_round": ms / max(rounds, 1),
                         "graph": state["graph"]}) from None
     cuda.synchronize()
-    if not state.get("directed", True):
+    if not _directed(state):
         res, why_host = _check_undirected(plan, state, res)
         if res is None:
             return False, why_host
@@ -279,7 +286,7 @@ def check(variant, state):
     ok, why = plan.verify(res, tail, head, E)
     if not ok:
         return ok, why
-    if not state.get("directed", True):
+    if not _directed(state):
         why += "; every edge's walked direction matches its ends (checked on the host)"
     if state["expected"] is None:  # every variant must return the same circuit: keep the first
         state["expected"] = cuda.device_array(E, np.int32)
@@ -379,7 +386,7 @@ def _time_public(variant, state, rec):
     from gpulab import timing
     import gpulab.euler as eu
 
-    E, directed = state["E"], state.get("directed", True)
+    E, directed = state["E"], _directed(state)
     tuned = tuned_params(variant) or None
     how = dict(variant=variant.name, backend=variant.backend, params=tuned)
     if state["kind"] == "debruijn":
@@ -419,30 +426,6 @@ def _warm_numba():
     from gpulab.euler.reference import hierholzer
 
     hierholzer(np.array([0, 1]), np.array([1, 0]))
-
-
-COPY_BYTES = 1 << 30  # the copy bandwidth's buffers: 1 GiB each (far past any L2)
-
-
-def copy_bandwidth_GBps(nbytes: int = COPY_BYTES) -> float | None:
-    """The device-to-device copy bandwidth, GB/s of bytes read + written (a copy of ``nbytes``
-    moves 2 * nbytes): a numba device-to-device copy (``cudaMemcpy`` device → device), the median
-    of 10 timed by CUDA events after 2 warm-ups. Half the free memory at most; ``None`` on the
-    simulator (no bandwidth to measure)."""
-    from numba import cuda
-
-    from gpulab import timing
-
-    if device.on_simulator():
-        return None
-    device.release_memory()
-    free, _ = cuda.current_context().get_memory_info()
-    n = max(1 << 20, min(int(nbytes), int(free) // 4) // 4)
-    a = cuda.device_array(n, np.int32)
-    b = cuda.device_array(n, np.int32)
-    a.copy_to_device(np.zeros(n, np.int32))
-    ms = timing.measure(lambda: b.copy_to_device(a), warmup=2, repeat=10).median_ms
-    return 2 * n * 4 / (ms * 1e-3) / 1e9
 
 
 def finalize(result: dict) -> None:

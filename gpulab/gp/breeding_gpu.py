@@ -194,7 +194,7 @@ class _Buffers:
         self.elites = cuda.device_array(max(n_elites, 1), np.int64)
         self.slots = (_Slot(P), _Slot(P))
         self.summary = cuda.device_array(resident.NSUMMARY, np.int32)
-        self.summary_host = cuda.pinned_array(resident.NSUMMARY, np.int32)
+        self.summary_back = device.Readback(resident.NSUMMARY, np.int32)
 
     def holds(self, pop) -> bool:
         """``pop`` is a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] in one of
@@ -341,7 +341,7 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
                         mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
     maxima = resident.validate(dst.code, dst.offsets, b.src, src.stats, max_nodes, max_depth, b.st, b.grown,
-                               dst.stats, dst.sizes, b.summary, b.summary_host, backend)
+                               dst.stats, dst.sizes, b.summary, b.summary_back, backend)
     mark("validate")
     return DevicePopulation(dst, P, total, maxima)
 # --8<-- [end:resident]

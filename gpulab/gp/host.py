@@ -183,13 +183,13 @@ class Evaluator:
 
     def _flags(self):
         """``int32[2]`` on the device (zeroed once: the fitness kernel clears ``flags[0]`` after
-        handing it to ``flags[1]``) and a pinned host word to read ``flags[1]`` into."""
+        handing it to ``flags[1]``) and its pinned [`Readback`][gpulab.device.Readback]."""
         from numba import cuda
 
         if "flags" not in self._buffers:
             self._buffers["flags"] = cuda.to_device(np.zeros(2, np.int32))
-            self._buffers["flags_host"] = cuda.pinned_array(2, np.int32)
-        return self._buffers["flags"], self._buffers["flags_host"]
+            self._buffers["flags_back"] = device.Readback(2, np.int32)
+        return self._buffers["flags"], self._buffers["flags_back"]
 
     # --8<-- [start:evaluate]
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None):
@@ -202,7 +202,7 @@ class Evaluator:
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
         fit = self._buf("fitness", P, np.float64)
-        flags, flags_host = self._flags()
+        flags, flags_back = self._flags()
         if poison:
             money.copy_to_device(poisoned(money.size, np.float64))
             fit.copy_to_device(poisoned(fit.size, np.float64))
@@ -228,8 +228,7 @@ class Evaluator:
         mark("kernel")
         K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit, flags)
         mark("fitness")
-        flags.copy_to_host(flags_host)  # the one synchronization: 8 bytes
-        if int(flags_host[1]):
+        if int(flags_back.fetch(flags)[1]):  # the one synchronization: 8 bytes
             raise LimitError(overflow_message(self.name))
         return fit, money, (tr if trace else None)
 

@@ -192,9 +192,10 @@ SIG_CHECK = ("void(uint8[::1], int32[::1], int64[::1], int32[:, ::1], int64, int
 
 
 def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, heights, kinds, stats, sizes,
-             summary, summary_host, backend: str = "numba") -> dict:
+             summary, summary_back, backend: str = "numba") -> dict:
     """Launch [`check_children`][gpulab.gp.resident.check_children] and read its summary (the
-    one synchronization); raise [`ProgramError`][gpulab.gp.programs.ProgramError] for the first
+    one synchronization, through `summary_back`, a [`Readback`][gpulab.device.Readback] of
+    `summary`); raise [`ProgramError`][gpulab.gp.programs.ProgramError] for the first
     bad tree. Returns the maxima a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] carries.
     ``backend``: ``"numba"`` or ``"cuda-c"`` (``resident.cu``)."""
     P = sizes.size
@@ -210,7 +211,7 @@ def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, h
     else:
         check_children[blocks, CHECK_THREADS](code, offsets, src, parent_stats, limit, int(max_depth), heights, kinds,
                                               stats, sizes, summary)
-    summary.copy_to_host(summary_host)
+    summary_host = summary_back.fetch(summary)
     if summary_host[BAD]:
         raise _prog.ProgramError(bad_tree_message(code, offsets, src, stats, int(summary_host[BAD]),
                                                   int(summary_host[FIRST_BAD]), max_nodes, max_depth))

@@ -247,7 +247,7 @@ class SortPlan:
         self._scratch, self.values_scratch = self.keys[1][:n], (self.vals[1][:n] if has_vals else None)
         self.d_max = cuda.device_array(1, np.uint32)
         # the largest key's copy on the host (page-locked) and the event that says it arrived
-        self.max_host, self.max_arrived = cuda.pinned_array(1, np.uint32), device.wait_event()
+        self.max_back = device.Readback(1, np.uint32)
         self.d_max_i32 = self.d_max.view(np.int32)  # zeroed by zero_i32
         self.passes_run = 0
         R = 1 << self.bits
@@ -273,8 +273,7 @@ class SortPlan:
             self.tables = (self.status[: self.nb * R], self.status[self.nb * R:])
             # the offsets' copy on the host (page-locked, so the copy is asynchronous) and the
             # event that says it has arrived; made once, reused by every sort
-            self.hist_host = cuda.pinned_array(self.hist.size, np.int32)
-            self.hist_arrived = device.wait_event()
+            self.hist_back = device.Readback(self.hist.size, np.int32)
         else:
             raise ValueError(f"no sort plan for the {family.value} family")
         if R * max(self.nb, 1) > INT32_MAX:
@@ -292,7 +291,7 @@ class SortPlan:
         n, sb = self.n, self.params["SCAN_BLOCK"]
         self.K("zero_i32", (1,), (EW_BLOCK,), self.d_max_i32, _i(1))  # queued: no host copy to wait for
         self.K("max_reduce", (min(ceil_div(n, sb), 4096),), (sb,), d_keys, _i(n), self.d_max)
-        return int(_start_fetch(self.d_max, self.max_host, self.max_arrived, self.stream)()[0])
+        return int(self.max_back.start(self.d_max, self.stream)()[0])
 
     def passes(self, max_key: int) -> int:
         return ceil_div(int(max_key).bit_length(), self.bits)
@@ -400,7 +399,7 @@ class SortPlan:
         launch, the first always."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
-        offsets = _start_fetch(self.hist, self.hist_host, self.hist_arrived, self.stream)
+        offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0)
         moves = self.passes_that_move(offsets().reshape(self.max_passes, R))
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
@@ -418,24 +417,6 @@ def _fetch(d_small, stream):
     if stream:
         stream.synchronize()
     return out
-
-
-def _start_fetch(d_small, pinned, arrived, stream):
-    """Start copying `d_small` into the page-locked `pinned` after the work queued on `stream`,
-    and record the event `arrived` behind it, without waiting; returns the function that waits
-    for the copy and returns `pinned`. (On stream 0 numba copies synchronously, so the copy goes
-    to the default stream's object.)"""
-    from numba import cuda
-
-    s = stream or cuda.default_stream()
-    d_small.copy_to_host(pinned, stream=s)
-    arrived.record(s)
-
-    def wait():
-        arrived.synchronize()
-        return pinned
-
-    return wait
 
 
 def plan_factory(policy: RadixPolicy, backend: str):
@@ -465,7 +446,8 @@ class DistinctPlan:
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
         # the last key's scanned position and flag, read back into page-locked memory together
-        self.last_host, self.last_arrived = cuda.pinned_array(2, np.int32), device.wait_event()
+        self.last_back = device.Readback(2, np.int32)
+        self.last_parts = self.last_back.host[:1], self.last_back.host[1:]  # where each one lands
 
     def run(self, d_keys_in, out=None):
         """Returns (device array with the distinct keys first, their count): the plan's buffer,
@@ -479,10 +461,9 @@ class DistinctPlan:
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
         K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
-        _start_fetch(self.pos[n - 1:n], self.last_host[:1], self.last_arrived, sp.stream)
-        last = _start_fetch(self.flags[n - 1:n], self.last_host[1:], self.last_arrived, sp.stream)
-        last()  # one wait, for both copies
-        return out, int(self.last_host.sum())
+        self.last_back.start(self.pos[n - 1:n], sp.stream, into=self.last_parts[0])
+        last = self.last_back.start(self.flags[n - 1:n], sp.stream, into=self.last_parts[1])
+        return out, int(last().sum())  # one wait, for both copies
 # --8<-- [end:distinct]
 
 

@@ -383,13 +383,6 @@ def _pairs(host, grid: int):
     return host[:grid].view(np.float64), host[grid:]
 
 
-def _pinned_like(buf):
-    """Pinned host memory for `buf`'s download (a pinned copy is one DMA, no staging)."""
-    from numba import cuda
-
-    return cuda.pinned_array(buf.shape, buf.dtype)
-
-
 # ----------------------------------------------------------------------------- the kernels
 
 
@@ -560,7 +553,7 @@ class SeedPlan(SearchPlan):
             self.outputs = (sel, sub, self.dist)
         else:
             vals, ranks, self.pairs = _block_results(self.grid)
-            self.pairs_host = _pinned_like(self.pairs)
+            self.pairs_back = device.Readback(self.pairs.shape, self.pairs.dtype)  # pinned memory for them
             self.outputs = (vals, ranks)
 
     def partition_best(self, base, count):
@@ -568,8 +561,8 @@ class SeedPlan(SearchPlan):
             d = self.dist[:count].copy_to_host()  # every distance crosses PCIe ...
             i = int(np.argmin(d))  # ... for an argmin on the host (first minimum = lowest rank)
             return float(d[i]), base + i
-        self.pairs.copy_to_host(self.pairs_host)  # one pair per block, in one copy
-        return _host_best(*_pairs(self.pairs_host, self.grid))
+        pairs = self.pairs_back.fetch(self.pairs)  # one pair per block, in one copy
+        return _host_best(*_pairs(pairs, self.grid))
 
     def launch(self, Q, K, start, stop):
         if self.policy.q_in == "constant":
@@ -614,13 +607,12 @@ class IncrementalPlan(SearchPlan):
         self.final_block = params["FINAL_BLOCK"]
         self.vals, self.ranks, _ = _block_results(self.grid)  # one pair per block: they stay on the device
         self.out_v, self.out_r, self.out = _block_results(1)  # the one pair that comes back
-        self.out_host = _pinned_like(self.out)
+        self.out_back = device.Readback(self.out.shape, self.out.dtype)  # pinned memory for it
 
     # --8<-- [start:incremental_host]
     def launch(self, Q, K, start, stop):
         self.search(self.q_on_device(Q), K, start, stop)  # the one upload (none for a device Q)
-        self.out.copy_to_host(self.out_host)  # the one download (16 bytes) and the one host sync
-        s, r = _pairs(self.out_host, 1)
+        s, r = _pairs(self.out_back.fetch(self.out), 1)  # the one download (16 bytes) and the one host sync
         return math.sqrt(2.0 * float(s[0])), int(r[0])
 
     def search(self, dQ, K, start, stop):

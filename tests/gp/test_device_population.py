@@ -8,6 +8,7 @@ run on numba's simulator."""
 import numpy as np
 import pytest
 
+from gpulab import device
 from gpulab.errors import GpulabError
 from gpulab.gp import breeding, breeding_gpu, resident
 from gpulab.gp.loop import GPParams, evolve, initial_population
@@ -125,7 +126,8 @@ def _validate(pop: Population, code, src, parent_stats, max_nodes=255, max_depth
                                cuda.to_device(np.ascontiguousarray(parent_stats.T)), max_nodes, max_depth,
                                cuda.device_array((P, max_nodes + 2), np.int32),
                                cuda.device_array((P, max_nodes + 8), np.uint8), stats, sizes,
-                               cuda.device_array(resident.NSUMMARY, np.int32), np.zeros(resident.NSUMMARY, np.int32))
+                               cuda.device_array(resident.NSUMMARY, np.int32),
+                               device.Readback(resident.NSUMMARY, np.int32))
     return stats.copy_to_host().T, sizes.copy_to_host(), maxima
 
 
