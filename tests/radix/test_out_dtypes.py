@@ -274,3 +274,27 @@ def test_wrong_out_is_one_error_naming_the_argument(rng):
         for a in (o if isinstance(o, tuple) else (o,)):
             assert (bits_of(np.ascontiguousarray(a) if isinstance(a, np.ndarray) else a) == POISON).all(), \
                 f"{msg}: out was written before the error"
+
+
+# ----------------------------------------------------------------------------- numba's arrays in device_input
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="the simulator's arrays are not numba's DeviceNDArray: device_input "
+                                         "returns them as they are before this path")
+def test_device_input_takes_numba_arrays_as_they_are_unless_asked_to_wait():
+    """GPU only: a C-contiguous numba array is not re-wrapped (the `out=` and inputs above go
+    through this in `_take`), except where a wait is asked for and it is bound to a stream:
+    then it is wrapped (`cuda.as_cuda_array`, which waits on that stream) as before."""
+    from gpulab.arrays import device_input
+
+    plain = cuda.to_device(np.arange(8, dtype=np.uint32))
+    s = cuda.stream()
+    bound = cuda.to_device(np.arange(8, dtype=np.uint32), stream=s)
+    s.synchronize()
+    taken = device_input(plain, "x")
+    assert taken.array is plain and taken.on_device and taken.library == "numba"
+    assert device_input(bound, "x", sync=False).array is bound
+    wrapped = device_input(bound, "x").array
+    assert wrapped is not bound and wrapped.device_ctypes_pointer.value == bound.device_ctypes_pointer.value
+    with pytest.raises(ShapeError, match="x is a non-contiguous device array"):
+        device_input(cuda.device_array(16, np.uint32)[::2], "x")
