@@ -43,9 +43,9 @@ def _is_simulator_array(x) -> bool:
 
 
 try:  # numba's own device arrays: shape and dtype are attributes (no interface dict to build per call)
-    from numba.cuda.cudadrv.devicearray import DeviceNDArrayBase as _NumbaArray
-except ImportError:  # pragma: no cover - a numba-cuda that moved it: the interface is read instead
-    _NumbaArray = ()
+    from numba.cuda.cudadrv.devicearray import DeviceNDArray as _NumbaDeviceArray, DeviceNDArrayBase as _NumbaArray
+except ImportError:  # pragma: no cover - a numba-cuda that moved them: the interface is read instead
+    _NumbaArray = _NumbaDeviceArray = ()
 
 
 def is_device_array(x) -> bool:
@@ -141,12 +141,18 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
     device arrays are wrapped without a copy (they must be C-contiguous: the kernels index them
     as flat arrays). `dtypes`/`ndim` are checked first, from the array interface. `sync=False`:
     do not wait for the stream a device array names in its interface (a caller that runs on
-    that very stream needs no wait; numba's default waits).
+    that very stream needs no wait; numba's default waits). A C-contiguous numba device array
+    (`cuda.device_array`, `cuda.to_device`) is taken as it is, not re-wrapped, unless a wait is
+    asked for and it is bound to a stream (then it is wrapped, which waits there).
     """
     if is_device_array(x):
         check_array(x, name, dtypes=dtypes, ndim=ndim)
         if _is_simulator_array(x):
             return DeviceInput(x, True, "numba", x)
+        # numba's own array needs no wrapper; its interface names a stream (to wait for) exactly
+        # where it is bound to one (`x.stream != 0`, as numba writes the interface)
+        if isinstance(x, _NumbaDeviceArray) and x.is_c_contiguous() and not (sync and x.stream != 0):
+            return DeviceInput(x, True, library(x), x)
         cai = x.__cuda_array_interface__
         if not _c_contiguous(cai):
             raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "

@@ -198,14 +198,15 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
 
 
 def _take(x, name, buffer, s):
-    """An input as a numba device array: a device array without a copy (numba's own as it is;
-    another library's waited for only where its interface names a stream other than `s`); a
-    host array copied into `buffer` (a plan's uint32 buffer of its length, read by the first pass)."""
+    """An input as a numba device array: a device array without a copy (numba's own as it is,
+    never waited for, as numba's own launches do not wait; another library's waited for only
+    where its interface names a stream other than `s`); a host array copied into `buffer` (a
+    plan's uint32 buffer of its length, read by the first pass)."""
     if not is_device_array(x):
         buffer.copy_to_device(np.ascontiguousarray(x).view(np.uint32), stream=s)
         return _as(buffer, x.dtype)
-    if hasattr(x, "is_c_contiguous") and x.is_c_contiguous():  # numba's (or the simulator's)
-        return x
+    if hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): device_input takes it as it is
+        return device_input(x, name, stream=s, sync=False).array
     theirs = x.__cuda_array_interface__.get("stream")
     ours = int(s) if s else 1  # numba's default stream is the legacy one: 1 in the interface
     return device_input(x, name, stream=s, sync=theirs is not None and theirs != ours).array
