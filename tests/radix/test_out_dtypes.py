@@ -138,8 +138,8 @@ def check(got, want, what):
 # (key dtype, out on, n): every key dtype with a numpy and a device `out`, at one key and at a
 # tile's edges (31, 32, 33) or over several tiles (97, cheap keys only)
 SORT_CASES = [(d, w, 1) for d in ("uint32", "int32", "float32") for w in ("numpy", "device")] + [
-    ("uint32", "numpy", 97), ("uint32", "device", 32), ("int32", "numpy", 33), ("int32", "device", 31),
-    ("float32", "device", 32)]
+    ("uint32", "numpy", 97), ("uint32", "device", 32), ("int32", "numpy", 33), ("int32", "device", 31)]
+# (float keys past one: the pairs below, at 31 and 33; every float sort takes all 8 passes here)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
