@@ -43,6 +43,7 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import threading
 import time
 from dataclasses import dataclass
 
@@ -166,12 +167,12 @@ def worker_device() -> dict:
     return {"name": name, "ordinal": int(d.id), "pci_bus_id": int(d.PCI_BUS_ID)}
 
 
-def _shared_limit_here() -> int:
-    """On a worker: the shared memory per block (with the opt-in) of its GPU."""
+def _shared_limit_here() -> tuple[str, int]:
+    """On a worker: its address and the shared memory per block (with the opt-in) of its GPU."""
     from gpulab.subset.host import shared_limit
 
     bind_worker_gpu()
-    return int(shared_limit())
+    return _worker_name(), int(shared_limit())
 
 
 _LIMITS: dict = {}  # (scheduler, workers) -> bytes
@@ -180,16 +181,26 @@ _LIMITS: dict = {}  # (scheduler, workers) -> bytes
 def workers_shared_limit(client) -> int:
     """The smallest shared memory per block (bytes, with the opt-in) among the client's
     workers' GPUs: what a default subset search must fit on every worker. Asked once per set of
-    workers, by one small task on each (in the worker's task thread: nothing is imported on its
-    communication thread), so the client itself never opens a CUDA context."""
+    workers, by one small task on each (the client itself never opens a CUDA context). Each
+    answer names the worker that gave it: a probe that Dask moved to another worker (it may, to
+    balance load) is asked again, so no worker's GPU goes unasked."""
     client = _client(client)
     worker_count(client)  # none: NoCluster
     workers = tuple(sorted(client.scheduler_info().get("workers", {})))
     key = (client.scheduler.address, workers)
-    if key not in _LIMITS:  # (a worker gone meanwhile: another answers for it, rather than no one)
-        futures = [client.submit(_shared_limit_here, workers=[w], allow_other_workers=True, pure=False)
-                   for w in workers]
-        _LIMITS[key] = min(client.gather(futures))
+    if key in _LIMITS:
+        return _LIMITS[key]
+    answers: dict = {}
+    for _ in range(3):
+        missing = [w for w in workers if w not in answers]
+        if not missing:
+            break
+        # (allow_other_workers: a worker gone meanwhile leaves no probe waiting for it forever)
+        answers.update(client.gather([client.submit(_shared_limit_here, workers=[w], allow_other_workers=True,
+                                                    pure=False) for w in missing]))
+    if not all(w in answers for w in workers):  # the cluster changed meanwhile: this once, not kept
+        return min(answers.values())
+    _LIMITS[key] = min(answers[w] for w in workers)
     return _LIMITS[key]
 
 
@@ -323,7 +334,7 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
     chunks = _count(chunks, "chunks")
     client = _client(client)
     # (no CUDA context on the client: the workers' GPUs are asked, and only where a default needs it)
-    limit = workers_shared_limit(client) if variant is None else None
+    limit = workers_shared_limit(client) if variant is None and backend != "cpu" else None
     variant, backend = default_choice(n, k, variant, backend, ask_device=False, limit=limit)
     total = choose(n, k)
     ranges = split(0, total, chunks or default_chunks(total, worker_count(client)))
@@ -393,50 +404,66 @@ def shard(population, start: int, stop: int) -> tuple:
 
 def market_payload(market) -> tuple:
     """The market as plain data — numpy arrays, ints and strings, without its device arrays or
-    device source — which is what is scattered to the workers.
+    device source — which is what is scattered to the workers; its indicators go along where
+    the client has computed them (else each worker computes them once).
 
-    Only numpy arrays and builtins cross the wire, never a gpulab object: Dask unpickles
-    scattered data on the worker's communication thread, and unpickling a gpulab class there
-    would import gpulab's chapters on that thread, beside a task that may be importing them too
-    (CI hung in tests/test_distributed.py on 2026-11-22 and 2026-11-26, the second time after an
-    unpickle of the scattered market failed: "Failed to deserialize"). A task rebuilds the market
-    (`worker_market`), once per worker."""
+    A task must never change the data it was given: Dask may copy a scattered object from one
+    worker to another at any time (`scatter(broadcast=True)` replicates it while the first tasks
+    already run). The scattered `Market` that chapter 3's evaluation used to get was changed by
+    it — its evaluations cache their device copies in it — and a copy made after that could not
+    be unpickled on the other worker ("Failed to deserialize"), whose task then waited forever:
+    reproduced with two simulator workers, and the likely cause of the CI hangs in
+    tests/test_distributed.py (2026-11-22, 2026-11-26). This payload is never changed: the
+    market is rebuilt from it on each worker (`worker_market`), and that copy holds the cache.
+    (A `Market` now also pickles without its device copies.)"""
     h = market._h
     history = (h.open, h.high, h.low, h.close, h.volume)
     overrides = tuple((int(k), np.asarray(v)) for k, v in h.overrides.items())
-    terminals = None if h._terminals is None else tuple(h._terminals)  # indicators computed once, on the client
+    terminals = None if h._terminals is None else tuple(h._terminals)
     names = tuple(str(x) for x in market.names)
     return history, overrides, terminals, (int(market.start), int(market.days)), names, market.dates
 
 
-_MARKETS: list = []  # [(payload, market)]: the markets this worker rebuilt, newest last (a few)
+_MARKETS: dict = {}  # on a worker: Dask key of a scattered payload -> the market rebuilt from it
+_MARKETS_LOCK = threading.Lock()
 
 
-def worker_market(payload):
-    """The market of `market_payload`, rebuilt once per
-    worker and payload: the tasks of one call share it (and its device copies)."""
+def worker_market(payload, key=None):
+    """The market of `market_payload`, rebuilt once per worker and scattered payload (`key`,
+    its Dask key): the tasks of one call share it and the device copies it caches. A market
+    whose payload the worker no longer holds (its call is over) is dropped at the next call."""
     from gpulab.gp.market import Market, _History
 
-    for p, m in _MARKETS:
-        if p is payload:
-            return m
-    history, overrides, terminals, window, names, dates = payload
-    h = _History(*history, overrides=dict(overrides), _terminals=terminals)
-    m = Market(None, None, None, None, None, names=names, dates=dates, _history=h, _window=window)
-    _MARKETS.append((payload, m))
-    del _MARKETS[:-2]
-    return m
+    with _MARKETS_LOCK:
+        try:
+            from distributed import get_worker
+
+            held = get_worker().data
+        except (ImportError, ValueError):  # not on a worker
+            held = None
+        for k in [k for k in _MARKETS if held is not None and k not in held]:
+            del _MARKETS[k]
+        if key is not None and key in _MARKETS:
+            return _MARKETS[key]
+        history, overrides, terminals, window, names, dates = payload
+        h = _History(*history, overrides=dict(overrides), _terminals=terminals)
+        m = Market(None, None, None, None, None, names=names, dates=dates, _history=h, _window=window)
+        if key is not None and held is not None:
+            _MARKETS[key] = m
+        return m
 
 
-def evaluate_shard(code, offsets, stats, market_data, variant: str, backend: str, params) -> np.ndarray:
-    """The task: chapter 3's evaluation of one shard (the arrays of `shard`),
-    fitness as numpy."""
+def evaluate_shard(code, offsets, stats, market_data, market_key, variant: str, backend: str,
+                   params) -> np.ndarray:
+    """The task: chapter 3's evaluation of one shard (the arrays of `shard`) on the market of
+    the scattered `market_data` (Dask key `market_key`), fitness as numpy."""
     import gpulab.gp as gp
     from gpulab.arrays import to_host
 
     bind_worker_gpu()
     population = gp.Population(code, offsets, stats=stats)
-    return np.asarray(to_host(gp.evaluate(population, worker_market(market_data), variant, backend, params)))
+    market = worker_market(market_data, market_key)
+    return np.asarray(to_host(gp.evaluate(population, market, variant, backend, params)))
 
 
 def evaluate(population, market, *, client=None, shards: int | None = None, variant: str | None = None,
@@ -466,7 +493,7 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
     P = len(pop)
     pieces = split(0, P, shards or SHARDS_PER_WORKER * worker_count(client))
     [m] = client.scatter([market_payload(market)], broadcast=True, hash=False)  # one item (a bare tuple would be many)
-    futures = [client.submit(evaluate_shard, *shard(pop, a, b), m, variant, backend, params, pure=False)
+    futures = [client.submit(evaluate_shard, *shard(pop, a, b), m, m.key, variant, backend, params, pure=False)
                for a, b in pieces]
     try:
         return np.concatenate(client.gather(futures))

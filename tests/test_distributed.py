@@ -204,37 +204,67 @@ def test_gp_shards_are_the_individuals():
 
 
 def _globals(obj) -> set[str]:
-    """The modules whose classes or functions unpickling `obj` would import."""
+    """The top-level modules whose classes or functions unpickling `obj` imports (recorded by
+    the unpickler itself, as it loads)."""
+    import io
     import pickle
-    import pickletools
 
-    names, strings = set(), []
-    for op, arg, _ in pickletools.genops(pickle.dumps(obj, protocol=5)):
-        if isinstance(arg, str):
-            strings.append(arg)
-        if op.name == "STACK_GLOBAL":
-            names.add(strings[-2].split(".")[0])
-        elif op.name == "GLOBAL":
-            names.add(arg.split()[0].split(".")[0])
-    return names
+    seen = set()
+
+    class Recorder(pickle.Unpickler):
+        def find_class(self, module, name):
+            seen.add(module.split(".")[0])
+            return super().find_class(module, name)
+
+    buffers = []
+    data = pickle.dumps(obj, protocol=5, buffer_callback=buffers.append)
+    Recorder(io.BytesIO(data), buffers=buffers).load()
+    return seen
 
 
-def test_only_numpy_and_builtins_cross_the_wire():
-    """What a GP call scatters and submits unpickles without importing gpulab (Dask unpickles
-    scattered data on a worker's communication thread; CI hung there twice, see market_payload),
-    and the worker's rebuilt market gives the client's fitness."""
-    market = gp.synthetic_market(stocks=2, days=280, seed=4)
-    pop = population(6, seed=3)
-    one = gp.evaluate(pop, market)  # computes the indicators on the client: they are shipped too
-    payload = gd.market_payload(market)
-    assert payload[2] is not None
-    assert _globals(payload) <= {"numpy", "builtins", "_codecs"}, _globals(payload)
-    assert _globals(gd.shard(pop, 1, 4)) <= {"numpy", "builtins", "_codecs"}
-    assert _globals(market) & {"gpulab"}  # the premise: a Market itself would import gpulab
-    rebuilt = gd.worker_market(payload)
-    assert gd.worker_market(payload) is rebuilt  # once per worker and payload
-    got = gd.evaluate_shard(*gd.shard(pop, 0, 6), payload, gp.REGISTRY.default("numba"), "numba", None)
-    assert np.array_equal(got, one)
+PLAIN = {"numpy", "builtins", "_codecs", "copyreg"}
+
+
+def test_what_a_gp_call_scatters_is_plain_and_never_changed(rng):
+    """The scattered market is numpy arrays and builtins (dates too), and a task leaves it
+    unchanged: Dask may copy it to another worker after a task ran (the CI hangs: a scattered
+    Market that evaluation had changed failed to unpickle there). The worker's market gives the
+    client's fitness, and a Market that has been evaluated pickles without its device copies."""
+    import pickle
+
+    from distributed.protocol import deserialize, serialize
+
+    market = gp.synthetic_market(stocks=2, days=280, seed=int(rng.integers(2**31)))
+    dated = gp.Market(*market.ohlcv(window=False).values(), names=("A", "B"),
+                      dates=np.datetime64("2020-01-01") + np.arange(market.history_days))
+    pop = population(6, seed=int(rng.integers(2**31)))
+    for m in (market, dated):
+        one = gp.evaluate(pop, m)  # the client's evaluation: indicators computed, shipped along
+        payload = gd.market_payload(m)
+        assert payload[2] is not None
+        assert _globals(payload) <= PLAIN, _globals(payload)
+        assert _globals(gd.shard(pop, 1, 4)) <= PLAIN
+        before = pickle.dumps(payload, protocol=5)
+        got = gd.evaluate_shard(*gd.shard(pop, 0, 6), payload, None, gp.REGISTRY.default("numba"), "numba", None)
+        assert np.array_equal(got, one)
+        assert pickle.dumps(payload, protocol=5) == before  # the task changed nothing it was given
+        copy = deserialize(*serialize(payload))  # what a transfer to another worker does
+        assert np.array_equal(gd.evaluate_shard(*gd.shard(pop, 0, 6), copy, None, gp.REGISTRY.default("numba"),
+                                                "numba", None), one)
+    assert any(isinstance(k, tuple) and k[0] == "device" for k in market._cache)  # the premise: copies cached
+    again = pickle.loads(pickle.dumps(market))  # evaluated (device copies cached): still a plain pickle
+    assert not any(isinstance(k, tuple) and k[0] == "device" for k in again._cache)
+    assert np.array_equal(gp.evaluate(pop, again), gp.evaluate(pop, market))
+
+
+def test_workers_answer_for_themselves(client):
+    """Each worker's GPU is asked (the answers name who gave them), once per set of workers."""
+    gd._LIMITS.clear()
+    answers = dict(client.gather([client.submit(gd._shared_limit_here, workers=[w], allow_other_workers=False,
+                                                pure=False) for w in client.scheduler_info()["workers"]]))
+    assert sorted(answers) == sorted(client.scheduler_info()["workers"])
+    assert gd.workers_shared_limit(client) == min(answers.values())
+    assert len(gd._LIMITS) == 1
 
 
 def test_gp_other_variant_and_cpu(client):
@@ -345,6 +375,31 @@ def test_cli_mistakes_are_one_line(args, fragment):
     p = gpulab_cli("subset", "search", *args)
     lines = p.stderr.strip().splitlines()
     assert p.returncode == 2 and len(lines) == 1 and fragment in lines[0], p.stderr
+
+
+def test_the_cli_on_a_cluster_chooses_for_its_workers(client, rng, monkeypatch):
+    """`gpulab subset search --scheduler`: a default variant is decided again after connecting,
+    for the workers' smallest shared memory, and what runs (and --json reports) is that choice;
+    a named variant is kept."""
+    import argparse
+
+    from gpulab.subset import cli as subset_cli
+    from gpulab.subset import host
+    from gpulab.subset.variants import BEYOND_SHARED, REGISTRY
+
+    inc = REGISTRY.get("incremental", "numba")
+    block = host.geometry(inc.launch_params())[0]
+    small = int(rng.integers(96, 164)) * 1024
+    n = next(n for n in range(2, 238) if host.shared_bytes(inc.policy, n, 5, block) > small)
+    C = ss.correlation(rng.standard_normal((n + 6, n)))
+    ran = []
+    monkeypatch.setattr(gd, "workers_shared_limit", lambda c: small)
+    monkeypatch.setattr(gd, "least_correlated", lambda C, k, **kw: ran.append((kw["variant"], kw["backend"])))
+    for named, want in (((None, None), BEYOND_SHARED), (("incremental", "numba"), "incremental")):
+        args = argparse.Namespace(k=5, variant=named[0] or "incremental", backend="numba", chunks=None,
+                                  scheduler=client.scheduler.address, gpus=None)
+        subset_cli._distributed(C, args, named)
+        assert ran[-1] == (want, "numba") and args.variant == want  # what runs is what --json reports
 
 
 # ----------------------------------------------------------------------------- a worker lost mid-run (last: it restarts one)

@@ -382,7 +382,9 @@ def to_device(pop: Population, elite, max_nodes, mut_depth) -> DevicePopulation:
     [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident] with the same settings reads in
     place (and the evaluators too): what [`evolve`][gpulab.gp.loop.evolve] does with its initial
     population, so that its first generation, like every other, uploads nothing. It keeps
-    ``pop`` as its host copy (nothing to download)."""
+    ``pop`` as its host copy (nothing to download). A `DevicePopulation` still on the device is
+    returned as it is; one overwritten since is uploaded again from its host copy, into the
+    first slot, which ends the life of any population bred into that slot before."""
     if isinstance(pop, DevicePopulation):
         pop = pop.device_or_host()  # overwritten since, with a host copy: uploaded again from it
         if isinstance(pop, DevicePopulation):

@@ -320,6 +320,15 @@ class Market:
             raise ValueError(f"unknown device array {what!r}")
         return self._cached(("device", what), build)
 
+    def __getstate__(self) -> dict:
+        """A pickled market is a host market: its history and window, without the device copies
+        its evaluations cached (they belong to one process's GPU context, and on the simulator
+        they do not survive a pickle) and without the caller's device array `source`."""
+        state = dict(self.__dict__)
+        state["_cache"] = {k: v for k, v in self._cache.items() if not (isinstance(k, tuple) and k[0] == "device")}
+        state["source"] = None
+        return state
+
     def __repr__(self) -> str:
         return f"Market({self.stocks} stocks, {self._days} evaluation days after {self._start} days of history)"
 

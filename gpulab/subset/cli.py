@@ -160,7 +160,8 @@ def _distributed(C, args, named):
     ss.check(C, args.k, args.variant, args.backend)  # bad input: before any cluster starts
 
     def search(client, where):
-        if named[0] is None:  # the default variant, for the smallest shared memory among the workers' GPUs
+        # a default variant on a GPU backend: chosen for the smallest shared memory among the workers' GPUs
+        if named[0] is None and named[1] != "cpu":
             args.variant, args.backend = ss.default_choice(len(C), args.k, *named, ask_device=False,
                                                            limit=gd.workers_shared_limit(client))
         return gd.least_correlated(C, args.k, client=client, chunks=args.chunks, variant=args.variant,

@@ -139,7 +139,7 @@ def test_a_dask_client_chooses_without_asking_the_device(monkeypatch):
         default_choice(238, 5)
 
 
-def test_a_given_limit_replaces_the_device_and_sm90(monkeypatch):
+def test_a_given_limit_replaces_the_device_and_sm90(monkeypatch, rng):
     """`limit=` (a Dask client passes its workers' smallest shared memory per block): an n that
     fits sm_90's 227 KiB but not a smaller GPU's gets the global-memory variant, without asking
     the device; a named variant is never replaced."""
@@ -148,7 +148,7 @@ def test_a_given_limit_replaces_the_device_and_sm90(monkeypatch):
     monkeypatch.setattr(host, "shared_limit", lambda: (_ for _ in ()).throw(AssertionError("the device was asked")))
     inc = REGISTRY.get("incremental", "cuda-c")
     block = host.geometry(inc.launch_params())[0]
-    small = int(np.random.default_rng().integers(100, 160)) * 1024  # a pre-sm_90 GPU's opt-in (e.g. 163 KiB on an A100)
+    small = int(rng.integers(96, 164)) * 1024  # a GPU with less than sm_90's 227 KiB (an A100 opts in to 163 KiB)
     n = next(n for n in range(2, 238) if host.shared_bytes(inc.policy, n, 5, block) > small)
     assert host.shared_bytes(inc.policy, n, 5, block) <= host.SM90_SHARED_OPTIN  # the premise: sm_90 takes it
     assert default_choice(n, 5, ask_device=False) == ("incremental", "cuda-c")
