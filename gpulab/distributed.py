@@ -328,14 +328,15 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
     from gpulab.progress import bar
     from gpulab.subset.combinatorics import choose
     from gpulab.subset import default_choice
+    from gpulab.subset.host import SM90_SHARED_OPTIN
 
     Q, n, k = prepare_subset(C, k, variant, backend, params)
     # the defaults, decided once, here on the client (every task runs the same concrete choice)
     chunks = _count(chunks, "chunks")
     client = _client(client)
     # (no CUDA context on the client: the workers' GPUs are asked, and only where a default needs it)
-    limit = workers_shared_limit(client) if variant is None and backend != "cpu" else None
-    variant, backend = default_choice(n, k, variant, backend, ask_device=False, limit=limit)
+    limit = workers_shared_limit(client) if variant is None and backend != "cpu" else SM90_SHARED_OPTIN
+    variant, backend = default_choice(n, k, variant, backend, limit=limit)
     total = choose(n, k)
     ranges = split(0, total, chunks or default_chunks(total, worker_count(client)))
     # --8<-- [start:submit]

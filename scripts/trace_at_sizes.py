@@ -145,17 +145,20 @@ def euler() -> list[dict]:
     return rows
 
 
+TRACERS = {"matmul": matmul, "subset": subset, "gp": gp, "radix": radix, "euler": euler}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--out", default="docs/benchmarks/traces-at-sizes.json")
-    ap.add_argument("--chapters", nargs="+", default=["matmul", "subset", "gp", "radix", "euler"])
+    ap.add_argument("--chapters", nargs="+", choices=list(TRACERS), default=list(TRACERS))
     a = ap.parse_args()
     rows = []
     out = Path(a.out)
     if out.exists():  # the other chapters' rows stay
         rows = [r for r in json.loads(out.read_text())["rows"] if r["chapter"] not in a.chapters]
     for ch in a.chapters:
-        rows += {"matmul": matmul, "subset": subset, "gp": gp, "radix": radix, "euler": euler}[ch]()
+        rows += TRACERS[ch]()
     out.write_text(json.dumps({"what": __doc__.split("\n\n")[0], "script": "scripts/trace_at_sizes.py",
                                        "rows": rows}, indent=1) + "\n")
 

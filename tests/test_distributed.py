@@ -163,17 +163,18 @@ def test_a_default_search_fits_the_workers_smallest_gpu(client, rng, monkeypatch
     real = subset_pkg.default_choice
 
     def spy(*a, **kw):
-        if "limit" in kw:  # the client's choice for its workers (chapter 2's own checks call it too)
-            seen.append(kw["limit"])
+        seen.append(kw.get("limit"))  # (chapter 2's own checks call it too, with their limit)
         return real(*a, **kw)
 
+    asked = []
     monkeypatch.setattr(subset_pkg, "default_choice", spy)
-    monkeypatch.setattr(gd, "workers_shared_limit", lambda c: 123_456)
+    monkeypatch.setattr(gd, "workers_shared_limit", lambda c: asked.append(c) or 123_456)
     C = corr(rng, 8)
     assert gd.least_correlated(C, 3, client=client, params=SMALL) == ss.least_correlated(C, 3, params=SMALL)
-    assert seen == [123_456]
+    assert len(asked) == 1 and 123_456 in seen  # the workers asked once, their answer used for the choice
+    seen.clear()
     gd.least_correlated(C, 3, client=client, variant="incremental", params=SMALL)  # named: no question asked
-    assert seen == [123_456, None]
+    assert len(asked) == 1 and 123_456 not in seen
 
 
 # ----------------------------------------------------------------------------- GP evaluation

@@ -101,13 +101,14 @@ def check(C, k: int, variant: str | None = None, backend: str | None = None,
     (whose limits are the H200's) the shared memory of the variants that copy Q into it;
     on a GPU that one is left to the search itself. A default variant (none named) is chosen
     here for sm_90's shared memory per block (H100, H200), without asking the device:
-    `default_choice(..., ask_device=False)`. [`gpulab.distributed`][gpulab.distributed]
+    `default_choice(..., limit=host.SM90_SHARED_OPTIN)`. [`gpulab.distributed`][gpulab.distributed]
     checks a search here, on its client, before any task is submitted.
     """
     if is_device_array(C):
         C = to_host(C)  # n² values; its triangle is what every worker gets
     C, n, k = host.validate(C, k)
-    variant, backend = default_choice(n, k, variant, backend, ask_device=device.on_simulator())
+    variant, backend = default_choice(n, k, variant, backend,
+                                      limit=None if device.on_simulator() else host.SM90_SHARED_OPTIN)
     v = REGISTRY.get(variant, backend)  # an unknown variant or backend, named with the known ones
     host.check_params(params)
     if v.policy.kernel is not None:

@@ -126,8 +126,8 @@ def run_search(args) -> int:
     # context on the client)
     local = getattr(args, "gpus", None) is None and getattr(args, "scheduler", None) is None
     named = (args.variant, args.backend)  # on a cluster the defaults are decided again for its workers' GPUs
-    args.variant, args.backend = ss.default_choice(n, args.k, args.variant, args.backend,
-                                                   ask_device=local or device.on_simulator())
+    limit = None if local or device.on_simulator() else host.SM90_SHARED_OPTIN  # None: ask this device
+    args.variant, args.backend = ss.default_choice(n, args.k, args.variant, args.backend, limit=limit)
     REGISTRY.get(args.variant, args.backend)  # an unknown variant, before any estimate
     subsets = ss.choose(n, args.k)
     if args.scheduler is None:  # on a cluster the work runs on its workers, not on this machine
@@ -162,7 +162,7 @@ def _distributed(C, args, named):
     def search(client, where):
         # a default variant on a GPU backend: chosen for the smallest shared memory among the workers' GPUs
         if named[0] is None and named[1] != "cpu":
-            args.variant, args.backend = ss.default_choice(len(C), args.k, *named, ask_device=False,
+            args.variant, args.backend = ss.default_choice(len(C), args.k, *named,
                                                            limit=gd.workers_shared_limit(client))
         return gd.least_correlated(C, args.k, client=client, chunks=args.chunks, variant=args.variant,
                                    backend=args.backend), where

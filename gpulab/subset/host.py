@@ -240,18 +240,15 @@ SHARED_EVERYWHERE = 48 * 1024
 SM90_SHARED_OPTIN = 232_448
 
 
-def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict, ask_device: bool = True,
-                limit: int | None = None) -> bool:
-    """Whether `policy`'s shared-memory layout at n fits this device (always where Q is not
-    copied into shared memory). The device is asked only above `SHARED_EVERYWHERE`, and only
-    with `ask_device` (else sm_90's `SM90_SHARED_OPTIN` stands for it); `limit` (bytes per
-    block, e.g. the smallest of a Dask cluster's GPUs) replaces both."""
+def fits_shared(policy: SubsetPolicy, n: int, k: int, params: dict, limit: int | None = None) -> bool:
+    """Whether `policy`'s shared-memory layout at n fits a block's shared memory (always where
+    Q is not copied into shared memory). `limit`: the bytes per block to assume (a process that
+    must not ask the device passes `SM90_SHARED_OPTIN`, a Dask client its workers' smallest);
+    `None`: this device's, asked only above `SHARED_EVERYWHERE`."""
     if policy.q_in != "shared":
         return True
     nbytes = shared_bytes(policy, n, k, geometry(params)[0])
-    if nbytes <= SHARED_EVERYWHERE:
-        return True
-    return nbytes <= (limit if limit is not None else shared_limit() if ask_device else SM90_SHARED_OPTIN)
+    return nbytes <= SHARED_EVERYWHERE or nbytes <= (shared_limit() if limit is None else limit)
 
 
 def max_n_shared(policy: SubsetPolicy, k: int, block: int) -> int:

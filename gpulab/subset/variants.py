@@ -103,32 +103,31 @@ def default_backend() -> str:
     return "numba" if cudac.unavailable_reason() else "cuda-c"
 
 
-def fastest(backend: str, n: int, k: int, ask_device: bool = True, limit: int | None = None) -> str:
+def fastest(backend: str, n: int, k: int, limit: int | None = None) -> str:
     """The variant `FASTEST` gives `backend` for C(n, k) subsets: its first row that covers
     the size and whose variant can run at n; else the backend's default (`beyond_shared`
     of it)."""
     subsets = choose(n, k)
     for most, name in FASTEST.get(backend, ()):
         if (most is None or subsets <= most) and host.fits_by_kernel(REGISTRY.get(name, backend).policy, n):
-            return beyond_shared(name, backend, n, k, ask_device, limit)
-    return beyond_shared(REGISTRY.default(backend), backend, n, k, ask_device, limit)
+            return beyond_shared(name, backend, n, k, limit)
+    return beyond_shared(REGISTRY.default(backend), backend, n, k, limit)
 
 
-def beyond_shared(name: str, backend: str, n: int, k: int, ask_device: bool = True,
-                  limit: int | None = None) -> str:
+def beyond_shared(name: str, backend: str, n: int, k: int, limit: int | None = None) -> str:
     """`name`, or `BEYOND_SHARED` where `name` copies Q into shared memory and its layout at n
-    (with its launch parameters) does not fit this device's shared memory per block. The device
-    is asked only for layouts over the 48 KiB every CUDA GPU gives, and only with `ask_device`
-    (`host.fits_shared`; `limit`: the shared memory per block to assume instead)."""
+    (with its launch parameters) does not fit a block's shared memory: `limit` bytes, or where
+    it is `None` this device's, asked only for layouts over the 48 KiB every CUDA GPU gives
+    (`host.fits_shared`)."""
     v = REGISTRY.get(name, backend)
     if (v.policy is None or v.policy.kernel is None
-            or host.fits_shared(v.policy, n, k, v.launch_params(), ask_device, limit)):
+            or host.fits_shared(v.policy, n, k, v.launch_params(), limit)):
         return name
     return BEYOND_SHARED
 
 
 def default_choice(n: int, k: int, variant: str | None = None, backend: str | None = None, *,
-                   ask_device: bool = True, limit: int | None = None) -> tuple[str, str]:
+                   limit: int | None = None) -> tuple[str, str]:
     """The concrete `(variant, backend)` a search of C(n, k) subsets runs, for the arguments
     the caller gave (`None`: not named). The one place the defaults are decided:
 
@@ -141,18 +140,18 @@ def default_choice(n: int, k: int, variant: str | None = None, backend: str | No
 
     A default (no variant named) that would copy Q into more shared memory than this device
     gives a block becomes `BEYOND_SHARED` (`incremental_global`), on the same backend.
-    `ask_device=False` (a Dask client choosing for its workers, which must not open a CUDA
-    context) takes sm_90's shared memory (H100, H200) for the device's; `limit` (bytes per block)
-    replaces both: a Dask client passes its workers' smallest
+    `limit` (bytes per block) is the shared memory to assume instead of asking this device: a
+    process that must not open a CUDA context passes sm_90's (`host.SM90_SHARED_OPTIN`: H100,
+    H200), a Dask client its workers' smallest
     ([`gpulab.distributed.workers_shared_limit`][gpulab.distributed.workers_shared_limit]).
     """
     if backend is None:
         backend = default_backend()
         if variant is None:
-            return fastest(backend, n, k, ask_device, limit), backend
+            return fastest(backend, n, k, limit), backend
         if variant not in REGISTRY.names(backend):
             backend = next((v.backend for v in REGISTRY if v.name == variant), backend)
-    return variant or beyond_shared(REGISTRY.default(backend), backend, n, k, ask_device, limit), backend
+    return variant or beyond_shared(REGISTRY.default(backend), backend, n, k, limit), backend
 
 
 def cuda_builds() -> list[tuple[str, dict]]:

@@ -120,7 +120,7 @@ def test_on_an_h200_the_switch_is_at_n_237(monkeypatch):
 
 
 def test_a_dask_client_chooses_without_asking_the_device(monkeypatch):
-    """`ask_device=False` (gpulab.distributed's client, and `check` on a GPU) never reads the
+    """`limit=SM90_SHARED_OPTIN` (the subset CLI on a cluster, and `check` on a GPU) never reads the
     device's limits (that would open a CUDA context on a worker's GPU); it takes sm_90's 227 KiB,
     so it switches where an H100 or H200 would."""
     monkeypatch.setattr(device, "on_simulator", lambda: False)
@@ -130,9 +130,10 @@ def test_a_dask_client_chooses_without_asking_the_device(monkeypatch):
         raise AssertionError("the device was asked")
 
     monkeypatch.setattr(host, "shared_limit", asked)
-    assert default_choice(237, 5, ask_device=False) == ("incremental", "cuda-c")
-    assert default_choice(238, 5, ask_device=False) == (NAME, "cuda-c")
-    assert default_choice(300, 5, None, "numba", ask_device=False) == (NAME, "numba")
+    sm90 = host.SM90_SHARED_OPTIN
+    assert default_choice(237, 5, limit=sm90) == ("incremental", "cuda-c")
+    assert default_choice(238, 5, limit=sm90) == (NAME, "cuda-c")
+    assert default_choice(300, 5, None, "numba", limit=sm90) == (NAME, "numba")
     C = np.corrcoef(np.random.default_rng(0).standard_normal((238, 12)))
     assert ss.check(C, 5)[1:] == (238, 5)  # check on a GPU: no device asked either
     with pytest.raises(AssertionError, match="asked"):
@@ -151,9 +152,9 @@ def test_a_given_limit_replaces_the_device_and_sm90(monkeypatch, rng):
     small = int(rng.integers(96, 164)) * 1024  # a GPU with less than sm_90's 227 KiB (an A100 opts in to 163 KiB)
     n = next(n for n in range(2, 238) if host.shared_bytes(inc.policy, n, 5, block) > small)
     assert host.shared_bytes(inc.policy, n, 5, block) <= host.SM90_SHARED_OPTIN  # the premise: sm_90 takes it
-    assert default_choice(n, 5, ask_device=False) == ("incremental", "cuda-c")
-    assert default_choice(n, 5, ask_device=False, limit=small) == (NAME, "cuda-c")
-    assert default_choice(n - 1, 5, ask_device=False, limit=small) == ("incremental", "cuda-c")
+    assert default_choice(n, 5, limit=host.SM90_SHARED_OPTIN) == ("incremental", "cuda-c")
+    assert default_choice(n, 5, limit=small) == (NAME, "cuda-c")
+    assert default_choice(n - 1, 5, limit=small) == ("incremental", "cuda-c")
     assert default_choice(n, 5, None, "numba", limit=small) == (NAME, "numba")
     assert default_choice(n, 5, "incremental", limit=small) == ("incremental", "cuda-c")  # named: kept
 
@@ -247,5 +248,5 @@ def test_bench_has_c_300_5_and_what_runs_it(monkeypatch):
         bench.runner(REGISTRY.get("global", "cuda-c"), {"n": 300, "k": 5, "launch": {}})
     # Q of n = 300 fits no H200 block (227 KiB): the shared-memory variants are over it
     inc = REGISTRY.get("incremental", "cuda-c")
-    assert not host.fits_shared(inc.policy, 300, 5, inc.launch_params(), ask_device=False)
-    assert host.fits_shared(inc.policy, 237, 5, inc.launch_params(), ask_device=False)
+    assert not host.fits_shared(inc.policy, 300, 5, inc.launch_params(), limit=host.SM90_SHARED_OPTIN)
+    assert host.fits_shared(inc.policy, 237, 5, inc.launch_params(), limit=host.SM90_SHARED_OPTIN)
