@@ -106,6 +106,30 @@ def timeline(backend: str, variant: str | None, C, Q, dQ, n: int, k: int, repeat
     return row
 
 
+def profile(backend: str, variant: str | None, C, k: int, calls: int) -> None:
+    """cProfile of `calls` warm public calls: the functions with the most time of their own, then
+    the most time below them (per call, microseconds)."""
+    import cProfile
+    import pstats
+
+    v = variant or subset.REGISTRY.default(backend)
+    for _ in range(3):
+        subset.least_correlated(C, k, variant=v, backend=backend)
+    pr = cProfile.Profile()
+    t0 = time.perf_counter()
+    pr.enable()
+    for _ in range(calls):
+        subset.least_correlated(C, k, variant=v, backend=backend)
+    pr.disable()
+    print(f"== {backend}/{v}: {1e6 * (time.perf_counter() - t0) / calls:.1f} us a call under cProfile")
+    st = pstats.Stats(pr)
+    for key, title in (("tottime", "own time"), ("cumtime", "with callees")):
+        print(f"-- top by {title} (us per call)")
+        rows = sorted(st.stats.items(), key=lambda kv: kv[1][2 if key == "tottime" else 3], reverse=True)[:25]
+        for (f, line, name), (cc, nc, tt, ct, _) in rows:
+            print(f"{1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:6.1f}x  {Path(f).name}:{line} {name}")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=50)
@@ -114,10 +138,16 @@ def main() -> None:
     ap.add_argument("--backends", nargs="+", default=["numba", "cuda-c"])
     ap.add_argument("--variant", help="default: each backend's default (incremental)")
     ap.add_argument("--json", help="write the rows, the device, versions and date to this file")
+    ap.add_argument("--profile", type=int, metavar="CALLS",
+                    help="instead: cProfile CALLS warm public calls per backend, print where the host time goes")
     a = ap.parse_args()
     C = correlation(synthetic_returns(500, a.n, factors=3, strength=0.5, seed=1))
     Q = squared_packed(C)
     dQ = cuda.to_device(Q)
+    if a.profile:
+        for b in a.backends:
+            profile(b, a.variant, C, a.k, a.profile)
+        return
     rows = [timeline(b, a.variant, C, Q, dQ, a.n, a.k, a.repeat) for b in a.backends]
     print(f"{device.info().name}: n = {a.n}, k = {a.k}, medians of {a.repeat}")
     for row in rows:
