@@ -8,6 +8,9 @@ extra kernel compiled with it (CuPy's NVRTC), launched like `IncrementalPlan` la
   rows         the row's bounds hoisted out of the hot loop: 32-bit counters, the row offset
                j(j-1)/2 advanced by an addition, the rank computed once per row
   rows_u2/u4   `rows` with the hot loop unrolled 2 or 4 times: that many subsets' loads in flight
+  lockstep     a warp walks one row at a time: its lanes share the first k-1 indices and take
+               consecutive last ones (no divergence); Q staged transposed in shared memory so
+               those lanes read consecutive words (no bank conflicts)
 
 The sums keep the canonical order (bit for bit the library's), so every candidate must return
 the library's (value, rank). Prints a table; --json writes it.
@@ -136,9 +139,108 @@ extern "C" __global__ void NAME(const double* __restrict__ Q, const u64* __restr
 ROWS_KERNEL(rows, 1)
 ROWS_KERNEL(rows_u2, 2)
 ROWS_KERNEL(rows_u4, 4)
+
+// lockstep: a warp walks one row at a time. Its 32 lanes share c[0..K-2] (and P) and take
+// consecutive last indices j, so they branch together; Q is staged transposed (row c holds
+// Q(c, j) for j > c, contiguous in j), so the lanes' loads of one a hit consecutive words.
+__device__ __forceinline__ int uoff(int c, int n) { return c * (2 * n - c - 1) / 2 - c - 1; }  // U[uoff(c) + j] = Q(c, j), j > c
+
+template <int K>
+__device__ __forceinline__ void lockstep_range(const double* __restrict__ U, const u64* __restrict__ T, int n,
+                                               u64 start, u64 count, int lane, double& best, u64& best_rank)
+{
+    int c[K];
+    double P[K];
+    const int stride = n + 1;
+    {
+        u64 m = start;
+        int x = 0;
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            const int r = K - 1 - i;
+            while (m >= T[r * stride + n - 1 - x]) { m -= T[r * stride + n - 1 - x]; ++x; }
+            c[i] = x++;
+        }
+    }
+    P[0] = 0.0;
+#pragma unroll
+    for (int b = 1; b < K - 1; ++b) {
+        double s = P[b - 1];
+#pragma unroll
+        for (int a = 0; a < b; ++a) s += U[uoff(c[a], n) + c[b]];
+        P[b] = s;
+    }
+    u64 rank = start;
+    u64 left = count;
+    while (true) {
+        const double base = P[K - 2];
+        const int j0 = c[K - 1];
+        const int len = (u64)(n - j0) < left ? n - j0 : (int)left;
+        int o[K - 1];
+#pragma unroll
+        for (int a = 0; a < K - 1; ++a) o[a] = uoff(c[a], n) + j0;
+        for (int jj = lane; jj < len; jj += 32) {
+            double s = base;
+#pragma unroll
+            for (int a = 0; a < K - 1; ++a) s += U[o[a] + jj];
+            if (s < best) { best = s; best_rank = rank + (u64)jj; }
+        }
+        rank += len;
+        left -= len;
+        if (left == 0) break;
+        int i = -1;
+#pragma unroll
+        for (int t = 0; t < K - 1; ++t) if (c[t] != n - K + t) i = t;
+        if (i < 0) break;
+#pragma unroll
+        for (int t = 0; t < K; ++t) {
+            if (t == i) c[t] += 1;
+            else if (t > i) c[t] = c[t > 0 ? t - 1 : 0] + 1;
+        }
+#pragma unroll
+        for (int b = 1; b < K - 1; ++b) {
+            if (b >= i) {
+                double s = P[b - 1];
+#pragma unroll
+                for (int a = 0; a < b; ++a) s += U[uoff(c[a], n) + c[b]];
+                P[b] = s;
+            }
+        }
+    }
+}
+
+extern "C" __global__ void lockstep(const double* __restrict__ Q, const u64* __restrict__ T, int n, int npairs,
+                                    u64 base, u64 stop, u64 chunk, long long nchunks, double* out_val, u64* out_rank)
+{
+    extern __shared__ double smem[];
+    const int lane = threadIdx.x % 32, w = threadIdx.x / 32, nw = blockDim.x / 32;
+    for (int r = 1 + w; r < n; r += nw)  // stage Q transposed: row r of the lower triangle -> column r
+        for (int c = lane; c < r; c += 32) smem[uoff(c, n) + r] = Q[r * (r - 1) / 2 + c];
+    __syncthreads();
+    double best = INF_D;
+    u64 best_rank = RANK_NONE;
+    const long long warps = (long long)gridDim.x * nw;
+    for (long long t = blockIdx.x * (long long)nw + w; t * 32 < nchunks; t += warps) {
+        const u64 start = base + (u64)t * 32 * chunk;  // the warp's 32 chunks, walked together
+        const u64 count = min(32 * chunk, stop - start);
+        lockstep_range<SUBSET_K>(smem, T, n, start, count, lane, best, best_rank);
+    }
+    double* wv = smem + npairs;
+    u64* wr = (u64*)(wv + 32);
+    warp_argmin(best, best_rank);
+    if (lane == 0) { wv[w] = best; wr[w] = best_rank; }
+    __syncthreads();
+    if (w == 0) {
+        best = lane < nw ? wv[lane] : INF_D;
+        best_rank = lane < nw ? wr[lane] : RANK_NONE;
+        warp_argmin(best, best_rank);
+        if (lane == 0) { out_val[blockIdx.x] = best; out_rank[blockIdx.x] = best_rank; }
+    }
+}
 """
 
-CANDIDATES = {"warp": "subset_incremental_warp", "rows": "rows", "rows_u2": "rows_u2", "rows_u4": "rows_u4"}
+CANDIDATES = {"warp": "subset_incremental_warp", "rows": "rows", "rows_u2": "rows_u2", "rows_u4": "rows_u4",
+              "lockstep": "lockstep"}
 
 
 def run(n: int, k: int, repeat: int, blocks: list[int]) -> list[dict]:
