@@ -121,8 +121,9 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
 
     packed = []
     for a in args:
-        if hasattr(a, "__cuda_array_interface__"):
-            packed.append(np.uintp(ptr(a)))
+        cai = getattr(a, "__cuda_array_interface__", None)  # read once: numba builds it per access
+        if cai is not None:
+            packed.append(np.uintp(cai["data"][0]))
         elif isinstance(a, (bool, int)) and not isinstance(a, np.generic):
             packed.append(np.int32(a))
         else:

@@ -215,6 +215,46 @@ def info() -> DeviceInfo:
     )
 
 
+@dataclass(frozen=True)
+class SMLimits:
+    """What one SM holds at once (the CUDA occupancy calculator's inputs): threads, blocks,
+    shared memory (bytes, and the bytes the driver reserves per block) and 32-bit registers."""
+
+    threads: int = 2048
+    blocks: int = 32
+    shared: int = 228 * 1024
+    reserved_shared: int = 1024
+    registers: int = 65536
+
+
+@lru_cache(maxsize=1)
+def sm_limits() -> SMLimits:
+    """This GPU's per-SM limits (sm_90's on the simulator, as `info()` gives the H200's)."""
+    if on_simulator():
+        return SMLimits()
+    from numba import cuda
+
+    dev = cuda.get_current_device()
+    return SMLimits(threads=dev.MAX_THREADS_PER_MULTIPROCESSOR, blocks=dev.MAX_BLOCKS_PER_MULTIPROCESSOR,
+                    shared=dev.MAX_SHARED_MEMORY_PER_MULTIPROCESSOR,
+                    reserved_shared=dev.RESERVED_SHARED_MEMORY_PER_BLOCK,
+                    registers=dev.MAX_REGISTERS_PER_MULTIPROCESSOR)
+
+
+def resident_blocks(threads: int, shared_bytes: int, registers: int, limits: SMLimits | None = None) -> int:
+    """How many blocks of `threads` threads, each using `shared_bytes` of shared memory and
+    `registers` registers per thread, one SM runs at once: the least of what its threads,
+    blocks, shared memory and registers allow (registers are given out per warp in units of 256,
+    from four quarters of the SM's file, as the CUDA occupancy calculator counts them). At least 1."""
+    lim = limits or sm_limits()
+    warps = -(-threads // 32)
+    by_threads = lim.threads // (warps * 32)
+    by_shared = lim.shared // (shared_bytes + lim.reserved_shared) if shared_bytes else lim.blocks
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    by_registers = 4 * ((lim.registers // 4) // per_warp) // warps
+    return max(1, min(lim.blocks, by_threads, by_shared, by_registers))
+
+
 def release_memory() -> None:
     """Give freed device buffers back to the driver now, before a large allocation.
 

@@ -112,6 +112,11 @@ class KernelProvider:
             self.set_constant(k, args, constant)
         self._launch(k, grid, block, args, shared_bytes)
 
+    def registers(self, name: str, signature: str | None = None) -> int:
+        """Registers per thread of the kernel `name` as built for this GPU (numba: compiled for
+        `signature` first). Not on the simulator."""
+        raise NotImplementedError
+
     def _build(self, name: str):
         raise NotImplementedError
 
@@ -132,6 +137,9 @@ class NumbaKernels(KernelProvider):
 
     def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
         kernel[grid, block, self.stream, shared_bytes](*args)
+
+    def registers(self, name: str, signature: str | None = None) -> int:
+        return self.kernel(name).compile(signature).regs_per_thread
 
     # --8<-- [start:set_constant]
     def set_constant(self, kernel, args, image: np.ndarray) -> None:
@@ -167,6 +175,9 @@ class CudaCKernels(KernelProvider):
 
     def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
         cudac.launch(kernel, grid, block, *args, shared_bytes=shared_bytes, stream=self.stream)
+
+    def registers(self, name: str, signature: str | None = None) -> int:
+        return self.kernel(name).num_regs
 
     def set_constant(self, kernel, args, image: np.ndarray) -> None:
         from numba import cuda

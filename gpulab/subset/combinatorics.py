@@ -116,9 +116,19 @@ def pack(C: np.ndarray) -> np.ndarray:
 
     (On the host; a device C is copied there. The device twin is
     [`squared_packed`][gpulab.subset.reference.squared_packed], which also squares.)"""
-    C = to_host(C)
-    rows, cols = np.tril_indices(C.shape[0], -1)  # row-major order: (1,0), (2,0), (2,1), (3,0) ...
-    return np.ascontiguousarray(C[rows, cols], dtype=np.float64)
+    C = np.ascontiguousarray(to_host(C), dtype=np.float64)
+    return C.ravel().take(lower_triangle(C.shape[0]))
+
+
+@lru_cache(maxsize=32)
+def lower_triangle(n: int) -> np.ndarray:
+    """Where the strictly-lower triangle of an n×n C lies in `C.ravel()`, row by row
+    ((1,0), (2,0), (2,1), (3,0) ...): kept per n (read-only), so a search called again and again
+    does not recompute it."""
+    rows, cols = np.tril_indices(n, -1)
+    flat = rows * n + cols
+    flat.flags.writeable = False
+    return flat
 
 
 def gather(P: np.ndarray, combination) -> np.ndarray:

@@ -14,8 +14,12 @@ SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 # subset-tuning-h200.json) measured C(200,5) at 13.8 ms with 1024-thread blocks and 15.2 ms with
 # 512, but 1024 threads only launch while the kernel needs <= 64 registers (k <= 5 in CUDA C; the
 # numba kernel needs 70 at k = 5): 1024-thread launches failed with LAUNCH_OUT_OF_RESOURCES.
-# FINAL_BLOCK: the threads of the one block that reduces the blocks' answers.
-INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256)
+# FINAL_BLOCK: the threads of the one block that reduces the blocks' answers. WAVES: at most
+# twice the blocks the GPU runs at once (host.IncrementalPlan.waves_cap). On an H100
+# (scripts/subset_chunk_cost.py, 2026-11-26) two waves against the former 132 x 64 blocks:
+# C(200,5) 12.6 against 15.9 ms, C(200,6) 463 against 485 ms, C(100,6) 7.24 against 7.19 ms;
+# one wave was 12.5, 462 and 7.42 ms.
+INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256, WAVES=2)
 # On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
 SEED_SIM = dict(BLOCK=32, MAX_BLOCKS=3)
 INCREMENTAL_SIM = dict(SEED_SIM, CHUNK=7, FINAL_BLOCK=32)

@@ -1,0 +1,76 @@
+"""Issue 31: the incremental scan's grid is capped at WAVES times what the GPU runs at once
+(`gpulab.device.resident_blocks`), so that a block that waits for its slowest warp does not
+leave its SM idle at the end of many short waves. The occupancy arithmetic is checked against
+the CUDA occupancy calculator's rules on sm_90's limits; the plan's cap with a stand-in GPU (the
+simulator has none); the answer with any cap is the reference's."""
+
+import numpy as np
+import pytest
+
+import gpulab.subset as ss
+from gpulab import device
+from gpulab.device import SMLimits, resident_blocks
+from gpulab.errors import GpulabError
+from gpulab.subset import host
+from gpulab.subset.variants import REGISTRY
+from tests.subset.test_call_cache import expect, planted
+
+SM90 = SMLimits(threads=2048, blocks=32, shared=228 * 1024, reserved_shared=1024, registers=65536)
+
+
+@pytest.mark.parametrize("threads, shared, regs, want", [
+    (256, 0, 32, 8),            # threads: 2048 / 256
+    (128, 0, 16, 16),           # threads again: 2048 / 128
+    (32, 0, 16, 32),            # the block limit: 64 by threads, 32 blocks at most
+    (1024, 0, 64, 1),           # registers: 64 x 32 = 2,048 a warp, 8 warps per quarter
+    (512, 0, 64, 2),
+    (512, 0, 56, 2),            # 56 x 32 = 1,792 a warp: 9 warps per quarter, 36 per SM, 2 blocks of 16
+    (256, 0, 72, 3),            # 72 x 32 = 2,304: 7 per quarter, 28 warps, 3 blocks of 8
+    (512, 8 * 19900 + 16 * 512, 56, 1),  # Q at n = 200: one block's 167,392 bytes fill the SM
+    (512, 8 * 1225 + 16 * 512, 56, 2),   # Q at n = 50: registers limit, not shared memory
+    (256, 100 * 1024, 32, 2),   # shared: 2 x (100 KiB + 1 KiB reserved) fit in 228 KiB, 3 do not
+    (1024, 0, 255, 1),          # cannot launch at all: still 1 (the launch says why)
+])
+def test_resident_blocks_follows_the_occupancy_rules(threads, shared, regs, want):
+    assert resident_blocks(threads, shared, regs, SM90) == want
+
+
+def test_waves_cap_the_grid_of_a_plan(monkeypatch):
+    """The cap a plan computes for a stand-in GPU of 132 SMs (sm_90 limits, 56 registers):
+    WAVES x 132 x the resident blocks, and no cap where WAVES is not given."""
+    v = REGISTRY.get("incremental", "numba")
+    p = v.launch_params(None)
+    plans = {n: host.IncrementalPlan(v.policy, "numba", n, 3, p, 1000) for n in (50, 200)}
+    info = device.info()
+    monkeypatch.setattr(device, "on_simulator", lambda: False)
+    monkeypatch.setattr(device, "info", lambda: type(info)(**{**info.as_dict(), "sm_count": 132}))
+    monkeypatch.setattr(device, "sm_limits", lambda: SM90)
+    for plan in plans.values():
+        monkeypatch.setattr(plan.K, "registers", lambda name, sig=None: 56)
+    # n = 200: Q fills an SM with the GPU's 512-thread blocks; n = 50: registers allow 2
+    big = dict(p, BLOCK=512, WAVES=2)
+    plans[200].block = plans[50].block = 512
+    plans[200].nbytes, plans[50].nbytes = 8 * 19900 + 16 * 512, 8 * 1225 + 16 * 512
+    assert plans[200].waves_cap(big) == 2 * 132 * 1
+    assert plans[50].waves_cap(big) == 2 * 132 * 2
+    assert plans[50].waves_cap(dict(big, WAVES=3)) == 3 * 132 * 2
+    no_waves = {k: x for k, x in big.items() if k != "WAVES"}
+    assert plans[50].waves_cap(no_waves) == plans[50].max_blocks
+
+
+def test_waves_is_a_known_parameter_and_checked():
+    host.check_params({"WAVES": 1})
+    with pytest.raises(GpulabError, match="WAVES"):
+        host.check_params({"WAVES": 0})
+    assert REGISTRY.get("incremental", "cuda-c").params["WAVES"] == 2
+
+
+@pytest.mark.parametrize("waves", [1, 2, 5])
+def test_any_cap_gives_the_reference_answer(rng, waves):
+    """(On the simulator the cap is not applied; on a GPU this runs the capped grids.)"""
+    n, k = int(rng.integers(12, 20)), 3
+    C, S = planted(rng, n, k)
+    ref = expect(C, S)
+    got = ss.least_correlated(C, k, variant="incremental", backend="numba", params={"WAVES": waves})
+    assert got.combination == ref.combination and got.rank == ref.rank
+    assert abs(got.distance - ref.distance) <= 1e-12 * max(1.0, ref.distance)
