@@ -1,9 +1,12 @@
 """A/B of numba's one-sweep histogram kernel (issue 30: 1.17-1.53 ms for 2^28 keys against CUDA
-C's 0.53-0.62 ms). The library's `onesweep_hist` (numba) beside a candidate that does what the
-CUDA C kernel does: a full tile's ITEMS keys loaded first (no bounds check), then the atomics,
-its pass loop of compile-time length (PASSES) so that it unrolls. The CUDA C kernel is timed in
-the same run. Each build's counts are checked against numpy's before it is timed; CUDA events,
-median of --repeat after a warm-up. Needs a GPU:
+C's 0.53-0.62 ms). The kernel before issue 30 (`before()`: each key loaded behind its bounds
+check, then its atomics) beside the library's `onesweep_hist`, which now does what the CUDA C
+kernel does: a full tile's ITEMS keys loaded first (no bounds check), then the atomics, its pass
+loop of compile-time length (PASSES) so that it unrolls. The CUDA C kernel is timed in the same
+run. docs/benchmarks/ab-runs/radix-hist-numba-h100.json was measured when the loads-first kernel
+was still this script's candidate: its "numba (library)" row is the kernel before, its
+"numba loads-first" row the library's kernel now. Each build's counts are checked against
+numpy's before it is timed; CUDA events, median of --repeat after a warm-up. Needs a GPU:
 
     python scripts/radix_hist_numba_ab.py --log2n 28 24
 """
@@ -17,7 +20,7 @@ from pathlib import Path
 import numpy as np
 
 from gpulab import device  # before numba: gpulab picks the GPU or the simulator
-from numba import cuda, int32, uint32  # noqa: E402
+from numba import cuda, int32  # noqa: E402
 from gpulab.benchmark import utc_now, versions
 from gpulab.radix import host
 from gpulab.radix import kernels_numba as kn
@@ -25,46 +28,37 @@ from gpulab.radix.variants import REGISTRY
 from gpulab.timing import measure
 
 
-def candidate(BLOCK: int, ITEMS: int, BITS: int):
+def before(BLOCK: int, ITEMS: int, BITS: int):
+    """numba's `onesweep_hist` before issue 30 (the library now has the loads-first kernel that
+    this script measured as the candidate): each key loaded behind its bounds check and counted,
+    in a pass loop of run-time length, before the next key is loaded."""
     R = 1 << BITS
     MASK = R - 1
     TILE = BLOCK * ITEMS
-    PASSES = -(-32 // BITS)
-    PR = PASSES * R
+    PR = -(-32 // BITS) * R
 
     @cuda.jit
-    def hist_loads_first(keys, hist, n, passes):
+    def hist_interleaved(keys, hist, n, passes):
         h = cuda.shared.array(PR, int32)
         tid = cuda.threadIdx.x
         for j in range(tid, PR, BLOCK):
             h[j] = 0
         cuda.syncthreads()
-        k = cuda.local.array(ITEMS, uint32)
         base = cuda.blockIdx.x * TILE
         while base < n:
-            if base + TILE <= n:  # a full tile: every load first, no bounds checks
-                for it in range(ITEMS):
-                    k[it] = keys[base + it * BLOCK + tid]
-                for it in range(ITEMS):
-                    x = k[it]
-                    for p in range(PASSES):
-                        if p < passes:
-                            cuda.atomic.add(h, p * R + int32((x >> uint32(p * BITS)) & uint32(MASK)), 1)
-            else:
-                for it in range(ITEMS):
-                    i = base + it * BLOCK + tid
-                    if i < n:
-                        x = keys[i]
-                        for p in range(PASSES):
-                            if p < passes:
-                                cuda.atomic.add(h, p * R + int32((x >> uint32(p * BITS)) & uint32(MASK)), 1)
+            for it in range(ITEMS):
+                i = base + it * BLOCK + tid
+                if i < n:
+                    k = keys[i]
+                    for p in range(passes):
+                        cuda.atomic.add(h, p * R + int32((k >> (p * BITS)) & MASK), 1)
             base += cuda.gridDim.x * TILE
         cuda.syncthreads()
         for j in range(tid, passes * R, BLOCK):
             if h[j] != 0:
                 cuda.atomic.add(hist, j, h[j])
 
-    return hist_loads_first
+    return hist_interleaved
 
 
 def main() -> None:
@@ -76,7 +70,7 @@ def main() -> None:
     p = REGISTRY.get("onesweep", "numba").params
     B, ITEMS, BITS = p["BLOCK"], p["ITEMS"], p["BITS"]
     passes = -(-32 // BITS)
-    builds = {"numba (library)": kn.onesweep_hist_kernel(B, ITEMS, BITS)[0], "numba loads-first": candidate(B, ITEMS, BITS)}
+    builds = {"numba (before)": before(B, ITEMS, BITS), "numba (library)": kn.onesweep_hist_kernel(B, ITEMS, BITS)[0]}
     try:
         from gpulab.radix.host import KERNELS
         K = KERNELS.provider("cuda-c", host.cuda_defines({**host.tile_shape(p, False), "PAIRS": 0}))

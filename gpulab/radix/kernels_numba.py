@@ -597,14 +597,27 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
         for j in range(tid, PR, BLOCK):
             h[j] = 0
         cuda.syncthreads()
+        k = cuda.local.array(ITEMS, uint32)
         base = cuda.blockIdx.x * TILE
         while base < n:  # tile-stride loop: a fixed grid covers any n
-            for it in range(ITEMS):
-                i = base + it * BLOCK + tid
-                if i < n:
-                    k = keys[i]
-                    for p in range(passes):  # one counter per pass: all digits of the key
-                        cuda.atomic.add(h, p * R + int32((k >> (p * BITS)) & MASK), 1)
+            if base + TILE <= n:
+                # A full tile: every load before the first atomic and no bounds check, so a warp
+                # has ITEMS loads in flight instead of waiting on each in turn (as kernels.cu does).
+                for it in range(ITEMS):
+                    k[it] = keys[base + it * BLOCK + tid]
+                for it in range(ITEMS):
+                    x = k[it]
+                    for p in range(PASSES):  # one counter per pass: all digits of the key
+                        if p < passes:  # compile-time trip count: the loop unrolls
+                            cuda.atomic.add(h, p * R + int32((x >> uint32(p * BITS)) & uint32(MASK)), 1)
+            else:  # the last, partial tile: each key checked against n
+                for it in range(ITEMS):
+                    i = base + it * BLOCK + tid
+                    if i < n:
+                        x = keys[i]
+                        for p in range(PASSES):
+                            if p < passes:
+                                cuda.atomic.add(h, p * R + int32((x >> uint32(p * BITS)) & uint32(MASK)), 1)
             base += cuda.gridDim.x * TILE
         cuda.syncthreads()
         for j in range(tid, passes * R, BLOCK):

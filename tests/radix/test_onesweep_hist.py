@@ -1,0 +1,47 @@
+"""numba's one-sweep histogram kernel (`onesweep_hist`) on its own: full tiles take the loads-first
+path without bounds checks, the last partial tile the checked one; a grid smaller than the number
+of tiles makes each block walk several tiles. Its counts must equal numpy's bincount of every
+digit, for all passes or only the first few (the counters past `passes` stay untouched).
+
+Runs with the onesweep variant's simulator parameters (BLOCK=32, ITEMS=2, BITS=5: 64-key tiles,
+7 passes) on the simulator and on a GPU alike.
+"""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+from gpulab.radix import kernels_numba as kn
+from gpulab.radix.variants import REGISTRY
+
+P = REGISTRY.get("onesweep", "numba").sim_params
+BLOCK, ITEMS, BITS = P["BLOCK"], P["ITEMS"], P["BITS"]
+TILE = BLOCK * ITEMS
+R = 1 << BITS
+PASSES = -(-32 // BITS)
+
+# n: one key, a tile minus/plus one, one full tile, a prime, whole tiles and several plus a partial.
+SIZES = [1, TILE - 1, TILE, TILE + 1, 131, 6 * TILE, 7 * TILE + 5]
+
+
+def test_sim_params_are_the_small_ones():
+    assert (BLOCK, ITEMS, BITS) == (32, 2, 5)
+    assert 131 % TILE and 7 * TILE + 5 > 2 * TILE  # the prime and the last size end in a partial tile
+
+
+@pytest.mark.parametrize("passes", [PASSES, 3])
+@pytest.mark.parametrize("n", SIZES)
+def test_onesweep_hist_counts_equal_bincount(rng, n, passes):
+    hist_kernel = kn.onesweep_hist_kernel(BLOCK, ITEMS, BITS)[0]
+    keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+    tiles = -(-n // TILE)
+    grid = max(1, tiles // 2)  # fewer blocks than tiles (from 2 tiles on): the tile-stride loop runs
+    assert tiles == 1 or grid < tiles
+    want = np.zeros(PASSES * R, np.int32)
+    for p in range(passes):
+        want[p * R:(p + 1) * R] = np.bincount((keys >> np.uint32(p * BITS)) & np.uint32(R - 1), minlength=R)
+    hist = cuda.to_device(np.zeros(PASSES * R, np.int32))
+    hist_kernel[grid, BLOCK](cuda.to_device(keys), hist, np.int32(n), np.int32(passes))
+    got = hist.copy_to_host()
+    np.testing.assert_array_equal(got, want)
+    assert got[:R].sum() == n
