@@ -1,21 +1,28 @@
-"""Does splitting a subset search into rank ranges cost GPU time without Dask? (appendix: one Dask
-worker's chunks summed to 8% over the whole search on one GPU). One process, one GPU: the whole
-search, then the same ranks as 4, 8 and 16 equal chunks searched one after another; wall clock
-after a device synchronize, median of --repeat after a warm-up. Needs a GPU.
+"""The incremental scan's grid, measured (chapter 2, "How many blocks"; the appendix's cost per
+chunk). One process, one GPU, no Dask: per size and per parameter set, the whole search, then the
+same ranks as --chunks equal rank ranges searched one after another (what one Dask worker does
+with its share); wall clock after a device synchronize, median of --repeat after a warm-up. The
+default parameter sets are the registry's (WAVES=2) and the former cap, 132 x 64 blocks with no
+WAVES cap. Every answer is checked against the whole search's. Needs a GPU.
 
-    python scripts/subset_chunk_cost.py --n 200 --k 6
+    python scripts/subset_chunk_cost.py --sizes 200:5 200:6 100:6 --json out.json
 """
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import time
+from pathlib import Path
 
-from gpulab import subset
+from gpulab import device, subset
+from gpulab.benchmark import utc_now, versions
 from gpulab.distributed import split
 from gpulab.subset.combinatorics import choose
 from gpulab.subset.reference import correlation, squared_packed, synthetic_returns
 from numba import cuda
+
+FORMER = {"MAX_BLOCKS": 132 * 64, "WAVES": 10**6}  # the cap before WAVES: 8,448 blocks
 
 
 def wall(f, repeat):
@@ -30,36 +37,46 @@ def wall(f, repeat):
     return statistics.median(out)
 
 
-def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--n", type=int, default=200)
-    ap.add_argument("--k", type=int, default=6)
-    ap.add_argument("--variant", default="incremental")
-    ap.add_argument("--backend", default="cuda-c")
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--max-blocks", nargs="+", type=int, default=[None],
-                    help="MAX_BLOCKS values to compare (default: the registry's)")
-    ap.add_argument("--chunks", nargs="+", type=int, default=[4, 8, 16])
-    a = ap.parse_args()
-    for mb in a.max_blocks:
-        run(a, None if mb is None else {"MAX_BLOCKS": mb})
-
-
-def run(a, params):
-    C = correlation(synthetic_returns(500, a.n, factors=3, strength=0.5, seed=7))
+def run(n, k, variant, backend, params, label, chunks_list, repeat):
+    C = correlation(synthetic_returns(500, n, factors=3, strength=0.5, seed=7))
     Q = squared_packed(C)
-    dQ = cuda.to_device(Q)
-    total = choose(a.n, a.k)
-    whole = wall(lambda: subset.search_packed(Q, a.n, a.k, a.variant, a.backend, params), a.repeat)
-    print(f"C({a.n},{a.k}) {a.backend}/{a.variant} {params or 'registry params'}: whole {whole:.2f} ms")
-    for chunks in a.chunks:
+    total = choose(n, k)
+    want = subset.search_packed(Q, n, k, variant, backend, params)
+    row = {"size": f"C({n},{k})", "backend": backend, "variant": variant, "params": label,
+           "whole_ms": wall(lambda: subset.search_packed(Q, n, k, variant, backend, params), repeat)}
+    for chunks in chunks_list:
         ranges = split(0, total, chunks)
-        per = [wall(lambda r=r: subset.search_packed(Q, a.n, a.k, a.variant, a.backend, params, ranks=r), a.repeat)
-               for r in ranges]
-        allq = wall(lambda: [subset.search_packed(dQ, a.n, a.k, a.variant, a.backend, params, ranks=r) for r in ranges],
-                    a.repeat)
-        print(f"  {chunks:2} chunks: sum of chunks {sum(per):.1f} ms ({sum(per) / whole:.3f}x whole); back to back {allq:.1f} ms;"
-              f" per chunk {min(per):.1f}-{max(per):.1f} ms")
+        parts = [subset.search_packed(Q, n, k, variant, backend, params, ranks=r) for r in ranges]
+        best = min(parts, key=lambda p: (p[0], p[1]))
+        row[f"same_{chunks}"] = best[1] == want[1]
+        row[f"chunks_{chunks}_ms"] = wall(lambda: [subset.search_packed(Q, n, k, variant, backend, params, ranks=r)
+                                                   for r in ranges], repeat)
+    row["subsets_per_s"] = total / (row["whole_ms"] * 1e-3)
+    return row
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--sizes", nargs="+", default=["200:5", "200:6", "100:6"])
+    ap.add_argument("--variant", default="incremental")
+    ap.add_argument("--backends", nargs="+", default=["cuda-c"])
+    ap.add_argument("--chunks", nargs="+", type=int, default=[4, 8])
+    ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    rows = []
+    for s in a.sizes:
+        n, k = map(int, s.split(":"))
+        for b in a.backends:
+            for label, params in (("former cap (132 x 64 blocks)", FORMER), ("registry (WAVES=2)", None)):
+                rows.append(run(n, k, a.variant, b, params, label, a.chunks, a.repeat))
+                r = rows[-1]
+                print(f"{r['size']} {b:6} {label:30} whole {r['whole_ms']:9.2f} ms "
+                      + " ".join(f"{c} chunks {r[f'chunks_{c}_ms']:9.2f} ms" for c in a.chunks)
+                      + f"  same={all(r[f'same_{c}'] for c in a.chunks)}", flush=True)
+    if a.json:
+        Path(a.json).write_text(json.dumps({"device": device.info().name, "date": utc_now(), "versions": versions(),
+                                            "script": "python scripts/subset_chunk_cost.py", "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

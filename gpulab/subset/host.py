@@ -612,8 +612,8 @@ class IncrementalPlan(SearchPlan):
         (`gpulab.device.resident_blocks` per SM, times the SMs). A block ends with its slowest
         warp, and with Q in shared memory an SM may hold one block only; many short waves of
         blocks then leave SMs idle at the end of each block, while few long ones even out (on
-        an H100 at C(200,5): 15.9 ms with the former cap of 132 x 64 blocks, 12.6 with two
-        waves). No cap without WAVES, or on the simulator."""
+        an H100 at C(200,5): 16.4 ms with the former cap of 132 x 64 blocks, 13.0 with two
+        waves, docs/benchmarks/subset-grid-h100.json). No cap without WAVES, or on the simulator."""
         waves = params.get("WAVES")
         if not waves or device.on_simulator():
             return self.max_blocks

@@ -16,9 +16,10 @@ SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 # numba kernel needs 70 at k = 5): 1024-thread launches failed with LAUNCH_OUT_OF_RESOURCES.
 # FINAL_BLOCK: the threads of the one block that reduces the blocks' answers. WAVES: at most
 # twice the blocks the GPU runs at once (host.IncrementalPlan.waves_cap). On an H100
-# (scripts/subset_chunk_cost.py, 2026-11-26) two waves against the former 132 x 64 blocks:
-# C(200,5) 12.6 against 15.9 ms, C(200,6) 463 against 485 ms, C(100,6) 7.24 against 7.19 ms;
-# one wave was 12.5, 462 and 7.42 ms.
+# (docs/benchmarks/subset-grid-h100.json) two waves against the former 132 x 64 blocks, CUDA C:
+# C(200,5) 13.0 against 16.4 ms, C(200,6) 463 against 485 ms, C(100,6) 7.32 against 7.31 ms. In
+# an earlier run (docs/benchmarks/ab-runs/subset-grid-waves-h100.log) one wave (132 blocks at
+# n = 200, 264 at n = 100, where an SM runs 2) took 12.5, 462 and 7.42 ms, two 12.6, 463 and 7.24.
 INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256, WAVES=2)
 # On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
 SEED_SIM = dict(BLOCK=32, MAX_BLOCKS=3)
