@@ -4,8 +4,8 @@ check, then its atomics) beside the library's `onesweep_hist`, which now does wh
 kernel does: a full tile's ITEMS keys loaded first (no bounds check), then the atomics, its pass
 loop of compile-time length (PASSES) so that it unrolls. The CUDA C kernel is timed in the same
 run. docs/benchmarks/ab-runs/radix-hist-numba-h100.json was measured when the loads-first kernel
-was still this script's candidate: its "numba (library)" row is the kernel before, its
-"numba loads-first" row the library's kernel now. Each build's counts are checked against
+was still this script's candidate; its rows are relabelled "numba before" and "numba now (loads
+first)" (its `relabelled` field says so). Each build's counts are checked against
 numpy's before it is timed; CUDA events, median of --repeat after a warm-up. Needs a GPU:
 
     python scripts/radix_hist_numba_ab.py --log2n 28 24
@@ -70,7 +70,7 @@ def main() -> None:
     p = REGISTRY.get("onesweep", "numba").params
     B, ITEMS, BITS = p["BLOCK"], p["ITEMS"], p["BITS"]
     passes = -(-32 // BITS)
-    builds = {"numba (before)": before(B, ITEMS, BITS), "numba (library)": kn.onesweep_hist_kernel(B, ITEMS, BITS)[0]}
+    builds = {"numba before": before(B, ITEMS, BITS), "numba now (loads first)": kn.onesweep_hist_kernel(B, ITEMS, BITS)[0]}
     try:
         from gpulab.radix.host import KERNELS
         K = KERNELS.provider("cuda-c", host.cuda_defines({**host.tile_shape(p, False), "PAIRS": 0}))
@@ -90,7 +90,7 @@ def main() -> None:
         grid = min(nb, host.HIST_GRID)
         calls = {name: (lambda f=f: f[grid, B](dk, hist, np.int32(n), np.int32(passes))) for name, f in builds.items()}
         if cuda_c is not None:
-            calls["cuda-c (library)"] = lambda: K("onesweep_hist", (grid,), (B,), dk, hist, np.int32(n), np.int32(passes))
+            calls["CUDA C"] = lambda: K("onesweep_hist", (grid,), (B,), dk, hist, np.int32(n), np.int32(passes))
         for name, f in calls.items():
             hist.copy_to_device(np.full(passes << BITS, 0, np.int32))
             f()
