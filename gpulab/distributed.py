@@ -242,7 +242,9 @@ class ChunkResult:
 
     ``key`` is what the variant's argmin compares (the squared sum, or the distance);
     ``seconds`` the search's time on the worker (upload, kernels, the answer back);
-    ``variant`` and ``backend`` what it ran (the concrete choice, never `None`)."""
+    ``variant`` and ``backend`` what it ran (the concrete choice, never `None`); ``began`` and
+    ``ended`` the wall clock (`time.time()`) on the worker when the task began and returned,
+    comparable with the client's where both share a host (`call_timeline`)."""
 
     start: int
     stop: int
@@ -253,6 +255,8 @@ class ChunkResult:
     worker: str
     variant: str = ""
     backend: str = ""
+    began: float = 0.0
+    ended: float = 0.0
 
 
 # --8<-- [start:split]
@@ -278,6 +282,7 @@ def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -
     from gpulab.subset.reference import subset_sum
     from gpulab.subset.variants import REGISTRY
 
+    began = time.time()
     bind_worker_gpu()
     t0 = time.perf_counter()
     distance, rank = search_packed(Q, n, k, variant, backend, params, ranks)
@@ -285,7 +290,7 @@ def search_chunk(Q, n: int, k: int, variant: str, backend: str, params, ranks) -
     # the squared sum of the winner, in the kernels' order and with their additions: the same bits
     key = subset_sum(Q, unrank(n, k, rank)) if REGISTRY.get(variant, backend).policy.compares_sums else distance
     return ChunkResult(ranks[0], ranks[1], float(key), float(distance), int(rank), seconds, _worker_name(),
-                       variant, backend)
+                       variant, backend, began, time.time())
 # --8<-- [end:task]
 
 
@@ -298,6 +303,33 @@ def _worker_name() -> str:
         return get_worker().address
     except (ImportError, ValueError):
         return "client"
+
+
+def call_timeline(parts, began: float, ended: float) -> dict:
+    """Where one call's wall time went, in ms, from its chunks' clocks (`ChunkResult.began`,
+    `ended`, `seconds`) and the client's `time.time()` before and after the call (one host: a
+    cluster across machines has clocks that disagree by more than these spans):
+
+    * `before_first_task`: from the call to the first task's start (checks, scatter, submitting,
+      the scheduler's dispatch);
+    * `searching` / `in_task_besides_search` / `between_tasks`: the busiest worker's (the one
+      whose tasks ended last) search time, its tasks' time outside the search, and the idle time
+      between its tasks;
+    * `after_last_task`: from the last task's end to the call's return (results to the client, merge).
+
+    `first_task_of_busiest` (from the call to that worker's first task) + `searching` +
+    `in_task_besides_search` + `between_tasks` + `after_last_task` = `call`.
+    """
+    last = max(parts, key=lambda p: p.ended).worker
+    mine = sorted((p for p in parts if p.worker == last), key=lambda p: p.began)
+    gaps = sum(max(0.0, b.began - a.ended) for a, b in zip(mine, mine[1:]))
+    return {"before_first_task": 1e3 * (min(p.began for p in parts) - began),
+            "first_task_of_busiest": 1e3 * (mine[0].began - began),
+            "searching": 1e3 * sum(p.seconds for p in mine),
+            "in_task_besides_search": 1e3 * sum(p.ended - p.began - p.seconds for p in mine),
+            "between_tasks": 1e3 * gaps,
+            "after_last_task": 1e3 * (ended - max(p.ended for p in parts)),
+            "call": 1e3 * (ended - began)}
 
 
 # --8<-- [start:merge]
@@ -518,6 +550,7 @@ def _nothing():
 
 
 __all__ = ["least_correlated", "evaluate", "local_cluster", "visible_gpus", "search_chunks", "merge", "split",
+           "call_timeline",
            "default_chunks", "ChunkResult", "NoCluster", "CHUNKS_PER_WORKER", "MIN_CHUNK_RANKS", "overhead_ms",
            "workers_shared_limit"]
 

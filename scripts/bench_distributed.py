@@ -57,12 +57,15 @@ def gp_cases(sim: bool):
 
 
 def wall(fn, repeat: int):
+    """(median ms, every call's ms, the last call's result, the last call's (start, end) by
+    time.time(), which the tasks' clocks are compared with)."""
     times, result = [], None
     for _ in range(repeat):
-        t0 = time.perf_counter()
+        e0, t0 = time.time(), time.perf_counter()
         result = fn()
         times.append((time.perf_counter() - t0) * 1e3)
-    return statistics.median(times), times, result
+        span = (e0, time.time())
+    return statistics.median(times), times, result, span
 
 
 def main() -> int:
@@ -71,6 +74,11 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sim", action="store_true", help="tiny cases on the simulator (a dry run)")
     ap.add_argument("--only", choices=("subset", "gp"), default=None, help="only the subset search's or GP's cases")
+    ap.add_argument("--chunks-per-worker", type=int, default=None,
+                    help="an experiment: this many rank ranges per worker (default: gpulab's default_chunks)")
+    ap.add_argument("--client-batch-ms", type=float, default=None,
+                    help="an experiment: the client's batching interval for messages to the scheduler "
+                         "(Dask's Client.scheduler_comm.interval, 10 ms in distributed/client.py; not a setting)")
     args = ap.parse_args()
     sim = args.sim or device.on_simulator()
     from distributed import Client
@@ -96,6 +104,8 @@ def main() -> int:
     for workers in counts:
         cluster = gd.local_cluster(gpus=workers, cpu_workers=workers)
         client = Client(cluster)
+        if args.client_batch_ms is not None:
+            client.scheduler_comm.interval = args.client_batch_ms / 1e3  # Dask internals: an experiment only
         try:
             client.wait_for_workers(workers, timeout=300)
             info = client.run(gd.worker_device)
@@ -106,7 +116,9 @@ def main() -> int:
             print(f"   empty task round trip {overheads[workers]:.2f} ms", flush=True)
             for c in subset_run:
                 C = inputs[c["label"]]
-                call = lambda: gd.search_chunks(C, c["k"], client=client, variant=c["variant"], backend=c["backend"])  # noqa: E731
+                chunks = args.chunks_per_worker * workers if args.chunks_per_worker else None
+                call = lambda: gd.search_chunks(C, c["k"], client=client, variant=c["variant"], backend=c["backend"],  # noqa: E731
+                                                chunks=chunks)
                 try:
                     call()  # warm-up: every worker compiles and opens its context
                 except Exception as exc:  # noqa: BLE001  (recorded, the other cases go on)
@@ -114,7 +126,7 @@ def main() -> int:
                                     "error": f"{type(exc).__name__}: {exc}"})
                     print(f"   subset {c['label']}: {type(exc).__name__}: {exc}", flush=True)
                     continue
-                med, samples, parts = wall(call, args.repeat)
+                med, samples, parts, span = wall(call, args.repeat)
                 best = gd.merge(parts)
                 per_worker = {}
                 for p in parts:
@@ -126,9 +138,12 @@ def main() -> int:
                                 "subsets": total, "throughput": total / (med / 1e3), "unit": "subsets/s",
                                 "chunks": len(parts), "busiest_worker_ms": max(per_worker.values()),
                                 "worker_ms": per_worker, "dask_and_split_ms": med - max(per_worker.values()),
+                                "last_call_timeline_ms": gd.call_timeline(parts, *span),
                                 "rank": best.rank, "distance": best.distance})
                 print(f"   subset {c['label']:9s} {med:9.2f} ms  {total / med / 1e6:8.3g} Gsubsets/s  chunks {len(parts)}"
                       f"  busiest worker {max(per_worker.values()):.2f} ms", flush=True)
+                print("     last call (ms): " + ", ".join(f"{k} {v:.1f}" for k, v in records[-1]["last_call_timeline_ms"].items()),
+                      flush=True)
             for c in gp_run:
                 pop, market = inputs[(c["P"], c["stocks"], c["days"])]
                 call = lambda: gd.evaluate(pop, market, client=client, variant=c["variant"], backend=c["backend"])  # noqa: E731
@@ -139,7 +154,7 @@ def main() -> int:
                                     "error": f"{type(exc).__name__}: {exc}"})
                     print(f"   gp {c['label']} {c['variant']}: {type(exc).__name__}: {exc}", flush=True)
                     continue
-                med, samples, fit = wall(call, args.repeat)
+                med, samples, fit, _ = wall(call, args.repeat)
                 answers[("gp", c["label"], c["variant"], workers)] = fit
                 records.append({"chapter": "distributed", "case": c["label"], "what": "gp", "workers": workers,
                                 "variant": c["variant"], "backend": c["backend"], "median_ms": med, "samples_ms": samples,
@@ -154,7 +169,7 @@ def main() -> int:
         C = inputs[c["label"]]
         call = lambda: ss.least_correlated(C, c["k"], c["variant"], c["backend"])  # noqa: E731
         call()
-        med, samples, r = wall(call, args.repeat)
+        med, samples, r, _ = wall(call, args.repeat)
         base[("subset", c["label"])] = med
         ok = all(answers.get(("subset", c["label"], w)) == (r.rank, r.distance) for w in counts)
         records.append({"chapter": "distributed", "case": c["label"], "what": "subset", "workers": 0,
@@ -166,7 +181,7 @@ def main() -> int:
         pop, market = inputs[(c["P"], c["stocks"], c["days"])]
         call = lambda: np.asarray(gp.evaluate(pop, market, c["variant"], c["backend"]))  # noqa: E731
         call()
-        med, samples, fit = wall(call, args.repeat)
+        med, samples, fit, _ = wall(call, args.repeat)
         base[("gp", c["label"], c["variant"])] = med
         ok = all(np.array_equal(answers.get(("gp", c["label"], c["variant"], w)), fit) for w in counts)
         records.append({"chapter": "distributed", "case": c["label"], "what": "gp", "workers": 0, "variant": c["variant"],
@@ -186,7 +201,9 @@ def main() -> int:
               "device": device.info().as_dict(), "gpus": gpus, "versions": {**benchmark.versions(), **_dask_versions()},
               "settings": {"repeat": args.repeat, "timing": "wall clock of the whole call on the client, after one "
                            "warm-up call (compile, contexts); median", "cluster": "gpulab.distributed.local_cluster: "
-                           "one Nanny worker process per GPU, one thread, CUDA_VISIBLE_DEVICES=i"},
+                           "one Nanny worker process per GPU, one thread, CUDA_VISIBLE_DEVICES=i",
+                           "chunks_per_worker": args.chunks_per_worker or "default_chunks",
+                           "client_batch_ms": args.client_batch_ms if args.client_batch_ms is not None else "Dask's (10)"},
               "empty_task_ms": overheads, "worker_gpus": gpus_used, "records": records}
     result["rows"] = summary_rows(result)
     name = "sim" if sim else f"{benchmark.device_slug(result)}x{len(gpus)}"  # e.g. h200x2 (the committed run's name)

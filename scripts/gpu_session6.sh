@@ -9,6 +9,9 @@
 #              (scripts/bench_distributed.py --only subset, needs .daskkit), radix onesweep against
 #              CUB (2^24, 2^28 keys and pairs), the subset call timeline
 #   tests      the GPU tests of the files this session touched
+#   dask       (on two GPUs) scripts/bench_distributed.py --only subset three times: as it is, with
+#              the client's batching interval at 1 ms, and with one rank range per worker (each call's
+#              timeline of its last call in the JSON)
 set -uo pipefail
 stages="${*:-probe}"
 source "$(dirname "$0")/gpu_stages.sh"
@@ -45,6 +48,14 @@ if [[ " $stages " == *" measure "* ]]; then
     ( source .daskkit/install.sh > /dev/null && timeout 240 $py scripts/bench_distributed.py --only subset --out "$OUT/dist" ) > "$OUT/dist.log" 2>&1
     say "dask bench exit $? ($(el) s)"; grep -E "empty task|^subset|C\(" "$OUT/dist.log" | tail -16 | tee -a "$summary"
   fi
+fi
+if [[ " $stages " == *" dask "* && -d .daskkit ]]; then
+  source .daskkit/install.sh > /dev/null
+  for cfg in "default:" "batch1:--client-batch-ms 1" "range1:--chunks-per-worker 1"; do
+    name=${cfg%%:*}; opts=${cfg#*:}
+    timeout 170 $py scripts/bench_distributed.py --only subset --out "$OUT/dask-$name" $opts > "$OUT/dask-$name.log" 2>&1
+    say "dask $name exit $? ($(el) s)"; grep -E "round trip|last call|^subset C" "$OUT/dask-$name.log" | tail -14 | tee -a "$summary"
+  done
 fi
 if [[ " $stages " == *" tests "* ]]; then
   timeout 400 $py -m pytest -q -p no:cacheprovider -n 12 --timeout 200 tests/subset tests/radix/test_onesweep_hist.py \

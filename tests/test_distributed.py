@@ -93,6 +93,33 @@ def test_chunks_cover_the_ranks_once(client, rng):
     assert {p.worker for p in parts} <= set(client.scheduler_info()["workers"])
 
 
+def test_call_timeline_adds_up(rng):
+    """Two workers, tasks at random times: the busiest worker is the one that ended last, its
+    parts add up to the call, and gaps between its tasks are counted once each."""
+    t0 = 1_000.0 + rng.uniform(0, 100)
+    parts, w_end = [], {}
+    for w in ("a", "b"):
+        t = t0 + rng.uniform(0.001, 0.005)
+        for i in range(int(rng.integers(1, 5))):
+            busy = rng.uniform(0.01, 0.05)
+            search = busy * rng.uniform(0.5, 0.99)
+            parts.append(gd.ChunkResult(i, i + 1, 0.0, 0.0, i, search, w, began=t, ended=t + busy))
+            t += busy + rng.uniform(0.0, 0.004)  # a gap before the next task
+        w_end[w] = parts[-1].ended
+    end = max(w_end.values()) + rng.uniform(0.001, 0.01)
+    got = gd.call_timeline(parts, t0, end)
+    last = max(w_end, key=w_end.get)
+    mine = sorted((p for p in parts if p.worker == last), key=lambda p: p.began)
+    assert math.isclose(got["call"], 1e3 * (end - t0))
+    assert math.isclose(got["searching"], 1e3 * sum(p.seconds for p in mine))
+    assert math.isclose(got["between_tasks"], 1e3 * sum(b.began - a.ended for a, b in zip(mine, mine[1:])),
+                        abs_tol=1e-9)
+    assert math.isclose(got["before_first_task"], 1e3 * (min(p.began for p in parts) - t0))
+    total = sum(got[k] for k in ("first_task_of_busiest", "searching", "in_task_besides_search", "between_tasks",
+                                 "after_last_task"))
+    assert math.isclose(total, got["call"], rel_tol=1e-9)
+
+
 def test_split_and_default_chunks():
     assert gd.split(0, 10, 3) == [(0, 3), (3, 6), (6, 10)]
     assert gd.split(5, 8, 10) == [(5, 6), (6, 7), (7, 8)]
