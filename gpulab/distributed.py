@@ -52,12 +52,15 @@ import numpy as np
 from gpulab import device
 from gpulab.errors import DtypeError, GpulabError, LimitError
 
-# The default number of chunks of a subset search: CHUNKS_PER_WORKER per worker (a lost worker
-# then costs a quarter of its share), but no chunk below MIN_CHUNK_RANKS subsets — 2**32, about
-# 30 ms of an H200 at 1.5e11 subsets/s, so that Dask's per-task cost (a few ms: scheduling, one
-# message each way, the upload of Q) stays a few per cent. Always a multiple of the worker count,
-# so that equal chunks give every worker equal work.
-CHUNKS_PER_WORKER = 4
+# The default number of chunks of a subset search: CHUNKS_PER_WORKER per worker, but no chunk below
+# MIN_CHUNK_RANKS subsets (2**32, about 30 ms of an H200 at 1.5e11 subsets/s); always a multiple of
+# the worker count, so that equal chunks give every worker equal work. One per worker since
+# 2026-11-26: on two H100s (docs/benchmarks/distributed-h100x2.json, runs 6-8 in
+# docs/benchmarks/distributed-runs/) one range per worker took C(200,6) in 253.6-257.6 ms, two
+# 259.4, four 271.1-273.8 (each range: a launch's tail on the GPU, and a gap between tasks); the
+# price is that a lost worker costs its whole share, and ranges of unequal cost are not evened out
+# (C(300,5): 102.5-104.1 ms with one, 94.8-100.3 with four). `chunks=` chooses otherwise.
+CHUNKS_PER_WORKER = 1
 MIN_CHUNK_RANKS = 1 << 32
 SHARDS_PER_WORKER = 1
 

@@ -68,6 +68,19 @@ def wall(fn, repeat: int):
     return statistics.median(times), times, result, span
 
 
+def scatter_ms(client, values: int, repeat: int = 20) -> float:
+    """A subset call's scatter alone: `values` float64 to every worker (broadcast, as
+    `search_chunks` does), then released; median ms."""
+    q = np.random.default_rng(0).random(values)
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        f = client.scatter(q, broadcast=True, hash=False)
+        times.append((time.perf_counter() - t0) * 1e3)
+        del f
+    return statistics.median(times)
+
+
 def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--out", default=".")
@@ -100,7 +113,7 @@ def main() -> int:
         key = (c["P"], c["stocks"], c["days"])
         if key not in inputs:
             inputs[key] = (gp_bench.population(c["P"]), synthetic_market(c["stocks"], c["days"], seed=gp_bench.MARKET_SEED))
-    records, overheads, answers, gpus_used = [], {}, {}, {}
+    records, overheads, answers, gpus_used, scatters = [], {}, {}, {}, {}
     for workers in counts:
         cluster = gd.local_cluster(gpus=workers, cpu_workers=workers)
         client = Client(cluster)
@@ -114,6 +127,8 @@ def main() -> int:
             client.run(lambda: None)
             overheads[workers] = gd.overhead_ms(client)
             print(f"   empty task round trip {overheads[workers]:.2f} ms", flush=True)
+            scatters[workers] = scatter_ms(client, 200 * 199 // 2)
+            print(f"   scatter of C(200)'s Q to every worker {scatters[workers]:.2f} ms", flush=True)
             for c in subset_run:
                 C = inputs[c["label"]]
                 chunks = args.chunks_per_worker * workers if args.chunks_per_worker else None
@@ -204,7 +219,7 @@ def main() -> int:
                            "one Nanny worker process per GPU, one thread, CUDA_VISIBLE_DEVICES=i",
                            "chunks_per_worker": args.chunks_per_worker or "default_chunks",
                            "client_batch_ms": args.client_batch_ms if args.client_batch_ms is not None else "Dask's (10)"},
-              "empty_task_ms": overheads, "worker_gpus": gpus_used, "records": records}
+              "empty_task_ms": overheads, "scatter_q200_ms": scatters, "worker_gpus": gpus_used, "records": records}
     result["rows"] = summary_rows(result)
     name = "sim" if sim else f"{benchmark.device_slug(result)}x{len(gpus)}"  # e.g. h200x2 (the committed run's name)
     Path(args.out).mkdir(parents=True, exist_ok=True)

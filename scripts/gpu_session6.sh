@@ -51,10 +51,10 @@ if [[ " $stages " == *" measure "* ]]; then
 fi
 if [[ " $stages " == *" dask "* && -d .daskkit ]]; then
   source .daskkit/install.sh > /dev/null
-  for cfg in "default:" "batch1:--client-batch-ms 1" "range1:--chunks-per-worker 1"; do
+  for cfg in ${DASK_CFGS:-"default:" "batch1:--client-batch-ms 1" "range1:--chunks-per-worker 1"}; do
     name=${cfg%%:*}; opts=${cfg#*:}
     timeout 170 $py scripts/bench_distributed.py --only subset --out "$OUT/dask-$name" $opts > "$OUT/dask-$name.log" 2>&1
-    say "dask $name exit $? ($(el) s)"; grep -E "round trip|last call|^subset C" "$OUT/dask-$name.log" | tail -14 | tee -a "$summary"
+    say "dask $name exit $? ($(el) s)"; grep -E "round trip|scatter of|last call|^subset C" "$OUT/dask-$name.log" | tail -16 | tee -a "$summary"
   done
 fi
 if [[ " $stages " == *" tests "* ]]; then
