@@ -63,12 +63,17 @@ def main():
     ap.add_argument("--chunks", nargs="+", type=int, default=[4, 8])
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--json")
+    ap.add_argument("--also", nargs="*", default=[], metavar="JSON",
+                    help='more parameter sets to compare, e.g. \'{"BLOCK": 1024}\' (over the registry\'s)')
+    ap.add_argument("--no-former", action="store_true", help="skip the former cap")
     a = ap.parse_args()
     rows = []
     for s in a.sizes:
         n, k = map(int, s.split(":"))
         for b in a.backends:
-            for label, params in (("former cap (132 x 64 blocks)", FORMER), ("registry (WAVES=2)", None)):
+            sets = [] if a.no_former else [("former cap (132 x 64 blocks)", FORMER)]
+            sets += [("registry (WAVES=2)", None)] + [(f"registry + {x}", json.loads(x)) for x in a.also]
+            for label, params in sets:
                 rows.append(run(n, k, a.variant, b, params, label, a.chunks, a.repeat))
                 r = rows[-1]
                 print(f"{r['size']} {b:6} {label:30} whole {r['whole_ms']:9.2f} ms "
