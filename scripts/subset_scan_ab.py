@@ -15,6 +15,10 @@ extra kernel compiled with it (CuPy's NVRTC), launched like `IncrementalPlan` la
 The sums keep the canonical order (bit for bit the library's), so every candidate must return
 the library's (value, rank). Prints a table; --json writes it.
 
+Each candidate is a whole copy of the scan with one change, on purpose: rewritten onto helpers
+shared with the library, the same arithmetic compiled differently and ran slower (the library's
+kernel 6%, rows_u4 9%: docs/benchmarks/ab-runs/subset-scan-shared-helpers-h100.log).
+
     python scripts/subset_scan_ab.py --sizes 200:5 100:6 50:5 --json ab.json
 """
 
