@@ -7,6 +7,8 @@ draws them; 8-bit keys on the simulator), on keys already on the device (numba d
                  its own buffers, no result allocated (what `gpulab bench radix` times)
   public ms      gpulab.radix.sort(d_keys, variant, backend, params): a new result array per call
   public out ms  the same with out=: the caller's array, no allocation
+  public cupy ms gpulab.radix.sort on the same keys as a CuPy array (where CuPy is installed): the
+                 result comes from CuPy's memory pool (gpulab.arrays.device_empty)
   cold ms        one call right after gpulab.radix.clear_cache() (its plan's buffers allocated;
                  kernels already built), wall clock after a device synchronize, median of 3
 
@@ -38,7 +40,7 @@ from gpulab.benchmark import utc_now, versions  # noqa: E402
 from gpulab.radix import bench  # noqa: E402
 from gpulab.timing import measure  # noqa: E402
 
-STAGES = ("kernels ms", "public ms", "public out ms", "cold ms")
+STAGES = ("kernels ms", "public ms", "public out ms", "public cupy ms", "cold ms")
 
 
 def cold_ms(call, times: int = 3) -> float:
@@ -77,6 +79,17 @@ def row_for(v, log2: int, warmup: int, repeat: int, rng) -> dict:
                "public ms": measure(public, warmup=warmup, repeat=repeat).median_ms,
                "public out ms": measure(public_out, warmup=warmup, repeat=repeat).median_ms,
                "cold ms": cold_ms(public)}
+        try:
+            import cupy
+        except ImportError:
+            cupy = None
+        if cupy is not None and not device.on_simulator():
+            c_keys = cupy.asarray(d_keys)
+            same = same and bool(np.array_equal(cupy.asnumpy(rx.sort(c_keys, v.name, v.backend, params)), ref))
+            row["same_as_kernels"] = same
+            row["public cupy ms"] = measure(lambda: rx.sort(c_keys, v.name, v.backend, params), warmup=warmup,
+                                            repeat=repeat).median_ms
+            row["public cupy / kernels"] = row["public cupy ms"] / row["kernels ms"]
         row["public / kernels"] = row["public ms"] / row["kernels ms"]
         row["public out / kernels"] = row["public out ms"] / row["kernels ms"]
         return row
@@ -115,7 +128,7 @@ def main() -> None:
           + f" {'public/kern':>11} {'out/kern':>9} same")
     for r in rows:
         print(f"{r['backend']:8} {r['variant']:10} {'2^' + str(r['log2']):>6} "
-              + " ".join(f"{r[s]:13.4f}" for s in STAGES)
+              + " ".join(f"{r[s]:13.4f}" if s in r else f"{'-':>13}" for s in STAGES)
               + f" {r['public / kernels']:11.3f} {r['public out / kernels']:9.3f} {r['same_as_kernels']}")
     print(f"({clock}; median of {a.repeat} after {a.warmup} warm-up calls; cold: wall clock, median of 3)")
     if a.json:

@@ -43,9 +43,10 @@ rx.argsort(d_keys, out=cupy.empty(d_keys.size, cupy.int64))
 `out` is an array of your own (numpy or any device library; C-contiguous, the input's length,
 the result's dtype; a wrong one is one `ShapeError` / `DtypeError` naming the shape and dtype
 expected), written and returned as it is. Without `out` the result is a new array that belongs
-to the caller: no later call writes it. On a device caller it comes from numba's allocator
-(`cuda.device_array`; numba's memory-manager plugins, e.g. RMM's pool, make that a pool
-allocation for the whole process); the plan's buffers are never returned.
+to the caller: no later call writes it. For a CuPy or PyTorch caller on the default stream it
+comes from that library's memory pool, so a repeated call's result costs next to nothing; otherwise
+from numba's allocator (`cuda.device_array`; numba's memory-manager plugins, e.g. RMM's pool,
+make that a pool allocation for the whole process). The plan's buffers are never returned.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import (describe, device_input, is_device_array, numba_stream, shape_dtype, to_caller,
+from gpulab.arrays import (describe, device_empty, device_input, is_device_array, numba_stream, shape_dtype, to_caller,
                            to_host)
 from gpulab.launch import PlanCache
 from gpulab.radix import host
@@ -226,11 +227,9 @@ def _span(a):
 def _target(o, n, like, s, reads):
     """Where one result goes: `(a numba uint32 array on the device, or None for the host;
     whether the sort's last pass may write it)`. A device caller without `out` gets a new array
-    (allocated without a stream: a CuPy or PyTorch wrapper then has no stream to wait for)."""
-    from numba import cuda
-
+    (`gpulab.arrays.device_empty`: from CuPy's or PyTorch's pool on the default stream)."""
     if o is None:
-        return (cuda.device_array(n, np.uint32), True) if like.on_device else (None, False)
+        return (device_empty(n, np.uint32, like, s), True) if like.on_device else (None, False)
     if not is_device_array(o):
         return None, False
     t = _as(_take(o, "out", None, s), np.uint32)
@@ -257,13 +256,11 @@ def _deliver(res, dtype, o, t, written, like, s):
 def _positions(pos, o, like, s):
     """argsort's uint32 positions (a plan buffer) as int64: widened on the device into the
     caller's device `out` or a new device array, or on the host into numpy."""
-    from numba import cuda
-
     if o is not None and is_device_array(o):
         host.widen_on_device(pos, s, out=_take(o, "out", None, s))
         return o
     if o is None and like.on_device:
-        return to_caller(host.widen_on_device(pos, s, out=cuda.device_array(pos.shape[0], np.int64)), like, s)
+        return to_caller(host.widen_on_device(pos, s, out=device_empty(pos.shape[0], np.int64, like, s)), like, s)
     widened = to_caller(pos, False, s).astype(np.int64)
     if o is None:
         return widened
@@ -425,13 +422,11 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
     like = describe(keys)
     if n == 0:
         return _empty(dtype, like, s)
-    from numba import cuda
-
     plan = _plan(v, n, False, p, pkey, s, distinct=True)
     scratch = plan.sp.scratch
     ordered = host.order_on_device(_take(keys, "keys", scratch, s), dtype, scratch, s)
     # a device caller's result is a new array (its first `count` keys); a host caller's is copied from the plan's
-    out, count = plan.run(ordered, out=cuda.device_array(n, np.uint32) if like.on_device else None)
+    out, count = plan.run(ordered, out=device_empty(n, np.uint32, like, s) if like.on_device else None)
     return to_caller(host.unorder_on_device(out[:count], dtype, s), like, s)
 
 

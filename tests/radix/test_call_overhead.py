@@ -118,6 +118,28 @@ def test_out_of_another_library(lib_name, rng):
     assert np.array_equal(from_gpu(out), np.argsort(keys, kind="stable"))
 
 
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+def test_results_from_the_callers_pool_stay_the_callers(lib_name, rng):
+    """A CuPy or PyTorch caller's result comes from its library's pool (GPU only): of that
+    library, right, and never shared with a later call's result while the caller holds it —
+    for sort, argsort and the pairs, with a result dropped in between so the pool reuses it."""
+    lib = gpu_library(lib_name)
+    n = 5000
+    a, b, c = (small_keys(rng, n, 32) for _ in range(3))
+    first = rx.sort(on_gpu(lib, a))
+    dropped = rx.sort(on_gpu(lib, c))
+    del dropped  # its block goes back to the pool: the next results may take it, never `first`'s
+    pos = rx.argsort(on_gpu(lib, b))
+    ks, vs = rx.sort_pairs(on_gpu(lib, b), on_gpu(lib, np.arange(n, dtype=np.uint32)))
+    for r in (first, pos, ks, vs):
+        assert type(r).__module__.split(".")[0] == lib_name
+    ptrs = [r.__cuda_array_interface__["data"][0] for r in (first, pos, ks, vs)]
+    assert len(set(ptrs)) == 4
+    assert np.array_equal(from_gpu(first), np.sort(a))
+    assert np.array_equal(from_gpu(pos), np.argsort(b, kind="stable"))
+    assert np.array_equal(from_gpu(ks), np.sort(b)) and np.array_equal(from_gpu(vs), np.argsort(b, kind="stable"))
+
+
 def test_wrong_out_is_one_clear_error(rng):
     """Checked before any launch: shape, dtype, contiguity, the pair of sort_pairs."""
     n = 10
