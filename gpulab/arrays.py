@@ -229,7 +229,8 @@ def device_empty(n: int, dtype, like: DeviceInput, stream=0):
             import cupy
 
             if cupy.cuda.get_current_stream().ptr == 0:
-                return cuda.as_cuda_array(cupy.empty(n, dtype), sync=False)
+                with cupy.cuda.Device(like.source.device.id):  # the input's GPU, as for torch
+                    return cuda.as_cuda_array(cupy.empty(n, dtype), sync=False)
         if not stream and lib == "torch":
             import torch
 

@@ -361,7 +361,7 @@ def _subset_parser(sub) -> None:
     where.add_argument("--gpus", metavar="all|N", type=_gpu_count,
                        help="a local Dask cluster, one worker per GPU (on the simulator: 2 CPU workers)")
     where.add_argument("--scheduler", metavar="ADDRESS", help="a running Dask scheduler, e.g. tcp://host:8786")
-    s.add_argument("--chunks", type=_count(1), default=None, help="rank ranges (Dask tasks); default 4 per worker")
+    s.add_argument("--chunks", type=_count(1), default=None, help="rank ranges (Dask tasks); default one per worker")
     s.add_argument("--json", action="store_true", help="one JSON object on stdout, nothing else")
     s.set_defaults(fn=cmd_subset)
 

@@ -244,12 +244,14 @@ def sm_limits() -> SMLimits:
 def resident_blocks(threads: int, shared_bytes: int, registers: int, limits: SMLimits | None = None) -> int:
     """How many blocks of `threads` threads, each using `shared_bytes` of shared memory and
     `registers` registers per thread, one SM runs at once: the least of what its threads,
-    blocks, shared memory and registers allow (registers are given out per warp in units of 256,
-    from four quarters of the SM's file, as the CUDA occupancy calculator counts them). At least 1."""
+    blocks, shared memory and registers allow, as the CUDA occupancy calculator counts them
+    (shared memory per block with the driver's reserve, in units of 128 bytes; registers per
+    warp in units of 256, from the four quarters of the SM's file). At least 1."""
     lim = limits or sm_limits()
     warps = -(-threads // 32)
     by_threads = lim.threads // (warps * 32)
-    by_shared = lim.shared // (shared_bytes + lim.reserved_shared) if shared_bytes else lim.blocks
+    per_block = -(-(shared_bytes + lim.reserved_shared) // 128) * 128  # allocated in units of 128 bytes
+    by_shared = lim.shared // per_block if shared_bytes else lim.blocks
     per_warp = -(-max(registers, 1) * 32 // 256) * 256
     by_registers = 4 * ((lim.registers // 4) // per_warp) // warps
     return max(1, min(lim.blocks, by_threads, by_shared, by_registers))

@@ -315,13 +315,14 @@ def call_timeline(parts, began: float, ended: float) -> dict:
 
     * `before_first_task`: from the call to the first task's start (checks, scatter, submitting,
       the scheduler's dispatch);
-    * `searching` / `in_task_besides_search` / `between_tasks`: the busiest worker's (the one
-      whose tasks ended last) search time, its tasks' time outside the search, and the idle time
-      between its tasks;
+    * `searching` / `in_task_besides_search` / `between_tasks`: for the worker whose last task
+      ended last (called the busiest), its search time, its tasks' time outside the search, and
+      the idle time between its tasks;
     * `after_last_task`: from the last task's end to the call's return (results to the client, merge).
 
     `first_task_of_busiest` (from the call to that worker's first task) + `searching` +
-    `in_task_besides_search` + `between_tasks` + `after_last_task` = `call`.
+    `in_task_besides_search` + `between_tasks` + `after_last_task` = `call`, where a worker runs
+    one task at a time (one thread, as `local_cluster` starts them).
     """
     last = max(parts, key=lambda p: p.ended).worker
     mine = sorted((p for p in parts if p.worker == last), key=lambda p: p.began)
@@ -400,7 +401,7 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
         k: subset size.
         client: a ``distributed.Client``; default: the active one.
         chunks: how many rank ranges (tasks); default [`default_chunks`][gpulab.distributed.default_chunks]
-            (4 per worker, each at least 2**32 subsets).
+            (one per worker: `CHUNKS_PER_WORKER`).
         variant: chapter 2's variant each task runs; `None`: the backend's default.
         backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`); `None`: as in the single-GPU
             search ([`default_choice`][gpulab.subset.variants.default_choice]: CUDA C with the

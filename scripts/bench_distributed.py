@@ -217,7 +217,8 @@ def main() -> int:
               "settings": {"repeat": args.repeat, "timing": "wall clock of the whole call on the client, after one "
                            "warm-up call (compile, contexts); median", "cluster": "gpulab.distributed.local_cluster: "
                            "one Nanny worker process per GPU, one thread, CUDA_VISIBLE_DEVICES=i",
-                           "chunks_per_worker": args.chunks_per_worker or "default_chunks",
+                           "chunks_per_worker": args.chunks_per_worker or gd.CHUNKS_PER_WORKER,
+                           "chunks_per_worker_default": not args.chunks_per_worker,
                            "client_batch_ms": args.client_batch_ms if args.client_batch_ms is not None else "Dask's (10)"},
               "empty_task_ms": overheads, "scatter_q200_ms": scatters, "worker_gpus": gpus_used, "records": records}
     result["rows"] = summary_rows(result)

@@ -23,7 +23,9 @@ def main() -> None:
     for name in RUNS:
         d = json.loads((BENCH / "distributed-runs" / f"{name}.json").read_text())
         per = d["settings"].get("chunks_per_worker", "default_chunks")
-        ranges = 4 if per in (None, "default_chunks") else int(per)  # default_chunks was 4 per worker then
+        # runs 5-7 recorded the default as "default_chunks" (or nothing), which was 4 per worker
+        # then; later runs record the number
+        ranges = 4 if per in (None, "default_chunks") else int(per)
         batch = d["settings"].get("client_batch_ms", "Dask's (10)")
         rows = {r["case"]: r for r in d["rows"]}
         chunks.append({"run": name.split("-h100")[0], "ranges per worker": ranges,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import time
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def main():
                       + f"  same={all(r[f'same_{c}'] for c in a.chunks)}", flush=True)
     if a.json:
         Path(a.json).write_text(json.dumps({"device": device.info().name, "date": utc_now(), "versions": versions(),
-                                            "script": "python scripts/subset_chunk_cost.py", "rows": rows}, indent=1) + "\n")
+                                            "script": "python " + " ".join(sys.argv), "rows": rows}, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
 """A/B of the incremental scan's hot loop in CUDA C, outside the library (issue 31: C(200,5) at
 1.65e11 subsets/s against a 3e11 target). Each candidate is chapter 2's `kernels.cu` plus one
-extra kernel compiled with it (CuPy's NVRTC), launched like `IncrementalPlan` launches
-`subset_incremental_warp` (same chunks, grid, shared memory), timed with CUDA events (median of
+extra kernel compiled with it (CuPy's NVRTC), launched as `IncrementalPlan` launched
+`subset_incremental_warp` before its WAVES cap (same chunks and shared memory; the grid capped at
+MAX_BLOCKS only), timed with CUDA events (median of
 --repeat after a warm-up) and checked against the library's own answer:
 
   warp         the library's subset_incremental_warp, as it is

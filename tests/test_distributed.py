@@ -120,11 +120,13 @@ def test_call_timeline_adds_up(rng):
     assert math.isclose(total, got["call"], rel_tol=1e-9)
 
 
-def test_split_and_default_chunks():
+def test_split_and_default_chunks(monkeypatch):
     assert gd.split(0, 10, 3) == [(0, 3), (3, 6), (6, 10)]
     assert gd.split(5, 8, 10) == [(5, 6), (6, 7), (7, 8)]
     total = choose(200, 6)
     assert gd.default_chunks(total, 2) == 2 * gd.CHUNKS_PER_WORKER
+    monkeypatch.setattr(gd, "CHUNKS_PER_WORKER", 4)  # (the default is 1: then MIN_CHUNK_RANKS never binds)
+    assert gd.default_chunks(total, 2) == 8
     assert gd.default_chunks(3 * gd.MIN_CHUNK_RANKS, 2) == 2  # no chunk under MIN_CHUNK_RANKS ...
     assert gd.default_chunks(100, 3) == 3  # ... but at least one per worker
     assert gd.default_chunks(2, 3) == 2  # and at most one per subset

@@ -120,13 +120,13 @@ def pack(C: np.ndarray) -> np.ndarray:
     return C.ravel().take(lower_triangle(C.shape[0]))
 
 
-@lru_cache(maxsize=32)
+@lru_cache(maxsize=8)
 def lower_triangle(n: int) -> np.ndarray:
     """Where the strictly-lower triangle of an n×n C lies in `C.ravel()`, row by row
     ((1,0), (2,0), (2,1), (3,0) ...): kept per n (read-only), so a search called again and again
     does not recompute it."""
     rows, cols = np.tril_indices(n, -1)
-    flat = rows * n + cols
+    flat = (rows * n + cols).astype(np.int32 if n * n < 2**31 else np.int64)  # int32: half the memory
     flat.flags.writeable = False
     return flat
 

@@ -612,16 +612,22 @@ class IncrementalPlan(SearchPlan):
         (`gpulab.device.resident_blocks` per SM, times the SMs). A block ends with its slowest
         warp, and with Q in shared memory an SM may hold one block only; many short waves of
         blocks then leave SMs idle at the end of each block, while few long ones even out (on
-        an H100 at C(200,5): 16.4 ms with the former cap of 132 x 64 blocks, 13.0 with two
-        waves, docs/benchmarks/subset-grid-h100.json). No cap without WAVES, or on the simulator."""
+        an H100 at C(200,5): 16.4 ms with the former grid, 13.0 with two waves,
+        docs/benchmarks/subset-grid-h100.json). The registry's parameters always carry WAVES; a
+        large one lifts the cap. No cap on the simulator, nor where the kernel's registers or the
+        device's limits cannot be read (then `MAX_BLOCKS` alone, as before)."""
         waves = params.get("WAVES")
         if not waves or device.on_simulator():
             return self.max_blocks
         from gpulab.subset import kernels_numba
 
         sig = getattr(kernels_numba, self.policy.signature) if self.backend == "numba" else None
-        regs = self.K.registers(self.policy.kernel, sig)
-        return waves * device.info().sm_count * device.resident_blocks(self.block, self.nbytes, regs)
+        try:
+            regs = self.K.registers(self.policy.kernel, sig)
+            per_sm = device.resident_blocks(self.block, self.nbytes, regs)
+        except Exception:  # noqa: BLE001  (a cap is an optimization: without its inputs, launch as before)
+            return self.max_blocks
+        return waves * device.info().sm_count * per_sm
 
     # --8<-- [start:incremental_host]
     def launch(self, Q, K, start, stop):

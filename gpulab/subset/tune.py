@@ -41,7 +41,8 @@ def main(argv=None) -> int:
             for block in map(int, args.blocks.split(",")):
                 for chunk in map(int, args.chunks.split(",")):
                     p = v.launch_params(dict(BLOCK=block, CHUNK=chunk, CHUNK_MIN=chunk, MAX_BLOCKS=132 * 64))
-                    row = {"n": n, "k": k, "variant": name, "backend": backend, "BLOCK": block, "CHUNK": chunk}
+                    row = {"n": n, "k": k, "variant": name, "backend": backend, "BLOCK": block, "CHUNK": chunk,
+                           "WAVES": p.get("WAVES")}  # the grid cap this sweep ran under (none before WAVES)
                     try:
                         launch = v.run(Q, n, k, p)
                         d, rr = launch()

@@ -126,7 +126,11 @@ def test_results_from_the_callers_pool_stay_the_callers(lib_name, rng):
     lib = gpu_library(lib_name)
     n = 5000
     a, b, c = (small_keys(rng, n, 32) for _ in range(3))
-    first = rx.sort(on_gpu(lib, a))
+    keys_a = on_gpu(lib, a)
+    pooled = (lambda: lib.get_default_memory_pool().used_bytes()) if lib_name == "cupy" else lib.cuda.memory_allocated
+    before = pooled()
+    first = rx.sort(keys_a)
+    assert pooled() - before >= 4 * n  # the result came from the library's own allocator
     dropped = rx.sort(on_gpu(lib, c))
     del dropped  # its block goes back to the pool: the next results may take it, never `first`'s
     pos = rx.argsort(on_gpu(lib, b))

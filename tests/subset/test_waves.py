@@ -4,7 +4,6 @@ leave its SM idle at the end of many short waves. The occupancy arithmetic is ch
 the CUDA occupancy calculator's rules on sm_90's limits; the plan's cap with a stand-in GPU (the
 simulator has none); the answer with any cap is the reference's."""
 
-import numpy as np
 import pytest
 
 import gpulab.subset as ss
@@ -29,6 +28,7 @@ SM90 = SMLimits(threads=2048, blocks=32, shared=228 * 1024, reserved_shared=1024
     (512, 8 * 19900 + 16 * 512, 56, 1),  # Q at n = 200: one block's 167,392 bytes fill the SM
     (512, 8 * 1225 + 16 * 512, 56, 2),   # Q at n = 50: registers limit, not shared memory
     (256, 100 * 1024, 32, 2),   # shared: 2 x (100 KiB + 1 KiB reserved) fit in 228 KiB, 3 do not
+    (128, 8 * 2850 + 16 * 128, 32, 8),  # n = 76: 24,848 + 1,024 bytes = 25,872, in units of 128: 25,984; 8, not 9
     (1024, 0, 255, 1),          # cannot launch at all: still 1 (the launch says why)
 ])
 def test_resident_blocks_follows_the_occupancy_rules(threads, shared, regs, want):
@@ -57,6 +57,12 @@ def test_waves_cap_the_grid_of_a_plan(monkeypatch):
     no_waves = {k: x for k, x in big.items() if k != "WAVES"}
     assert plans[50].waves_cap(no_waves) == plans[50].max_blocks
 
+    def no_registers(name, sig=None):
+        raise RuntimeError("this provider cannot say")
+
+    monkeypatch.setattr(plans[50].K, "registers", no_registers)  # without its inputs: no cap, as before
+    assert plans[50].waves_cap(big) == plans[50].max_blocks
+
 
 def test_waves_is_a_known_parameter_and_checked():
     host.check_params({"WAVES": 1})
@@ -65,12 +71,22 @@ def test_waves_is_a_known_parameter_and_checked():
     assert REGISTRY.get("incremental", "cuda-c").params["WAVES"] == 2
 
 
-@pytest.mark.parametrize("waves", [1, 2, 5])
-def test_any_cap_gives_the_reference_answer(rng, waves):
-    """(On the simulator the cap is not applied; on a GPU this runs the capped grids.)"""
-    n, k = int(rng.integers(12, 20)), 3
+@pytest.mark.parametrize("cap", [1, 2])
+def test_a_capped_grid_gives_the_reference_answer(rng, monkeypatch, cap):
+    """A grid cut to `cap` blocks, below what the search would launch (one rank per chunk and
+    32-thread blocks make 13 or more blocks; the simulator's MAX_BLOCKS is 3), still covers every
+    rank: its grid-stride loop takes the rest."""
+    monkeypatch.setattr(host.IncrementalPlan, "waves_cap", lambda self, params: cap)
+    ss.clear_cache()
+    n, k = int(rng.integers(12, 17)), 3
     C, S = planted(rng, n, k)
     ref = expect(C, S)
-    got = ss.least_correlated(C, k, variant="incremental", backend="numba", params={"WAVES": waves})
+    v = REGISTRY.get("incremental", "numba")
+    over = {"BLOCK": 32, "CHUNK": 1, "CHUNK_MIN": 1}
+    plan, _, _ = host.plan_for(v.policy, "numba", n, k, v.launch_params(over))
+    uncapped = min(-(-plan.nchunks // plan.block), plan.max_blocks)
+    assert uncapped > cap and plan.grid == cap  # the premise: the cap cuts the grid
+    got = ss.least_correlated(C, k, variant="incremental", backend="numba", params=over)
     assert got.combination == ref.combination and got.rank == ref.rank
     assert abs(got.distance - ref.distance) <= 1e-12 * max(1.0, ref.distance)
+    ss.clear_cache()
