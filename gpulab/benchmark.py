@@ -42,6 +42,7 @@ from __future__ import annotations
 
 import datetime as _dt
 import json
+import math
 import os
 import platform
 import sys
@@ -428,8 +429,11 @@ def chart(result: dict, path: Path, sizes: list[str] | None = None) -> Path | No
             ax.xaxis.set_major_locator(matplotlib.ticker.LogLocator(numticks=5))
             ax.xaxis.set_major_formatter(log_tick_label)
             ax.grid(True, axis="x", which="major", alpha=0.3)
+        x0, x1 = lo / 2, hi * 2
+        if math.floor(math.log10(x1)) - math.ceil(math.log10(x0)) < 1:  # under two labelled decades in view:
+            x0, x1 = 10 ** math.floor(math.log10(x0)), 10 ** math.ceil(math.log10(x1))  # (else tiny minor labels)
         for ax in axes.flat:
-            ax.set_xlim(lo / 2, hi * 2)
+            ax.set_xlim(x0, x1)
             ax.set_yticks(y, names)
             ax.invert_yaxis() if ax is axes.flat[0] else None
         for ax in axes.flat[len(sizes):]:
