@@ -40,17 +40,11 @@ def measure(run: Callable[[], object], *, warmup: int = 2, repeat: int = 10) -> 
     """
     from numba import cuda
 
+    if device.on_simulator():
+        return Timing(wall(run, warmup=warmup, repeat=repeat).samples_ms, clock="wall (simulator)")
     for _ in range(warmup):
         run()
     cuda.synchronize()
-    if device.on_simulator():
-        samples = []
-        for _ in range(repeat):
-            t0 = time.perf_counter()
-            run()
-            cuda.synchronize()
-            samples.append((time.perf_counter() - t0) * 1e3)
-        return Timing(samples, clock="wall (simulator)")
     start, stop = cuda.event(), cuda.event()
     samples = []
     for _ in range(repeat):
@@ -60,3 +54,24 @@ def measure(run: Callable[[], object], *, warmup: int = 2, repeat: int = 10) -> 
         stop.synchronize()
         samples.append(cuda.event_elapsed_time(start, stop))
     return Timing(samples, clock="cuda-event")
+
+
+def wall(run: Callable[[], object], *, warmup: int = 1, repeat: int = 10,
+         before: Callable[[], object] | None = None) -> Timing:
+    """Time ``run`` by the host's wall clock, each call ended by a device synchronize: what a
+    caller waits for, host work included (``measure`` times the GPU's queue instead).
+    ``before()``, untimed, runs ahead of each timed call (e.g. emptying a cache)."""
+    from numba import cuda
+
+    for _ in range(warmup):
+        run()
+    cuda.synchronize()
+    samples = []
+    for _ in range(repeat):
+        if before is not None:
+            before()
+        t0 = time.perf_counter()
+        run()
+        cuda.synchronize()
+        samples.append((time.perf_counter() - t0) * 1e3)
+    return Timing(samples, clock="wall")

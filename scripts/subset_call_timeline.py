@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 import time
 from pathlib import Path
@@ -41,7 +40,7 @@ from numba import cuda  # noqa: E402  (after gpulab)
 from gpulab.benchmark import utc_now, versions
 from gpulab.subset import host
 from gpulab.subset.reference import correlation, least_correlated_cpu, squared_packed, synthetic_returns
-from gpulab.timing import measure
+from gpulab.timing import measure, wall
 
 
 @cuda.jit
@@ -51,18 +50,8 @@ def _empty(x):
 
 def clock(f, repeat: int, before=None) -> float:
     """Median milliseconds of `repeat` calls of `f` after one warm-up, each ended by a device
-    synchronize (`before()`, untimed, runs ahead of each call)."""
-    f()
-    cuda.synchronize()
-    out = []
-    for _ in range(repeat):
-        if before:
-            before()
-        t0 = time.perf_counter()
-        f()
-        cuda.synchronize()
-        out.append(time.perf_counter() - t0)
-    return 1e3 * statistics.median(out)
+    synchronize (`before()`, untimed, runs ahead of each call): `gpulab.timing.wall`."""
+    return wall(f, warmup=1, repeat=repeat, before=before).median_ms
 
 
 def kernels_alone(v, plan, dQ, start: int, stop: int):

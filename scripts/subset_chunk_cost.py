@@ -11,31 +11,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-import time
 from pathlib import Path
 
-from gpulab import device, subset
+from gpulab import device, subset, timing
 from gpulab.benchmark import utc_now, versions
 from gpulab.distributed import split
 from gpulab.subset.combinatorics import choose
 from gpulab.subset.reference import correlation, squared_packed, synthetic_returns
-from numba import cuda
 
 FORMER = {"MAX_BLOCKS": 132 * 64, "WAVES": 10**6}  # the cap before WAVES: 8,448 blocks
 
 
 def wall(f, repeat):
-    f()
-    cuda.synchronize()
-    out = []
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        f()
-        cuda.synchronize()
-        out.append(1e3 * (time.perf_counter() - t0))
-    return statistics.median(out)
+    """Median ms of `repeat` calls after one warm-up, each ended by a synchronize."""
+    return timing.wall(f, warmup=1, repeat=repeat).median_ms
 
 
 def run(n, k, variant, backend, params, label, chunks_list, repeat):
