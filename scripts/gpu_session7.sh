@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Session 7's GPU work (writes under $OUT, prints a short table last), stages by name:
+#   ab       the bit-sliced interpreter's fused programs against one entry per node
+#            (scripts/gp_bits_ab.py) on populations grown at the paper's scale, both backends,
+#            with whole gp.evolve runs of each
+#   evolve   gpulab gp evolve at the paper's scale (25,000 x 50, three runs) and 500,000 x 5, both
+#            backends, breeding on the GPU (each run's --json)
+#   tests    the GPU tests of chapter 3's evaluation and loop
+set -uo pipefail
+stages="${*:-ab}"
+source "$(dirname "$0")/gpu_stages.sh"
+say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
+if [[ " $stages " == *" ab "* ]]; then
+  for b in cuda-c numba; do
+    timeout 240 $py scripts/gp_bits_ab.py --backend $b --json "$OUT/gp-bits-ab-$b.json" > "$OUT/gp-bits-ab-$b.log" 2>&1
+    say "gp bits A/B $b exit $? ($(el) s)"; grep -E "^evolve|^\|" "$OUT/gp-bits-ab-$b.log" | tee -a "$summary"
+  done
+fi
+if [[ " $stages " == *" evolve "* ]]; then
+  run() {  # population generations backend tag
+    timeout 200 $py -m gpulab gp evolve --population "$1" --generations "$2" --backend "$3" --breeding gpu \
+      --out "$OUT/evolve" --stem "evolve-$1-$3-$4" --json > "$OUT/evolve-$1-$3-$4.json" 2> "$OUT/evolve-$1-$3-$4.err"
+    say "evolve P=$1 G=$2 $3 #$4 exit $? ($(el) s): $($py -c "import json,sys; d=json.load(open(sys.argv[1])); t=d.get('timing',{}); print({k: round(v,4) for k,v in t.items() if isinstance(v,(int,float))}, 'best', d['best'].get('train'))" "$OUT/evolve-$1-$3-$4.json" 2>&1 | tail -1)"
+  }
+  for b in cuda-c numba; do for r in 1 2 3; do run 25000 50 $b $r; done; run 500000 5 $b 1; done
+fi
+if [[ " $stages " == *" tests "* ]]; then
+  timeout 400 $py -m pytest -q -x -p no:cacheprovider -n 8 tests/gp/test_fused.py tests/gp/test_variants.py \
+    tests/gp/test_evolve.py tests/gp/test_device_population.py > "$OUT/tests.log" 2>&1
+  say "tests exit $? ($(el) s): $(tail -1 "$OUT/tests.log")"
+  grep -E "^FAILED|^ERROR" "$OUT/tests.log" | head -20 | tee -a "$summary"
+fi
+stages_end
