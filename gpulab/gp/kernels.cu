@@ -558,17 +558,22 @@ __device__ __forceinline__ u64 decode_fused(const unsigned char* code, u64 a, u6
 // --8<-- [start:bits_fused]
 // A tree on one 64-day word from its fused entries: a mask kind loads (and negates, for an odd
 // kind) its mask, then pushes it or ANDs / ORs it into the top; AND, OR pop; NOT flips the top.
+// The next entry's mask is loaded before this entry uses its own: one load always in flight.
 __device__ __forceinline__ u64 bits_fused(const unsigned short* prog, u64 a, u64 b,
                                           const u64* __restrict__ M, u64 mbase, u64 mstride,
                                           u64* stack, u64 sbase, u64 sstride)
 {
     u64 top = 0;
     u64 sp = 0;
+    const u64* Mb = M + mbase;
+    unsigned ent = a < b ? prog[a] : 0u;
+    u64 x = (ent >> 9) < K_AND ? Mb[(u64)(ent & 511u) * mstride] : 0;
     for (u64 pc = a; pc < b; ++pc) {
-        unsigned ent = prog[pc];
+        unsigned nent = pc + 1 < b ? prog[pc + 1] : (K_NOT << 9);
+        u64 nx = (nent >> 9) < K_AND ? Mb[(u64)(nent & 511u) * mstride] : 0;  // in flight while x is used
         unsigned k = ent >> 9;
         if (k < K_AND) {
-            u64 x = M[mbase + (u64)(ent & 511u) * mstride] ^ (0ULL - (u64)(k & 1u));
+            x ^= 0ULL - (u64)(k & 1u);
             if (k < K_ANDM) {
                 stack[sbase + sp * sstride] = top;
                 sp += 1;
@@ -585,6 +590,8 @@ __device__ __forceinline__ u64 bits_fused(const unsigned short* prog, u64 a, u64
             u64 y = stack[sbase + sp * sstride];
             top = k == K_AND ? top & y : top | y;
         }
+        ent = nent;
+        x = nx;
     }
     return top;
 }
