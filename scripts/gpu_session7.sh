@@ -2,7 +2,8 @@
 # Session 7's GPU work (writes under $OUT, prints a short table last), stages by name:
 #   ab       the bit-sliced interpreter's fused programs against one entry per node
 #            (scripts/gp_bits_ab.py) on populations grown at the paper's scale, both backends,
-#            with whole gp.evolve runs of each
+#            with whole gp.evolve runs of each. The script and the FUSE parameter exist at commit
+#            f668f6b only (fusion was slower and was reverted): check that commit out to rerun it
 #   evolve   gpulab gp evolve at the paper's scale (25,000 x 50, three runs) and 500,000 x 5, both
 #            backends, breeding on the GPU (each run's --json)
 #   tests    the GPU tests of chapter 3's evaluation and loop
@@ -11,6 +12,7 @@ stages="${*:-ab}"
 source "$(dirname "$0")/gpu_stages.sh"
 say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader 2>&1 | head -1)"
 if [[ " $stages " == *" ab "* ]]; then
+  [[ -f scripts/gp_bits_ab.py ]] || { say "ab: scripts/gp_bits_ab.py is at commit f668f6b only"; stages_end; exit 2; }
   for b in cuda-c numba; do
     timeout 240 $py scripts/gp_bits_ab.py --backend $b --json "$OUT/gp-bits-ab-$b.json" > "$OUT/gp-bits-ab-$b.log" 2>&1
     say "gp bits A/B $b exit $? ($(el) s)"; grep -E "^evolve|^\|" "$OUT/gp-bits-ab-$b.log" | tee -a "$summary"

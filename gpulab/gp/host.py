@@ -124,7 +124,7 @@ def _sim_constant() -> np.ndarray:
     return kn.SIM_CONST
 
 
-KERNELS = KernelSource(PACKAGE, numba_kernel, defines=("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW", "TRADE", "FUSE"),
+KERNELS = KernelSource(PACKAGE, numba_kernel, defines=("STACK", "WPB", "CODE", "BSTACK", "DAYS", "TW", "TRADE"),
                        source=SOURCE, constant="gp_programs", sim_constant=_sim_constant)
 cuda_defines = KERNELS.cuda_defines
 provider = KERNELS.provider

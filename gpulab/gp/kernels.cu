@@ -22,9 +22,6 @@
 #ifndef TW
 #define TW 4
 #endif
-#ifndef FUSE
-#define FUSE 1  // 1: the bit-sliced variant fuses a leaf into its parent (decode_fused); 0: one entry per node
-#endif
 #ifndef TRADE
 #define TRADE 1  // 0: a diagnostic build without the trading pass (the tuning script's breakdown)
 #endif
@@ -492,111 +489,6 @@ __device__ __forceinline__ u64 bits_eval(const unsigned short* prog, u64 a, u64 
 }
 // --8<-- [end:bits_eval]
 
-// --8<-- [start:decode_fused]
-// The fused form: an entry is (kind << 9) | mask. A leaf becomes PUSH mask (PUSHN: its negation);
-// NOT of a leaf flips PUSH/PUSHN; AND/OR with a leaf child becomes ANDM/ORM (ANDNM/ORNM) of that
-// leaf after the other child, which needs no stack slot (AND and OR commute). The leaf's own entry
-// is dropped. One thread decodes (lane 0); seg holds the pending subtrees: the position of their
-// first entry, LEAF when it is a single leaf. At most BSTACK are pending (the checked limit).
-#define K_PUSH 0u
-#define K_ANDM 2u
-#define K_ORM 4u
-#define K_AND 6u
-#define K_OR 7u
-#define K_NOT 8u
-#define K_NOP 9u
-#define LEAF 0x8000u
-__device__ __forceinline__ u64 decode_fused(const unsigned char* code, u64 a, u64 b, unsigned short* out, u64 n0)
-{
-    unsigned short seg[BSTACK];
-    u64 n = n0, pc = a;
-    unsigned sp = 0;
-    while (pc < b) {
-        unsigned op = code[pc];
-        if (op < NF + NB) {  // a leaf: a comparison "x y <" / "x y >" or a boolean terminal
-            unsigned e;
-            if (op < NF) {
-                unsigned rhs = code[pc + 1];
-                e = code[pc + 2] == 34 ? op * NF + rhs : rhs * NF + op;
-                pc += 3;
-            } else {
-                e = 289 + (op - NF);
-                pc += 1;
-            }
-            out[n] = (unsigned short)(K_PUSH << 9 | e);
-            seg[sp] = (unsigned short)(n | LEAF);
-            sp += 1;
-            n += 1;
-        } else if (op == 33) {  // NOT
-            pc += 1;
-            unsigned top = seg[sp - 1];
-            if (top & LEAF) out[top & ~LEAF] ^= (unsigned short)(1u << 9);  // PUSH <-> PUSHN
-            else out[n++] = (unsigned short)(K_NOT << 9);
-        } else {  // AND (31), OR (32)
-            pc += 1;
-            sp -= 1;
-            unsigned r = seg[sp], l = seg[sp - 1];
-            unsigned fused = (op == 31 ? K_ANDM : K_ORM) << 9;
-            if (r & LEAF) {
-                out[r & ~LEAF] += (unsigned short)fused;
-            } else if (l & LEAF) {  // after the right subtree; the leaf's push goes
-                out[n++] = (unsigned short)(out[l & ~LEAF] + fused);
-                out[l & ~LEAF] = (unsigned short)(K_NOP << 9);
-            } else {
-                out[n++] = (unsigned short)((op == 31 ? K_AND : K_OR) << 9);
-            }
-            seg[sp - 1] = (unsigned short)(l & ~LEAF);
-        }
-    }
-    u64 kept = n0;  // squeeze out the dropped pushes
-    for (u64 j = n0; j < n; ++j)
-        if ((out[j] >> 9) != K_NOP) out[kept++] = out[j];
-    return kept;
-}
-// --8<-- [end:decode_fused]
-
-// --8<-- [start:bits_fused]
-// A tree on one 64-day word from its fused entries: a mask kind loads (and negates, for an odd
-// kind) its mask, then pushes it or ANDs / ORs it into the top; AND, OR pop; NOT flips the top.
-// The next entry's mask is loaded before this entry uses its own: one load always in flight.
-__device__ __forceinline__ u64 bits_fused(const unsigned short* prog, u64 a, u64 b,
-                                          const u64* __restrict__ M, u64 mbase, u64 mstride,
-                                          u64* stack, u64 sbase, u64 sstride)
-{
-    u64 top = 0;
-    u64 sp = 0;
-    const u64* Mb = M + mbase;
-    unsigned ent = a < b ? prog[a] : 0u;
-    u64 x = (ent >> 9) < K_AND ? Mb[(u64)(ent & 511u) * mstride] : 0;
-    for (u64 pc = a; pc < b; ++pc) {
-        unsigned nent = pc + 1 < b ? prog[pc + 1] : (K_NOT << 9);
-        u64 nx = (nent >> 9) < K_AND ? Mb[(u64)(nent & 511u) * mstride] : 0;  // in flight while x is used
-        unsigned k = ent >> 9;
-        if (k < K_AND) {
-            x ^= 0ULL - (u64)(k & 1u);
-            if (k < K_ANDM) {
-                stack[sbase + sp * sstride] = top;
-                sp += 1;
-                top = x;
-            } else if (k < K_ORM) {
-                top &= x;
-            } else {
-                top |= x;
-            }
-        } else if (k == K_NOT) {
-            top = ~top;
-        } else {
-            sp -= 1;
-            u64 y = stack[sbase + sp * sstride];
-            top = k == K_AND ? top & y : top | y;
-        }
-        ent = nent;
-        x = nx;
-    }
-    return top;
-}
-// --8<-- [end:bits_fused]
-
 // --8<-- [start:bitsliced]
 // M: masks u64 [W, 303, S]; C: the close, float [D, S].
 extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* offs, int P, int S, int D,
@@ -607,7 +499,6 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
     __shared__ u64 sstack[BSTACK * WPB * 32];
     __shared__ u64 sbuy[TW * WPB * 32];   // per word of the chunk and lane: days a buy would execute
     __shared__ u64 ssell[TW * WPB * 32];  // ... and a sell
-    __shared__ unsigned short sends[WPB][2];  // FUSE: where lane 0's decoding ended, for the warp
     const u64 THREADS = WPB * 32;
     u64 t, i, s;
     warp_task(S, t, i, s);
@@ -615,24 +506,10 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
     u64 nbuy = 0, nend = 0;
     if (i < (u64)P) {
         u64 a = offs[2 * i], mid = offs[2 * i + 1], b = offs[2 * i + 2];
-#if FUSE
-        if (lane == 0) {
-            nbuy = decode_fused(code, a, mid, sdec[w], 0);
-            sends[w][0] = (unsigned short)nbuy;
-            sends[w][1] = (unsigned short)decode_fused(code, mid, b, sdec[w], nbuy);
-        }
-#else
         nbuy = decode_tree(code, a, mid, sdec[w], 0, lane);
         nend = decode_tree(code, mid, b, sdec[w], nbuy, lane);
-#endif
     }
     __syncthreads();
-#if FUSE
-    if (i < (u64)P) {
-        nbuy = sends[w][0];
-        nend = sends[w][1];
-    }
-#endif
     u64 uS = S, uD = D;
     if (i >= (u64)P || s >= uS) return;
     const unsigned short* prog = sdec[w];
@@ -646,13 +523,8 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
         for (u64 k = 0; k < n; ++k) {  // evaluate the chunk's words
             u64 wk = w0 + k;
             u64 mbase = wk * NMASK * uS + s;
-#if FUSE
-            u64 bw = bits_fused(prog, 0, nbuy, M, mbase, uS, sstack, tb, THREADS);
-            u64 sw = bits_fused(prog, nbuy, nend, M, mbase, uS, sstack, tb, THREADS);
-#else
             u64 bw = bits_eval(prog, 0, nbuy, M, mbase, uS, sstack, tb, THREADS);
             u64 sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, THREADS);
-#endif
             u64 left = uD - wk * 64;
             u64 valid = left >= 64 ? ~0ULL : (1ULL << left) - 1;
             bw &= valid;  // NOT set the bits past the last day

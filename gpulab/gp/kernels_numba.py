@@ -558,104 +558,6 @@ def bits_eval(prog, a, b, M, mbase, mstride, stack, sbase, sstride):
 # --8<-- [end:bits_eval]
 
 
-# The fused form's entries: (kind << 9) | mask; the kinds below 6 read a mask (odd: negated).
-K_PUSH, K_ANDM, K_ORM, K_AND, K_OR, K_NOT, K_NOP = (np.uint64(k) for k in (0, 2, 4, 6, 7, 8, 9))
-U9, U511, U512 = np.uint64(9), np.uint64(511), np.uint64(512)
-LEAF = np.uint64(0x8000)
-POS = np.uint64(0x7FFF)
-
-
-# --8<-- [start:decode_fused]
-@cuda.jit(device=True, inline=True)
-def decode_fused(code, a, b, sdec, w, n0, seg):
-    """``code[a:b]`` into fused entries at ``sdec[w, n0:]``, by one thread (lane 0): a leaf
-    becomes PUSH of its mask (PUSHN: negated); NOT of a leaf flips PUSH/PUSHN; AND or OR with a
-    leaf child becomes ANDM / ORM (ANDNM / ORNM) of that leaf, after the other child, which needs
-    no stack slot (AND and OR commute), and the leaf's own entry is dropped. ``seg`` (``BSTACK``
-    slots) holds the pending subtrees: the position of their first entry, ``LEAF`` when it is a
-    single leaf. Returns the end of the entries."""
-    n, pc, sp = n0, a, U0
-    while pc < b:
-        op = uint64(code[pc])
-        if op < np.uint64(NT):  # a leaf: a comparison "x y <" / "x y >" or a boolean terminal
-            if op < UNF:
-                rhs = uint64(code[pc + U1])
-                e = op * UNF + rhs if code[pc + U2] == LT else rhs * UNF + op
-                pc += np.uint64(3)
-            else:
-                e = np.uint64(NPAIR) + (op - UNF)
-                pc += U1
-            sdec[w, n] = uint16((K_PUSH << U9) | e)
-            seg[sp] = uint16(n | LEAF)
-            sp += U1
-            n += U1
-        elif op == np.uint64(oc.OP_NOT):
-            pc += U1
-            top = uint64(seg[sp - U1])
-            if top & LEAF:
-                sdec[w, top & POS] = uint16(uint64(sdec[w, top & POS]) ^ U512)  # PUSH <-> PUSHN
-            else:
-                sdec[w, n] = uint16(K_NOT << U9)
-                n += U1
-        else:  # AND, OR
-            pc += U1
-            sp -= U1
-            r, l = uint64(seg[sp]), uint64(seg[sp - U1])
-            fused = (K_ANDM if op == np.uint64(oc.OP_AND) else K_ORM) << U9
-            if r & LEAF:
-                sdec[w, r & POS] = uint16(uint64(sdec[w, r & POS]) + fused)
-            elif l & LEAF:  # after the right subtree; the leaf's push goes
-                sdec[w, n] = uint16(uint64(sdec[w, l & POS]) + fused)
-                sdec[w, l & POS] = uint16(K_NOP << U9)
-                n += U1
-            else:
-                sdec[w, n] = uint16((K_AND if op == np.uint64(oc.OP_AND) else K_OR) << U9)
-                n += U1
-            seg[sp - U1] = uint16(l & POS)
-    kept = n0  # squeeze out the dropped pushes
-    j = n0
-    while j < n:
-        if (uint64(sdec[w, j]) >> U9) != K_NOP:
-            sdec[w, kept] = sdec[w, j]
-            kept += U1
-        j += U1
-    return kept
-# --8<-- [end:decode_fused]
-
-
-# --8<-- [start:bits_fused]
-@cuda.jit(device=True, inline=True)
-def bits_fused(prog, a, b, M, mbase, mstride, stack, sbase, sstride):
-    """A tree on one 64-day word from its fused entries ``prog[a:b]``: a mask kind loads its mask
-    (negated for an odd kind), then pushes it or ANDs / ORs it into the top; AND and OR pop;
-    NOT flips the top."""
-    top = U0
-    sp = U0
-    pc = a
-    while pc < b:
-        ent = uint64(prog[pc])
-        pc += U1
-        k = ent >> U9
-        if k < K_AND:
-            x = M[mbase + (ent & U511) * mstride] ^ (U0 - (k & U1))
-            if k < K_ANDM:
-                stack[sbase + sp * sstride] = top
-                sp += U1
-                top = x
-            elif k < K_ORM:
-                top = top & x
-            else:
-                top = top | x
-        elif k == K_NOT:
-            top = top ^ ALL64
-        else:
-            sp -= U1
-            y = stack[sbase + sp * sstride]
-            top = (top & y) if k == K_AND else (top | y)
-    return top
-# --8<-- [end:bits_fused]
-
-
 @cuda.jit(device=True, inline=True)
 def lowest_bit(x):
     """Index of the lowest set bit of a nonzero uint64 (``__ffsll(x) - 1``), from two 32-bit
@@ -668,7 +570,7 @@ def lowest_bit(x):
 
 # --8<-- [start:bitsliced]
 @lru_cache(maxsize=None)
-def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1, FUSE: int = 1):
+def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
     """A warp = one individual × 32 stocks, as ``register``. The warp decodes its program once
     into mask-program entries in shared memory (`decode_tree`); each lane then evaluates
     its stock's buy and sell tree on 64 days per word operation, ``TW`` words at a time,
@@ -689,25 +591,15 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1, 
         sstack = cuda.shared.array(SLOTS, uint64)
         sbuy = cuda.shared.array(TSLOTS, uint64)  # per word of the chunk and lane: days a buy would execute
         ssell = cuda.shared.array(TSLOTS, uint64)  # ... and a sell
-        sends = cuda.shared.array((WPB, 2), uint16)  # FUSE: where lane 0's decoding ended, for the warp
         t, i, s = warp_task(S)
         w = uint64(cuda.threadIdx.x) // U32
         lane = t % U32
         nbuy = nend = U0
         if i < uint64(P):
             a, mid, b = uint64(offs[U2 * i]), uint64(offs[U2 * i + U1]), uint64(offs[U2 * i + U2])
-            if FUSE:
-                if lane == U0:
-                    seg = cuda.local.array(BSTACK, uint16)
-                    nbuy = decode_fused(code, a, mid, sdec, w, U0, seg)
-                    sends[w, 0] = uint16(nbuy)
-                    sends[w, 1] = uint16(decode_fused(code, mid, b, sdec, w, nbuy, seg))
-            else:
-                nbuy = decode_tree(code, a, mid, sdec, w, U0, lane)
-                nend = decode_tree(code, mid, b, sdec, w, nbuy, lane)
+            nbuy = decode_tree(code, a, mid, sdec, w, U0, lane)
+            nend = decode_tree(code, mid, b, sdec, w, nbuy, lane)
         cuda.syncthreads()
-        if FUSE and i < uint64(P):
-            nbuy, nend = uint64(sends[w, 0]), uint64(sends[w, 1])
         uS, uD = uint64(S), uint64(D)
         if i >= uint64(P) or s >= uS:
             return
@@ -722,12 +614,8 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1, 
             for k in range(n):  # evaluate the chunk's words
                 wk = w0 + uint64(k)
                 mbase = wk * UNMASK64 * uS + s
-                if FUSE:
-                    bw = bits_fused(prog, U0, nbuy, M, mbase, uS, sstack, tb, UT)
-                    sw = bits_fused(prog, nbuy, nend, M, mbase, uS, sstack, tb, UT)
-                else:
-                    bw = bits_eval(prog, U0, nbuy, M, mbase, uS, sstack, tb, UT)
-                    sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, UT)
+                bw = bits_eval(prog, U0, nbuy, M, mbase, uS, sstack, tb, UT)
+                sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, UT)
                 left = uD - wk * U64
                 valid = ALL64 if left >= U64 else (U1 << left) - U1
                 bw &= valid  # NOT set the bits past the last day
@@ -817,8 +705,7 @@ BUILDERS = {
     "constant": (lambda p: constant_kernel(p["STACK"]), SIG_CONST),
     "shared": (lambda p: shared_kernel(p["STACK"], p["WPB"], p["CODE"]), SIG_SHARED),
     "register": (lambda p: register_kernel(p["WPB"], p["CODE"], p["DAYS"]), SIG_SHARED),
-    "bitsliced": (lambda p: bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1),
-                                                p.get("FUSE", 1)), SIG_BITS),
+    "bitsliced": (lambda p: bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1)), SIG_BITS),
     "fitness": (lambda p: gp_fitness, SIG_FITNESS),
 }
 

@@ -13,16 +13,14 @@ from gpulab.registry import Registry, Variant
 # shared memory. DAYS: days the register variant evaluates per pass over a program (<= 32).
 # BSTACK: the bit-sliced stack's 64-day words per thread (booleans deep; the GP's depth limit of
 # 12 never needs more than 12). TW: 64-day words the bit-sliced variant evaluates before each
-# trading pass. FUSE: 1 = the bit-sliced variant fuses each leaf into its parent's entry (ANDM,
-# ORM: no stack slot), 0 = one entry per node (the A/B's baseline). CHUNK: individuals per
-# NVRTC-compiled kernel.
+# trading pass. CHUNK: individuals per NVRTC-compiled kernel.
 PARAMS = {
     "thread_global": dict(BLOCK=128, STACK=32),
     "coalesced": dict(BLOCK=128, STACK=32),
     "constant": dict(BLOCK=128, STACK=32),
     "shared": dict(WPB=4, STACK=16, CODE=512),
     "register": dict(WPB=4, CODE=512, DAYS=8),
-    "bitsliced": dict(WPB=1, CODE=512, BSTACK=12, TW=4, FUSE=1),
+    "bitsliced": dict(WPB=1, CODE=512, BSTACK=12, TW=4),
     "compiled": dict(WPB=4, CHUNK=128),
 }
 # On the simulator (each variant's sim_params, where it has the parameter): smaller blocks (it
