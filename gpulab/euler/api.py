@@ -100,7 +100,7 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
     d_dst = device_input(dst, "dst")
     cap = (n + 1) * (1 if directed else 2)
     plan = plan_for(v, cap, params)
-    stages = 7 + path if directed else 9  # the stages plan.mark names (undirected: pairing, labelling twice)
+    stages = 8 if directed and path else 7  # the stages plan.mark names (a directed path pairs twice)
     with host.progress(plan, f"Euler {'path' if path else 'circuit'}, {n} edges", stages):
         s, d = plan.load(d_src.array, d_dst.array, n, extra=1 if path else 0)
         if directed:

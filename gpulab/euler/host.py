@@ -576,7 +576,8 @@ class EulerPlan:
     # --8<-- [start:undirected]
     def orient(self, src, dst, n: int, *, path: bool = False):
         """Pair the half-edges at every vertex, label the closed trails, keep one direction of
-        each: returns (osrc, odst, flip, n, virtual) for the directed pipeline."""
+        each, and write the orientation's pairing: returns (osrc, odst, fwd, label, n, virtual)
+        for `oriented`."""
         self.mark("pairing")
         keys, skeys, order = self.buf("hkeys"), self.buf("hskeys"), self.buf("horder")
         m = 2 * n
@@ -608,12 +609,32 @@ class EulerPlan:
         darts = self.buf("dsucc")
         self.launch("dart_succ", n, order, _i(n), darts)
         label = self.label_cycles(darts, m)
-        # the darts' labelling counts (the directed run's labelling records its own after them)
         self.stats["dart_labelling"] = {k: self.stats[k] for k in ("label_rounds", "splitters", "label_jump_rounds")
                                         if k in self.stats}
-        osrc, odst, fwd = self.buf("osrc"), self.buf("odst"), self.buf("fwd")
-        self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd)
-        return osrc, odst, fwd, n, virtual
+        # the orientation, its cycles' labels, and its pairing straight from the darts': the kept
+        # trails are the cycles of the oriented graph, so it needs no sort and no labelling of its own
+        osrc, odst, fwd, elabel = self.buf("osrc"), self.buf("odst"), self.buf("fwd"), self.buf("elabel")
+        self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd, elabel)
+        self.launch("dart_pairs", n, order, skeys, label, _i(n), self.buf("ssrc"), self.buf("out_order"),
+                    self.buf("in_order"), self.buf("succ"))
+        return osrc, odst, fwd, elabel, n, virtual
+
+    def oriented(self, osrc, n: int, label, *, head: int = 0, virtual=None):
+        """Steps 3 to 6 on the orientation `orient` left in the plan (its pairing in ``succ``,
+        ``ssrc``, ``out_order``, ``in_order``; ``label`` its cycles' labels): the circuit from edge
+        ``head``, or, with ``virtual``, the one begun right after that edge, without it."""
+        trees, r1, r2 = self.spanning_forest(label, n)
+        if trees > 1:
+            raise NotEulerian(self._components_message(osrc, trees, r1, r2))
+        succ = self.buf("succ")
+        self.splice(succ, n)
+        if virtual is not None:
+            self.syncs += 1
+            head = int(succ[virtual:virtual + 1].copy_to_host()[0])
+        out = self.buf("out")
+        self.rank(succ, n, head, out)
+        self._close_marks()
+        return out, n - (virtual is not None)
     # --8<-- [end:undirected]
 
     def undirected(self, src, dst, n: int, *, source=None, path: bool = False):
@@ -625,9 +646,14 @@ class EulerPlan:
             if source is not None:
                 raise NotEulerian(f"source vertex {source} has no edges (the graph is empty)")
             return out, fw, 0, src, dst
-        osrc, odst, fwd, n2, virtual = self.orient(src, dst, n, path=path)
+        osrc, odst, fwd, elabel, n2, virtual = self.orient(src, dst, n, path=path)
         if virtual is None:
-            res, m = self.directed(osrc, odst, n2, source=source)
+            head = 0
+            if source is not None:
+                head = self.first_out_edge(int(source), n2)
+                if head < 0:
+                    raise NotEulerian(f"source vertex {source} has no edges")
+            res, m = self.oriented(osrc, n2, elabel, head=head)
             self.launch("gather_i32", m, fwd, res, _i(m), fw)
             return res, fw, m, osrc, odst
         # a path: the circuit of the oriented graph, begun right after the extra edge
@@ -636,29 +662,13 @@ class EulerPlan:
         if source is not None and source not in (vt, vh):
             raise NotEulerian(f"an Euler path of this graph starts at vertex {min(vt, vh)} or {max(vt, vh)} "
                               f"(the odd-degree vertices), not at source {source}")
-        res, m = self._circuit_after(osrc, odst, n2, virtual)
+        res, m = self.oriented(osrc, n2, elabel, virtual=virtual)
         self.launch("gather_i32", m, fwd, res, _i(m), fw)
         if source is not None and source != vh:  # walk it the other way round
             out2, fw2 = self.buf("out2"), self.buf("fwd2")
             self.launch("reverse_walk", m, res, fw, _i(m), out2, fw2)
             return out2, fw2, m, odst, osrc
         return res, fw, m, osrc, odst
-
-    def _circuit_after(self, src, dst, n, virtual):
-        """The circuit of a balanced graph begun right after edge ``virtual``, without it."""
-        bad, _ = self.pairing(src, dst, n)
-        assert bad == 0, "an orientation is always balanced"
-        succ = self.buf("succ")
-        label = self.label_cycles(succ, n)
-        trees, r1, r2 = self.spanning_forest(label, n)
-        if trees > 1:
-            raise NotEulerian(self._components_message(src, trees, r1, r2))
-        self.splice(succ, n)
-        head = int(succ[virtual:virtual + 1].copy_to_host()[0])
-        out = self.buf("out")
-        self.rank(succ, n, head, out)
-        self._close_marks()
-        return out, n - 1
 
     # --------------------------------------------------------------- checks and statistics
 

@@ -245,13 +245,31 @@ extern "C" __global__ void dart_succ(const int *order, int m, int *succ) {
 }
 
 extern "C" __global__ void orient(const int *label, const int *src, const int *dst, int n,
-                                  int *osrc, int *odst, int *fwd) {
+                                  int *osrc, int *odst, int *fwd, int *elabel) {
     GRID_LOOP(e, n) {
-        if (label[2 * e] < label[2 * e + 1]) {
+        int a = label[2 * e], b = label[2 * e + 1];
+        if (a < b) {
             osrc[e] = src[e]; odst[e] = dst[e]; fwd[e] = 1;
         } else {
             osrc[e] = dst[e]; odst[e] = src[e]; fwd[e] = 0;
         }
+        elabel[e] = (a < b ? a : b) >> 1;  // the kept trail's smallest dart, as an edge id
+    }
+}
+
+// Slot j of the sorted half-edges pairs h0 and h1 at one vertex; of the two ways through it
+// (arrive by h0's edge and leave by h1's, or the reverse) the kept trails use exactly one:
+// the one whose leaving dart is kept. That is the orientation's pairing, slot by slot.
+extern "C" __global__ void dart_pairs(const int *order, const int *skeys, const int *label, int n,
+                                      int *ssrc, int *out_order, int *in_order, int *succ) {
+    GRID_LOOP(j, n) {
+        int h0 = order[2 * j], h1 = order[2 * j + 1];
+        bool h1_kept = label[(u32)h1] < label[(u32)(h1 ^ 1)];
+        int out = (h1_kept ? h1 : h0) >> 1, in = (h1_kept ? h0 : h1) >> 1;
+        ssrc[j] = skeys[2 * j];
+        out_order[j] = out;
+        in_order[j] = in;
+        succ[(u32)in] = out;
     }
 }
 // --8<-- [end:darts]

@@ -38,7 +38,8 @@ The steps, in the order the host (``host.py``, ``labelling.py``) launches them:
    ``pick_rank_splitters``, ``walk_rank``, ``wyllie_round`` on the splitters, ``write_ranked``.
 
 Around the steps: undirected graphs pair half-edges first (``half_keys``, ``odd_vertices``,
-``dart_succ``, then ``orient`` keeps one direction of each edge); the results
+``dart_succ``, then ``orient`` keeps one direction of each edge and ``dart_pairs`` reads the
+orientation's pairing off the darts'); the results
 (``walk_vertices``, ``gather_i32``, ``reverse_walk``); counters and fills (``preset_i32``,
 ``preset_i64``, ``fill_i32``, ``fill_u8``); checks on the device (``mark_positions``,
 ``check_chain``, ``cycle_sizes``); the graph generators (``gen_deep``, ``gen_shallow``) and de
@@ -383,13 +384,16 @@ def dart_succ(order, m, succ):
 
 
 @cuda.jit
-def orient(label, src, dst, n, osrc, odst, fwd):
+def orient(label, src, dst, n, osrc, odst, fwd, elabel):
     """Keep the dart of edge e whose closed trail has the smaller label: a balanced orientation
-    (fwd[e] = 1 where e keeps the direction src -> dst)."""
+    (fwd[e] = 1 where e keeps the direction src -> dst); elabel[e] = that trail's smallest dart
+    as an edge id, the label of e's cycle in the orientation."""
     e = cuda.grid(1)
     stride = cuda.gridsize(1)
     while e < n:
-        if label[2 * e] < label[2 * e + 1]:
+        a = label[2 * e]
+        b = label[2 * e + 1]
+        if a < b:
             osrc[e] = src[e]
             odst[e] = dst[e]
             fwd[e] = 1
@@ -397,7 +401,28 @@ def orient(label, src, dst, n, osrc, odst, fwd):
             osrc[e] = dst[e]
             odst[e] = src[e]
             fwd[e] = 0
+        elabel[e] = min(a, b) >> 1
         e += stride
+
+
+@cuda.jit
+def dart_pairs(order, skeys, label, n, ssrc, out_order, in_order, succ):
+    """Slot j of the sorted half-edges pairs h0 and h1 at one vertex; of the two ways through it
+    (arrive by h0's edge and leave by h1's, or the reverse) the kept trails use exactly one: the
+    one whose leaving dart is kept. That is the orientation's pairing, slot by slot."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < n:
+        h0 = order[2 * j]
+        h1 = order[2 * j + 1]
+        h1_kept = label[uint32(h1)] < label[uint32(h1 ^ 1)]
+        out = (h1 if h1_kept else h0) >> 1
+        inn = (h0 if h1_kept else h1) >> 1
+        ssrc[j] = skeys[2 * j]
+        out_order[j] = out
+        in_order[j] = inn
+        succ[uint32(inn)] = out
+        j += stride
 # --8<-- [end:darts]
 
 
@@ -1171,7 +1196,8 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("half_keys", half_keys, f"void({I32}, {I32}, {s}, {I32})"),
         ("odd_vertices", odd_vertices, f"void({I32}, {s}, {I32})"),
         ("dart_succ", dart_succ, f"void({I32}, {s}, {I32})"),
-        ("orient", orient, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32})"),
+        ("orient", orient, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
+        ("dart_pairs", dart_pairs, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
         ("fill_i32", fill_i32, f"void({I32}, {s}, {s})"),
         ("fill_u8", fill_u8, f"void({U8}, {s}, {s})"),
         ("iota", iota, f"void({I32}, {s})"),

@@ -129,18 +129,22 @@ RANKING = {"rank_ruling_set": rank_ruling_set_bytes, "rank_wyllie": rank_wyllie_
 
 
 def orient_extra_bytes(E: int, V: int) -> int:
-    """What an undirected graph adds to **pairing** before the directed pipeline runs on its
-    orientation: ``half_keys`` reads both ends and writes 2·E keys (16·E), the argsort of 2·E
-    half-edges (`sort_bytes`), ``odd_vertices`` reads the sorted keys (8·E), ``dart_succ`` reads the
-    order and writes 2·E dart successors (16·E)."""
+    """**pairing** of an undirected graph, in place of the directed one: ``half_keys`` reads
+    both ends and writes 2·E keys (16·E), the argsort of 2·E half-edges (`sort_bytes`),
+    ``odd_vertices`` reads the sorted keys (8·E), ``dart_succ`` reads the order and writes 2·E
+    dart successors (16·E)."""
     return 40 * E + sort_bytes(2 * E, V - 1)
 
 
 def orient_label_extra_bytes(E: int, dart_stats: dict, params: dict, labelling) -> int:
-    """... and to **labelling**: the 2·E darts labelled the policy's way (their own rounds and
-    splitters, ``stats["dart_labelling"]``), then ``orient`` reads both darts' labels and both
-    ends (16·E) and writes the oriented ends and the direction flag (12·E)."""
-    return labelling(2 * E, dart_stats, params) + 28 * E
+    """... and its **labelling**, in place of the directed one: the 2·E darts labelled the
+    policy's way (their rounds and splitters, ``stats["dart_labelling"]``); ``orient`` reads both
+    darts' labels and both ends (16·E) and writes the oriented ends, the direction and the edge's
+    label (16·E); ``dart_pairs`` reads the sorted order (8·E), one sorted key (4·E) and two dart
+    labels (8·E) per slot and writes the slot's vertex, its out- and in-edge and the successor
+    (16·E). The orientation's pairing and labels come from these: the directed pairing and
+    labelling do not run."""
+    return labelling(2 * E, dart_stats, params) + 68 * E
 
 
 def stage_bytes(E: int, V: int, stats: dict, params: dict, labelling, ranking, *, directed: bool = True,
@@ -156,9 +160,9 @@ def stage_bytes(E: int, V: int, stats: dict, params: dict, labelling, ranking, *
            "spanning_forest": spanning_forest_bytes(E, links, cycles, int(stats.get("forest_rounds", 1))),
            "splice": splice_bytes(E, cycles), "ranking": ranking(E, stats) if ranking else None}
     if not directed:
-        out["pairing"] += orient_extra_bytes(E, V)
+        out["pairing"] = orient_extra_bytes(E, V)
         if labelling:
-            out["labelling"] += orient_label_extra_bytes(E, stats.get("dart_labelling") or {}, params, labelling)
+            out["labelling"] = orient_label_extra_bytes(E, stats.get("dart_labelling") or {}, params, labelling)
     assert set(out) == set(STAGES)
     return out
 

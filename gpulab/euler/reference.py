@@ -374,8 +374,13 @@ def ais_reference(src, dst, source=None) -> tuple[np.ndarray, dict]:
     if E == 0:
         return np.zeros(0, np.int64), {}
     succ, out_order, in_order = pairing(src, dst)
-    label = cycle_labels(succ)
-    ssrc = src[out_order]
+    return _join_and_walk(src, succ, out_order, in_order, src[out_order], cycle_labels(succ), source)
+
+
+def _join_and_walk(src, succ, out_order, in_order, ssrc, label, source):
+    """Steps 3 to 6 of `ais_reference` from a pairing (``succ[in_order[i]] = out_order[i]``,
+    ``ssrc[i]`` the vertex of slot i, grouped by vertex) and the cycles' labels."""
+    E = succ.size
     # step 3: the circuit graph, one link per pair of neighbouring out-slots in different cycles
     p = np.nonzero((ssrc[:-1] == ssrc[1:]) & (label[out_order[:-1]] != label[out_order[1:]]))[0]
     lu, lv = label[out_order[p]], label[out_order[p + 1]]
@@ -455,6 +460,38 @@ def orient_reference(src, dst) -> np.ndarray:
     label = cycle_labels(succ)
     return label[0::2] < label[1::2]
 # --8<-- [end:orient]
+
+
+def undirected_reference(src, dst, source=None) -> tuple[np.ndarray, np.ndarray, dict]:
+    """The undirected pipeline, one step at a time: returns ``(circuit, keep, steps)``.
+
+    The orientation of `orient_reference` (``keep[e]``: e walked src → dst), whose pairing is
+    read off the darts' and needs no sort: slot j of the half-edges sorted by vertex pairs h0
+    and h1; the kept trails pass through it one way, arriving by h0's edge and leaving by h1's
+    when dart h1 is kept, else the reverse. The oriented cycles are the kept trails, labelled by
+    their smallest edge. Then steps 3 to 6 of `ais_reference`, from slot j."""
+    src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
+    E = src.size
+    if E == 0:
+        return np.zeros(0, np.int64), np.zeros(0, bool), {}
+    keys = np.empty(2 * E, np.int64)
+    keys[0::2], keys[1::2] = src, dst
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    if np.any(sk[0::2] != sk[1::2]):
+        raise NotEulerian(degree_problem(src, dst, directed=False)[0])
+    partner = np.empty(2 * E, np.int64)
+    partner[order[0::2]], partner[order[1::2]] = order[1::2], order[0::2]
+    dlabel = cycle_labels(partner[np.arange(2 * E) ^ 1])
+    keep = dlabel[0::2] < dlabel[1::2]
+    h0, h1 = order[0::2], order[1::2]
+    h1_kept = dlabel[h1] < dlabel[h1 ^ 1]
+    out_order, in_order = np.where(h1_kept, h1, h0) >> 1, np.where(h1_kept, h0, h1) >> 1
+    succ = np.empty(E, np.int64)
+    succ[in_order] = out_order
+    osrc = np.where(keep, src, dst)
+    circuit, steps = _join_and_walk(osrc, succ, out_order, in_order, sk[0::2], cycle_labels(succ), source)
+    return circuit, keep, steps
 
 
 # ----------------------------------------------------------------------------- de Bruijn and k-mers
