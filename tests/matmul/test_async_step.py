@@ -36,6 +36,8 @@ def _nvrtc(defines, arch="sm_90"):
 def test_registered_configuration_compiles_without_spills():
     rep = _nvrtc(PARAMS)
     assert rep.ok, rep.log[-3000:]
+    # (twice on an H100 under xdist the parsed report lacked this kernel: the log is kept for the next time)
+    assert "matmul_cpasync" in rep.resources, (sorted(rep.resources), len(rep.log), rep.log[-3000:])
     res = rep.resources["matmul_cpasync"]
     assert res["spill_bytes"] == 0 and res["stack"] == 0, res
     stage_floats = PARAMS["CA_BK"] * (PARAMS["CA_BM"] + PARAMS["CA_APAD"] + PARAMS["CA_BN"])
