@@ -98,12 +98,14 @@ def _euler_cases(v, sim):
     from gpulab.euler import bench
 
     if sim:
-        return [bench._case("shallow", 24, "shallow 24"), bench._case("debruijn", 2**4, "B(2,4)", k=2, n=4)]
+        return [bench._case("shallow", 24, "shallow 24"), bench._case("debruijn", 2**4, "B(2,4)", k=2, n=4),
+                bench._undirected("deep", 24)]
     b = v.params.get("BLOCK", 256)
     sort = v.params.get("SMALL_SORT", 2048)
     return [bench._case("shallow", b - 1, f"shallow {b - 1}"), bench._case("deep", b + 1, f"deep {b + 1}"),
             bench._case("shallow", sort + 5, f"shallow {sort + 5}"),  # past the small sort, a few blocks
-            bench._case("debruijn", 2**9, "B(2,9)", k=2, n=9)]
+            bench._case("debruijn", 2**9, "B(2,9)", k=2, n=9),
+            bench._undirected("deep", b + 1), bench._undirected("deep", sort + 5)]  # the darts' path too
 
 
 CASES = {"matmul": _matmul_cases, "subset": _subset_cases, "gp": _gp_cases, "radix": _radix_cases,
