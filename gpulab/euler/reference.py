@@ -446,6 +446,13 @@ def orient_reference(src, dst) -> np.ndarray:
     is another cycle; keeping, for each edge, the dart whose cycle has the smaller label orients
     every trail one way: a balanced orientation.
     """
+    _, _, label = dart_labels(src, dst)
+    return label[0::2] < label[1::2]
+
+
+def dart_labels(src, dst):
+    """The half-edges sorted by vertex (``order``, stably by id; ``keys``: their vertices) and
+    every dart's cycle label (`cycle_labels` of ``succ(d) = partner(d ^ 1)``)."""
     src, dst = np.asarray(src, np.int64), np.asarray(dst, np.int64)
     E = src.size
     keys = np.empty(2 * E, np.int64)
@@ -456,9 +463,7 @@ def orient_reference(src, dst) -> np.ndarray:
         raise NotEulerian(degree_problem(src, dst, directed=False)[0])
     partner = np.empty(2 * E, np.int64)
     partner[order[0::2]], partner[order[1::2]] = order[1::2], order[0::2]
-    succ = partner[np.arange(2 * E) ^ 1]
-    label = cycle_labels(succ)
-    return label[0::2] < label[1::2]
+    return order, sk, cycle_labels(partner[np.arange(2 * E) ^ 1])
 # --8<-- [end:orient]
 
 
@@ -474,15 +479,7 @@ def undirected_reference(src, dst, source=None) -> tuple[np.ndarray, np.ndarray,
     E = src.size
     if E == 0:
         return np.zeros(0, np.int64), np.zeros(0, bool), {}
-    keys = np.empty(2 * E, np.int64)
-    keys[0::2], keys[1::2] = src, dst
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    if np.any(sk[0::2] != sk[1::2]):
-        raise NotEulerian(degree_problem(src, dst, directed=False)[0])
-    partner = np.empty(2 * E, np.int64)
-    partner[order[0::2]], partner[order[1::2]] = order[1::2], order[0::2]
-    dlabel = cycle_labels(partner[np.arange(2 * E) ^ 1])
+    order, sk, dlabel = dart_labels(src, dst)
     keep = dlabel[0::2] < dlabel[1::2]
     h0, h1 = order[0::2], order[1::2]
     h1_kept = dlabel[h1] < dlabel[h1 ^ 1]
