@@ -11,7 +11,8 @@ Examples:
 
 Edges are two integer arrays (numpy or any device array); the result is edge ids (exact for
 parallel edges and self-loops). Every GPU variant returns the same circuit as
-[`gpulab.euler.reference.ais_reference`][gpulab.euler.reference.ais_reference].
+[`gpulab.euler.reference.ais_reference`][gpulab.euler.reference.ais_reference] (undirected:
+[`undirected_reference`][gpulab.euler.reference.undirected_reference]).
 """
 
 from __future__ import annotations

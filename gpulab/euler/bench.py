@@ -12,7 +12,8 @@ Cases (labels are what ``--sizes`` selects):
   explicit graph (src = w // k, dst = w mod k^(n-1)).
 * ``undirected-deep-<E>``: the deep graph's edges taken as **undirected** (every vertex has even
   degree: the walk enters and leaves it alike), solved by the public API's undirected pipeline
-  (pair the half-edges, label the closed trails, orient, then the directed pipeline); checked on
+  (pair the half-edges, label the closed trails, orient, read the orientation's pairing off the
+  darts, then the directed pipeline from its circuit graph); checked on
   the device (every edge once, chained, closed, on the orientation) and on the host
   (`gpulab.euler.reference.check_circuit` with ``directed=False``: the walked directions against
   the input's ends). The CPU peers are timed on directed graphs only: no peer here.

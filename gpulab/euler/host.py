@@ -613,7 +613,7 @@ class EulerPlan:
                                         if k in self.stats}
         # the orientation, its cycles' labels, and its pairing straight from the darts': the kept
         # trails are the cycles of the oriented graph, so it needs no sort and no labelling of its own
-        osrc, odst, fwd, elabel = self.buf("osrc"), self.buf("odst"), self.buf("fwd"), self.buf("elabel")
+        osrc, odst, fwd, elabel = self.buf("osrc"), self.buf("odst"), self.buf("fwd"), self.buf("elabel", size=n)
         self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd, elabel)
         self.launch("dart_pairs", n, order, skeys, label, _i(n), self.buf("ssrc"), self.buf("out_order"),
                     self.buf("in_order"), self.buf("succ"))

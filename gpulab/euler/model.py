@@ -140,11 +140,11 @@ def orient_label_extra_bytes(E: int, dart_stats: dict, params: dict, labelling) 
     """... and its **labelling**, in place of the directed one: the 2·E darts labelled the
     policy's way (their rounds and splitters, ``stats["dart_labelling"]``); ``orient`` reads both
     darts' labels and both ends (16·E) and writes the oriented ends, the direction and the edge's
-    label (16·E); ``dart_pairs`` reads the sorted order (8·E), one sorted key (4·E) and two dart
-    labels (8·E) per slot and writes the slot's vertex, its out- and in-edge and the successor
-    (16·E). The orientation's pairing and labels come from these: the directed pairing and
-    labelling do not run."""
-    return labelling(2 * E, dart_stats, params) + 68 * E
+    label (16·E); ``dart_pairs`` reads the sorted order (8·E), every other sorted key (8·E: a
+    stride of two touches every sector) and two dart labels (8·E) per slot and writes the slot's
+    vertex, its out- and in-edge and the successor (16·E). The orientation's pairing and labels
+    come from these: the directed pairing and labelling do not run."""
+    return labelling(2 * E, dart_stats, params) + (16 + 16) * E + (8 + 8 + 8 + 16) * E
 
 
 def stage_bytes(E: int, V: int, stats: dict, params: dict, labelling, ranking, *, directed: bool = True,

@@ -10,6 +10,8 @@ and the de Bruijn (FKM) and k-mer references.
   intermediate results too. Every GPU variant computes *exactly* its output (the pairing is
   ordered by edge id, cycles are labelled by their smallest edge id, and the spanning forest is
   the unique minimum one), so tests compare edge for edge, and the book's figures draw its steps.
+  [`undirected_reference`][gpulab.euler.reference.undirected_reference] does the same for an
+  undirected graph (the orientation's pairing read off the darts': `dart_labels`).
 * [`de_bruijn_fkm`][gpulab.euler.reference.de_bruijn_fkm] is the Fredricksen–Kessler–Maiorana construction (Lyndon words in
   lexicographic order), the reference for [`gpulab.euler.de_bruijn`][gpulab.euler.de_bruijn].
 * The CPU variants of the registry (``hierholzer``, ``networkx``) run here: ``cpu_factory``

@@ -41,7 +41,7 @@ def run(variant, src, dst, **kw):
     n = len(src)
     directed = kw.get("directed", True)
     plan = plan_for(variant, (n + 1) * (1 if directed else 2), kw.get("params"))  # the plan the call reuses
-    for name in ("out", "out2", "fwd_out", "label"):
+    for name in ("out", "out2", "fwd_out", "label", "elabel", "succ", "ssrc", "out_order", "in_order"):
         b = plan.buf(name)
         b.copy_to_device(np.full(b.size, INT_SENTINEL[np.dtype(np.int32)], np.int32))
     return eu.euler_circuit(src, dst, variant=variant.name, backend=variant.backend, **kw)
@@ -146,6 +146,36 @@ def test_orientation_is_balanced(rng):
     src, dst = undirected_cases(rng)["walks"]
     keep = ref.orient_reference(src, dst)
     assert ref.degree_problem(np.where(keep, src, dst), np.where(keep, dst, src)) is None
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_undirected_source_and_self_loops(variant, rng):
+    """An undirected circuit from a given vertex is the reference's, edge for edge, and starts with
+    that vertex's smallest out-edge in the orientation; a self-loop at a vertex of degree 6 (its
+    two half-edges may land in different slots) and parallel edges, each way round."""
+    skip_unless_runnable(variant)
+    src, dst = undirected_cases(rng)["walks"]
+    loops = np.array([[0, 1], [1, 0], [0, 0], [2, 0], [0, 2]])  # vertex 0: degree 2 + 2 + 2
+    cases = [(src, dst, int(s)) for s in rng.choice(np.unique(src), 2, replace=False)]
+    cases += [(loops[:, 0], loops[:, 1], s) for s in (0, 2)]
+    for s_, d_, source in cases:
+        edges, forward = run(variant, s_, d_, directed=False, source=source)
+        expected, keep, _ = ref.undirected_reference(s_, d_, source)
+        assert np.array_equal(edges, expected) and np.array_equal(forward, keep[edges])
+        osrc = np.where(keep, s_, d_)
+        assert edges[0] == np.flatnonzero(osrc == source)[0], "the source's smallest out-edge first"
+
+
+@pytest.mark.parametrize("variant", GPU_VARIANTS, ids=ids)
+def test_undirected_disconnected(variant, rng):
+    """Two undirected cycles that share no vertex: every degree is even, the orientation is
+    balanced, and the spanning forest finds two components."""
+    skip_unless_runnable(variant)
+    k = int(rng.integers(2, 6))
+    a = np.arange(k)
+    src, dst = np.concatenate([a, a + 100]), np.concatenate([(a + 1) % k, (a + 1) % k + 100])
+    with pytest.raises(eu.NotEulerian, match="weakly connected"):
+        run(variant, src, dst, directed=False)
 
 
 @pytest.mark.parametrize("case", ["walks", "flower_of_digons", "loop"])

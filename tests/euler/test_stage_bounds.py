@@ -47,11 +47,13 @@ def test_the_byte_model_by_hand():
     und = model.stage_bytes(8, 4, TINY_STATS, TINY_PARAMS, model.label_ruling_set_bytes,
                             model.rank_ruling_set_bytes, directed=False)
     # the half-edges: keys written (16 B an edge), a 1-pass argsort of 16 keys, odd-degree scan,
-    # dart successors; the 16 darts labelled (1 round, 2 picks, 4 splitters, 2 jump rounds), orient
+    # dart successors; the 16 darts labelled (1 round, 2 picks, 4 splitters, 2 jump rounds)
     darts = 4 * 16 + 2 * 4 * 16 + 8 * 16 + 24 * 4 + (24 * 4 * 2 + 12 * 4) + 12 * 16
     # the orientation's pairing and labels come from the darts: no directed pairing or labelling
     assert und["pairing"] == 40 * 8 + 16 * (4 + 12)
-    assert und["labelling"] == darts + 68 * 8
+    orient = 16 * 8 + 16 * 8  # both darts' labels and both ends read; oriented ends, direction, label written
+    dart_pairs = 8 * 8 + 8 * 8 + 8 * 8 + 16 * 8  # order, every other key, two labels; four int32 written
+    assert und["labelling"] == darts + orient + dart_pairs
     assert {k: v for k, v in und.items() if k not in ("pairing", "labelling")} == \
         {k: v for k, v in TINY_DIRECTED.items() if k not in ("pairing", "labelling")}
 
