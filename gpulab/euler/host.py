@@ -543,23 +543,41 @@ class EulerPlan:
                 self.put(dst, n, s)
                 n += 1
                 self.pairing(src, dst, n, check=False)
-        succ = self.buf("succ")
-        head = 0
-        if virtual is None and source is not None:
-            head = self.first_out_edge(int(source), n)
-            if head < 0:
-                raise NotEulerian(f"source vertex {source} has no edges")
-        label = self.label_cycles(succ, n)
+        head = self.source_head(source if virtual is None else None, n)
+        label = self.label_cycles(self.buf("succ"), n)
+
+        def balanced():  # in != out was counted by the pairing and read with the forest's counters
+            if self.counters[C_BAD]:
+                self.pairing(src, dst, n, check=False)  # the forest reused sdst's memory: sort again
+                raise NotEulerian(_imbalance_message(self.imbalance(n), path=False))
+
+        return self.join_and_rank(src, n, label, head=head, virtual=virtual, check=balanced)
+
+    def source_head(self, source, n: int) -> int:
+        """The edge a circuit starts with: ``source``'s smallest out-edge (edge 0 without one)."""
+        if source is None:
+            return 0
+        head = self.first_out_edge(int(source), n)
+        if head < 0:
+            raise NotEulerian(f"source vertex {source} has no edges")
+        return head
+
+    def join_and_rank(self, src, n: int, label, *, head: int = 0, virtual=None, check=None):
+        """Steps 3 to 6 on the pairing in the plan (``succ``, ``ssrc``, ``out_order``,
+        ``in_order``) and its cycles' ``label``: the circuit from edge ``head``, or, with
+        ``virtual``, the one begun right after that edge, without it. ``check()`` runs once the
+        forest's counters are read (the directed pipeline's balance check)."""
         trees, r1, r2 = self.spanning_forest(label, n)
-        if self.counters[C_BAD]:
-            self.pairing(src, dst, n, check=False)  # the forest reused sdst's memory: sort again
-            raise NotEulerian(_imbalance_message(self.imbalance(n), path=False))
+        if check is not None:
+            check()
         if trees > 1:
             raise NotEulerian(self._components_message(src, trees, r1, r2))
+        succ = self.buf("succ")
         self.splice(succ, n)
         if virtual is not None:
             self.syncs += 1
             head = int(succ[virtual:virtual + 1].copy_to_host()[0])  # the path starts after the extra edge
+        out = self.buf("out")
         self.rank(succ, n, head, out)
         self._close_marks()
         return out, n - (virtual is not None)
@@ -577,7 +595,7 @@ class EulerPlan:
     def orient(self, src, dst, n: int, *, path: bool = False):
         """Pair the half-edges at every vertex, label the closed trails, keep one direction of
         each, and write the orientation's pairing: returns (osrc, odst, fwd, label, n, virtual)
-        for `oriented`."""
+        for `join_and_rank`."""
         self.mark("pairing")
         keys, skeys, order = self.buf("hkeys"), self.buf("hskeys"), self.buf("horder")
         m = 2 * n
@@ -618,23 +636,6 @@ class EulerPlan:
         self.launch("dart_pairs", n, order, skeys, label, _i(n), self.buf("ssrc"), self.buf("out_order"),
                     self.buf("in_order"), self.buf("succ"))
         return osrc, odst, fwd, elabel, n, virtual
-
-    def oriented(self, osrc, n: int, label, *, head: int = 0, virtual=None):
-        """Steps 3 to 6 on the orientation `orient` left in the plan (its pairing in ``succ``,
-        ``ssrc``, ``out_order``, ``in_order``; ``label`` its cycles' labels): the circuit from edge
-        ``head``, or, with ``virtual``, the one begun right after that edge, without it."""
-        trees, r1, r2 = self.spanning_forest(label, n)
-        if trees > 1:
-            raise NotEulerian(self._components_message(osrc, trees, r1, r2))
-        succ = self.buf("succ")
-        self.splice(succ, n)
-        if virtual is not None:
-            self.syncs += 1
-            head = int(succ[virtual:virtual + 1].copy_to_host()[0])
-        out = self.buf("out")
-        self.rank(succ, n, head, out)
-        self._close_marks()
-        return out, n - (virtual is not None)
     # --8<-- [end:undirected]
 
     def undirected(self, src, dst, n: int, *, source=None, path: bool = False):
@@ -648,12 +649,7 @@ class EulerPlan:
             return out, fw, 0, src, dst
         osrc, odst, fwd, elabel, n2, virtual = self.orient(src, dst, n, path=path)
         if virtual is None:
-            head = 0
-            if source is not None:
-                head = self.first_out_edge(int(source), n2)
-                if head < 0:
-                    raise NotEulerian(f"source vertex {source} has no edges")
-            res, m = self.oriented(osrc, n2, elabel, head=head)
+            res, m = self.join_and_rank(osrc, n2, elabel, head=self.source_head(source, n2))
             self.launch("gather_i32", m, fwd, res, _i(m), fw)
             return res, fw, m, osrc, odst
         # a path: the circuit of the oriented graph, begun right after the extra edge
@@ -662,7 +658,7 @@ class EulerPlan:
         if source is not None and source not in (vt, vh):
             raise NotEulerian(f"an Euler path of this graph starts at vertex {min(vt, vh)} or {max(vt, vh)} "
                               f"(the odd-degree vertices), not at source {source}")
-        res, m = self.oriented(osrc, n2, elabel, virtual=virtual)
+        res, m = self.join_and_rank(osrc, n2, elabel, virtual=virtual)
         self.launch("gather_i32", m, fwd, res, _i(m), fw)
         if source is not None and source != vh:  # walk it the other way round
             out2, fw2 = self.buf("out2"), self.buf("fwd2")

@@ -189,17 +189,12 @@ def test_the_darts_pairing_is_a_pairing_of_the_orientation(case, rng):
     _, keep, steps = ref.undirected_reference(src, dst)
     osrc, odst = np.where(keep, src, dst), np.where(keep, dst, src)
     E = src.size
-    keys = np.empty(2 * E, np.int64)
-    keys[0::2], keys[1::2] = src, dst
-    slot_vertex = np.sort(keys, kind="stable")[0::2]
+    _, sorted_ends, dlabel = ref.dart_labels(src, dst)
+    slot_vertex = sorted_ends[0::2]
     out_order, in_order, succ = steps["out_order"], steps["in_order"], steps["succ"]
     assert np.array_equal(np.sort(out_order), np.arange(E)) and np.array_equal(np.sort(in_order), np.arange(E))
     assert np.array_equal(osrc[out_order], slot_vertex) and np.array_equal(odst[in_order], slot_vertex)
     assert np.array_equal(succ[in_order], out_order)
-    partner = np.empty(2 * E, np.int64)
-    order = np.argsort(keys, kind="stable")
-    partner[order[0::2]], partner[order[1::2]] = order[1::2], order[0::2]
-    dlabel = ref.cycle_labels(partner[np.arange(2 * E) ^ 1])
     assert np.array_equal(steps["label"], np.minimum(dlabel[0::2], dlabel[1::2]) >> 1)
 
 
