@@ -24,6 +24,7 @@ CuPy or PyTorch stream) becomes a numba stream with [`numba_stream`][gpulab.arra
 from __future__ import annotations
 
 import math
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -53,6 +54,8 @@ def is_device_array(x) -> bool:
     `__cuda_array_interface__`) and the simulator's device arrays."""
     if isinstance(x, _NumbaArray) or _is_simulator_array(x):
         return True
+    if type(x).__module__.startswith("cupy") and hasattr(type(x), "__cuda_array_interface__"):
+        return True  # without building the interface (CuPy builds it per access)
     try:
         return hasattr(x, "__cuda_array_interface__")
     except Exception:  # e.g. a CPU torch tensor raises on the attribute
@@ -70,6 +73,8 @@ def library(x) -> str:
 def shape_dtype(x) -> tuple[tuple, np.dtype]:
     """Shape and dtype of a host or device array, read without touching its data."""
     if isinstance(x, (np.ndarray, _NumbaArray)) or _is_simulator_array(x):
+        return tuple(x.shape), np.dtype(x.dtype)
+    if type(x).__module__.startswith("cupy") and hasattr(x, "dtype"):  # CuPy builds its interface per access
         return tuple(x.shape), np.dtype(x.dtype)
     if hasattr(x, "__cuda_array_interface__"):
         cai = x.__cuda_array_interface__
@@ -123,7 +128,11 @@ def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[
     if not (isinstance(x, np.ndarray) or is_device_array(x)):
         raise ShapeError(f"{name} must be a {f'{ndim}-D ' if ndim else ''}numpy array or device array "
                          f"(CuPy, PyTorch, numba), got {type(x).__name__}")
-    shape, dtype = shape_dtype(x)
+    return _checked(name, *shape_dtype(x), dtypes, ndim)
+
+
+def _checked(name: str, shape: tuple, dtype: np.dtype, dtypes, ndim) -> tuple[tuple, np.dtype]:
+    """`check_array`'s checks of a shape and dtype already read."""
     if ndim is not None and len(shape) != ndim:
         raise ShapeError(f"{name} must be {ndim}-D, got {len(shape)}-D with shape {shape}")
     if dtypes is not None:
@@ -134,7 +143,7 @@ def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[
 
 
 def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, stream=0,
-                 sync: bool = True) -> DeviceInput:
+                 sync: bool = True, cai: dict | None = None) -> DeviceInput:
     """Take a public function's array argument onto the device.
 
     Host arrays (numpy, lists, CPU tensors) are made C-contiguous and copied once (on `stream`);
@@ -143,21 +152,25 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
     do not wait for the stream a device array names in its interface (a caller that runs on
     that very stream needs no wait; numba's default waits). A C-contiguous numba device array
     (`cuda.device_array`, `cuda.to_device`) is taken as it is, not re-wrapped, unless a wait is
-    asked for and it is bound to a stream (then it is wrapped, which waits there).
+    asked for and it is bound to a stream (then it is wrapped, which waits there). `cai`: the
+    array's `__cuda_array_interface__` where the caller has already read it.
     """
     if is_device_array(x):
-        check_array(x, name, dtypes=dtypes, ndim=ndim)
+        if _is_simulator_array(x) or isinstance(x, _NumbaArray):
+            check_array(x, name, dtypes=dtypes, ndim=ndim)
         if _is_simulator_array(x):
             return DeviceInput(x, True, "numba", x)
         # numba's own array needs no wrapper; its interface names a stream (to wait for) exactly
         # where it is bound to one (`x.stream != 0`, as numba writes the interface)
         if isinstance(x, _NumbaDeviceArray) and x.is_c_contiguous() and not (sync and x.stream != 0):
             return DeviceInput(x, True, library(x), x)
-        cai = x.__cuda_array_interface__
+        if cai is None:
+            cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
+        _checked(name, tuple(cai["shape"]), np.dtype(cai["typestr"]), dtypes, ndim)
         if not _c_contiguous(cai):
             raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "
                              "pass a C-contiguous array (e.g. .copy() in your library)")
-        return DeviceInput(cuda.as_cuda_array(x, sync=sync), True, library(x), x)
+        return DeviceInput(_view(x, cai) if not sync else cuda.as_cuda_array(x, sync=True), True, library(x), x)
     if not isinstance(x, np.ndarray):
         if type(x).__module__.split(".")[0] == "torch":  # a CPU tensor
             x = x.numpy()
@@ -167,6 +180,28 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
             raise ShapeError(f"{name} must be a numpy array or a device array, got {type(x).__name__}")
     check_array(x, name, dtypes=dtypes, ndim=ndim)
     return DeviceInput(cuda.to_device(np.ascontiguousarray(x), stream=stream), False, "numpy", x)
+
+
+_VIEWS: OrderedDict = OrderedDict()  # (pointer, shape, typestr, strides) -> a numba view of that memory
+_VIEWS_MAX = 8
+
+
+def _view(x, cai: dict):
+    """A numba device array over another library's array `x` (its interface `cai`), not waited
+    for. numba's `as_cuda_array` costs about 20 us a call (an H100 host), a tenth of a sort of
+    2^24 keys; the views of the last few arrays are kept instead, keyed by what they describe:
+    the pointer, shape, dtype and strides. A view does not own its memory (nor keep `x` alive):
+    it is only used while the caller's array is, during a call, and under unified addressing a
+    pointer names one allocation of one device."""
+    key = (cai["data"][0], tuple(cai["shape"]), cai["typestr"], cai.get("strides"))
+    v = _VIEWS.get(key)
+    if v is None:
+        if len(_VIEWS) >= _VIEWS_MAX:
+            _VIEWS.popitem(last=False)
+        v = _VIEWS[key] = cuda.from_cuda_array_interface({**cai, "stream": None}, owner=None, sync=False)
+    else:
+        _VIEWS.move_to_end(key)
+    return v
 
 
 def describe(*arrays) -> DeviceInput:
@@ -199,6 +234,9 @@ def to_caller(d_array, like: DeviceInput | bool, stream=0):
         if stream:
             stream.synchronize()
         return out
+    made = getattr(d_array, "__dict__", {}).get("_gpulab_result")  # device_empty's: the caller's kind already
+    if made is not None and library(made) == lib:
+        return made
     if lib == "cupy":
         import cupy
 
@@ -230,16 +268,26 @@ def device_empty(n: int, dtype, like: DeviceInput, stream=0):
 
             if cupy.cuda.get_current_stream().ptr == 0:
                 with cupy.cuda.Device(like.source.device.id):  # the input's GPU, as for torch
-                    return cuda.as_cuda_array(cupy.empty(n, dtype), sync=False)
+                    return _result_view(cupy.empty(n, dtype))
         if not stream and lib == "torch":
             import torch
 
             dev = like.source.device
             if torch.cuda.current_stream(dev).cuda_stream == 0:
-                return cuda.as_cuda_array(torch.empty(n, dtype=_torch_dtype(torch, dtype), device=dev), sync=False)
+                return _result_view(torch.empty(n, dtype=_torch_dtype(torch, dtype), device=dev))
     except (AttributeError, KeyError, TypeError, ValueError):  # a library too old for the dtype: numba's
         pass
     return cuda.device_array(n, dtype)
+
+
+def _result_view(x):
+    """A numba array over `x`, a new CuPy array or PyTorch tensor that holds a result: it owns
+    `x`, binds no stream (`x` is new memory: nothing to wait for, and a stream in its interface
+    would make the caller's library wait for the whole device when it takes the result back)
+    and keeps `x`, which `to_caller` returns as it is."""
+    v = cuda.from_cuda_array_interface({**x.__cuda_array_interface__, "stream": None}, owner=x, sync=False)
+    v.__dict__["_gpulab_result"] = x
+    return v
 
 
 def _torch_dtype(torch, dtype):

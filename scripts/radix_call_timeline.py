@@ -13,12 +13,16 @@ draws them; 8-bit keys on the simulator), on keys already on the device (numba d
                  kernels already built), wall clock after a device synchronize, median of 3
 
 kernels / public / public out: CUDA events around each call after --warmup calls, median of
---repeat (on the simulator the wall clock: CPU cost of simulating, not GPU speed). The results
+--repeat, in --rounds rounds that time every call once in an order rotated each round; the row
+has the median of the rounds (on the simulator the wall clock: CPU cost of simulating, not GPU
+speed), and every round's time under "rounds ms". The results
 of the public calls are checked against the kernels' (equal, and sorted) once per size. Prints
 a table; --json FILE writes the rows with the device, versions and date.
 
     python scripts/radix_call_timeline.py --log2 20 24 28 --repeat 15 --json radix-call-timeline.json
-    GPULAB_DEVICE=sim python scripts/radix_call_timeline.py --log2 5 --repeat 2   # a dry run
+    GPULAB_DEVICE=sim python scripts/radix_call_timeline.py --log2 5 --repeat 2 --rounds 1   # a dry run
+    python scripts/radix_call_timeline.py --log2 20 24 --profile 200   # where a call's host time goes
+    python scripts/radix_call_timeline.py --log2 24 --stamps 200       # ... step by step, on the host clock
 """
 
 from __future__ import annotations
@@ -56,7 +60,7 @@ def cold_ms(call, times: int = 3) -> float:
     return 1e3 * statistics.median(out)
 
 
-def row_for(v, log2: int, warmup: int, repeat: int, rng) -> dict:
+def row_for(v, log2: int, warmup: int, repeat: int, rounds: int, rng) -> dict:
     n = 2**log2
     state = bench.setup(bench._case("keys", n, f"2^{log2}"), rng)
     d_keys = state["d_keys"]
@@ -74,11 +78,7 @@ def row_for(v, log2: int, warmup: int, repeat: int, rng) -> dict:
         ref = to_host(kernels()[0])
         got, _ = to_host(public()), public_out()
         same = bool(np.array_equal(got, ref) and np.array_equal(to_host(out), ref) and np.all(ref[1:] >= ref[:-1]))
-        row = {"backend": v.backend, "variant": v.name, "log2": log2, "n": n, "same_as_kernels": same,
-               "kernels ms": measure(kernels, warmup=warmup, repeat=repeat).median_ms,
-               "public ms": measure(public, warmup=warmup, repeat=repeat).median_ms,
-               "public out ms": measure(public_out, warmup=warmup, repeat=repeat).median_ms,
-               "cold ms": cold_ms(public)}
+        calls = {"kernels ms": kernels, "public ms": public, "public out ms": public_out}
         try:
             import cupy
         except ImportError:
@@ -86,9 +86,17 @@ def row_for(v, log2: int, warmup: int, repeat: int, rng) -> dict:
         if cupy is not None and not device.on_simulator():
             c_keys = cupy.asarray(d_keys)
             same = same and bool(np.array_equal(cupy.asnumpy(rx.sort(c_keys, v.name, v.backend, params)), ref))
-            row["same_as_kernels"] = same
-            row["public cupy ms"] = measure(lambda: rx.sort(c_keys, v.name, v.backend, params), warmup=warmup,
-                                            repeat=repeat).median_ms
+            calls["public cupy ms"] = lambda: rx.sort(c_keys, v.name, v.backend, params)
+        # rounds: every call timed once per round, in an order rotated each round, so that a
+        # drift of the GPU's clocks during the run does not favour the call timed first
+        names, per = list(calls), {k: [] for k in calls}
+        for r in range(rounds):
+            for name in names[r % len(names):] + names[:r % len(names)]:
+                per[name].append(measure(calls[name], warmup=warmup, repeat=repeat).median_ms)
+        row = {"backend": v.backend, "variant": v.name, "log2": log2, "n": n, "same_as_kernels": same,
+               **{k: statistics.median(x) for k, x in per.items()}, "cold ms": cold_ms(public),
+               "rounds ms": per}
+        if "public cupy ms" in row:
             row["public cupy / kernels"] = row["public cupy ms"] / row["kernels ms"]
         row["public / kernels"] = row["public ms"] / row["kernels ms"]
         row["public out / kernels"] = row["public out ms"] / row["kernels ms"]
@@ -100,17 +108,162 @@ def row_for(v, log2: int, warmup: int, repeat: int, rng) -> dict:
         device.release_memory()
 
 
+def profile(backend: str, variant: str, log2: int, calls: int, rng) -> None:
+    """cProfile of `calls` warm public calls on 2^log2 device keys, for each kind of caller: the
+    functions with the most time of their own, then the most time below them (us per call)."""
+    import cProfile
+    import pstats
+
+    n = 2**log2
+    keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+    d_keys, out = cuda.to_device(keys), cuda.device_array(n, np.uint32)
+    callers = {"numba": lambda: rx.sort(d_keys, variant, backend),
+               "numba out=": lambda: rx.sort(d_keys, variant, backend, out=out)}
+    try:
+        import cupy
+
+        c_keys = cupy.asarray(keys)
+        callers["cupy"] = lambda: rx.sort(c_keys, variant, backend)
+    except ImportError:
+        pass
+    from gpulab.radix import host
+
+    first_launch = []
+    histograms = host.SortPlan.histograms
+
+    def stamped(self, *args, **kw):  # the call's first launch (onesweep: the histograms)
+        first_launch.append(time.perf_counter())
+        return histograms(self, *args, **kw)
+
+    for name, call in callers.items():
+        for _ in range(5):
+            call()
+        cuda.synchronize()
+        host.SortPlan.histograms, pre = stamped, []
+        try:
+            for _ in range(calls):
+                first_launch.clear()
+                t0 = time.perf_counter()
+                call()
+                pre.append(first_launch[0] - t0)
+        finally:
+            host.SortPlan.histograms = histograms
+        cuda.synchronize()
+        print(f"== {backend}/{variant} 2^{log2} {name}: host time before the first launch "
+              f"{1e6 * statistics.median(pre):.1f} us (median of {calls})")
+        pr = cProfile.Profile()
+        t0 = time.perf_counter()
+        pr.enable()
+        for _ in range(calls):
+            call()
+        cuda.synchronize()
+        pr.disable()
+        print(f"== {backend}/{variant} 2^{log2} {name}: {1e6 * (time.perf_counter() - t0) / calls:.1f} us a call "
+              "under cProfile")
+        st = pstats.Stats(pr)
+        for key, title in (("tottime", "own time"), ("cumtime", "with callees")):
+            print(f"-- top by {title} (us per call)")
+            rows = sorted(st.stats.items(), key=lambda kv: kv[1][2 if key == "tottime" else 3], reverse=True)[:22]
+            for (f, line, fn), (cc, nc, tt, ct, _) in rows:
+                print(f"{1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:6.1f}x  {Path(f).name}:{line} {fn}")
+    rx.clear_cache()
+
+
+def stamps(backend: str, variant: str, log2: int, calls: int, rng) -> None:
+    """Where one call's host time goes: the host clock (us after the call began, median of
+    `calls`) at the entry (>) and exit (<) of each step of the public call and the plan's sort,
+    for the plan's sort alone and each kind of caller, with the GPU time of the call (CUDA
+    events). The steps are wrapped for this only; the wrappers cost about a microsecond each."""
+    from gpulab.radix import host
+
+    log = []
+
+    def wrap(obj, name, label):
+        orig = getattr(obj, name)
+
+        def stamped(*a, **k):
+            log.append((label + ">", time.perf_counter()))
+            r = orig(*a, **k)
+            log.append((label + "<", time.perf_counter()))
+            return r
+
+        setattr(obj, name, stamped)
+        return obj, name, orig
+
+    steps = [(host, "validate_keys", "check"), (rx, "_plan", "plan"), (rx, "_take", "take"),
+             (host.SortPlan, "sort", "plan.sort"), (host.SortPlan, "histograms", "histograms"),
+             (host.SortPlan, "one_pass", "pass"), (host.SortPlan, "passes_that_move", "offsets back"),
+             (rx, "_target", "result"), (rx, "to_caller", "to_caller")]
+    undo = [wrap(*step) for step in steps]
+    try:
+        n = 2**log2
+        keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+        d, out = cuda.to_device(keys), cuda.device_array(n, np.uint32)
+        v = rx.REGISTRY.get(variant, backend)
+        plan = v.run(n, False, v.launch_params(None))
+        callers = {"plan.sort": lambda: plan.sort(d), "numba out=": lambda: rx.sort(d, variant, backend, out=out),
+                   "numba": lambda: rx.sort(d, variant, backend)}
+        try:
+            import cupy
+
+            c = cupy.asarray(keys)
+            callers["cupy"] = lambda: rx.sort(c, variant, backend)
+        except ImportError:
+            pass
+        start, stop = cuda.event(), cuda.event()
+        for name, call in callers.items():
+            for _ in range(10):
+                call()
+            cuda.synchronize()
+            runs, gpu = [], []
+            for _ in range(calls):
+                log.clear()
+                start.record()
+                t0 = time.perf_counter()
+                call()
+                t1 = time.perf_counter()
+                stop.record()
+                stop.synchronize()
+                gpu.append(start.elapsed_time(stop))
+                runs.append([("call", t0)] + log + [("return", t1)])
+            labels = [lab for lab, _ in runs[0]]
+            alike = [r for r in runs if [lab for lab, _ in r] == labels]
+            at = [1e6 * statistics.median(r[i][1] - r[0][1] for r in alike) for i in range(len(labels))]
+            print(f"== {backend}/{variant} 2^{log2} {name}: GPU {statistics.median(gpu):.4f} ms; host us after the "
+                  f"call began ({len(alike)} of {calls} calls alike):")
+            print("   " + " ".join(f"{lab}@{t:.0f}" for lab, t in zip(labels, at)), flush=True)
+    finally:
+        for obj, name, orig in undo:
+            setattr(obj, name, orig)
+    rx.clear_cache()
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log2", type=int, nargs="+", default=[20, 24, 28], help="sizes: 2**k keys")
     ap.add_argument("--repeat", type=int, default=15)
     ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5, help="each call timed once per round, the order rotated")
     ap.add_argument("--variant", default="onesweep")
     ap.add_argument("--backends", nargs="+", default=["numba", "cuda-c"])
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", help="write the rows, device, versions and date here")
+    ap.add_argument("--profile", type=int, metavar="CALLS",
+                    help="instead: cProfile CALLS warm public calls per backend and size, print where the host time goes")
+    ap.add_argument("--stamps", type=int, metavar="CALLS",
+                    help="instead: the host clock at each step of CALLS calls per backend and size (median)")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
+    if a.stamps:
+        for backend in a.backends:
+            for k in a.log2:
+                stamps(backend, a.variant, k, a.stamps, rng)
+        return
+    if a.profile:
+        for backend in a.backends:
+            for k in a.log2:
+                profile(backend, a.variant, k, a.profile, rng)
+        return
     rows, skipped = [], []
     for backend in a.backends:
         v = rx.REGISTRY.get(a.variant, backend)
@@ -120,7 +273,7 @@ def main() -> None:
             print(f"{v.key}: skipped: {reason}", flush=True)
             continue
         for k in a.log2:
-            rows.append(row_for(v, k, a.warmup, a.repeat, rng))
+            rows.append(row_for(v, k, a.warmup, a.repeat, a.rounds, rng))
             print(json.dumps({key: (round(x, 4) if isinstance(x, float) else x) for key, x in rows[-1].items()}),
                   flush=True)
     clock = "cuda-event" if not device.on_simulator() else "wall (simulator)"
@@ -130,12 +283,13 @@ def main() -> None:
         print(f"{r['backend']:8} {r['variant']:10} {'2^' + str(r['log2']):>6} "
               + " ".join(f"{r[s]:13.4f}" if s in r else f"{'-':>13}" for s in STAGES)
               + f" {r['public / kernels']:11.3f} {r['public out / kernels']:9.3f} {r['same_as_kernels']}")
-    print(f"({clock}; median of {a.repeat} after {a.warmup} warm-up calls; cold: wall clock, median of 3)")
+    print(f"({clock}; the median of {a.rounds} rounds of a median of {a.repeat} after {a.warmup} warm-up calls, "
+          "the calls' order rotated each round; cold: wall clock, median of 3)")
     if a.json:
         result = {"schema": "gpulab-radix-call-timeline/1", "date": utc_now(),
                   "script": "python scripts/radix_call_timeline.py " + " ".join(sys.argv[1:]),
                   "device": {**device.info().as_dict(), "pycuda": cudac.pycuda_status()}, "versions": versions(),
-                  "settings": {"log2": a.log2, "repeat": a.repeat, "warmup": a.warmup, "variant": a.variant,
+                  "settings": {"log2": a.log2, "repeat": a.repeat, "warmup": a.warmup, "rounds": a.rounds, "variant": a.variant,
                                "seed": a.seed, "clock": clock},
                   "rows": rows, "skipped": skipped}
         Path(a.json).write_text(json.dumps(result, indent=1) + "\n")

@@ -163,11 +163,12 @@ def _resolve(variant, backend):
     return REGISTRY.resolve(variant, backend)
 
 
-def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, None)):
+def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, None), checked=None):
     """The sort behind sort / argsort / sort_pairs. Returns `(keys, values)` in the caller's kind:
     keys and values in their dtypes (argsort: int64 positions); `None` when not asked
-    for. `out`: the caller's arrays for them (already checked), `None` where the result is new."""
-    n, dtype = host.validate_keys(keys)
+    for. `out`: the caller's arrays for them (already checked), `None` where the result is new.
+    `checked`: `host.validate_keys(keys)` where the caller already has it."""
+    n, dtype = checked or host.validate_keys(keys)
     has_vals = values is not None or iota
     vdtype = host.validate_values(n, values) if values is not None else None  # a numpy dtype (torch's is not)
     v, p, pkey = _launch(variant, backend, params)
@@ -188,11 +189,18 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
         return None, _positions(pos, out[1], like, s)
     # The last pass writes the results where the caller gets them (the caller's device arrays,
     # or new ones), unless one of them has to be copied anyway (a host result, an `out` that
-    # overlaps an input the sort reads): then the plan's buffers, copied below.
-    kt, k_direct = _target(out[0], n, like, s, (ordered, vin))
-    vt, v_direct = _target(out[1], n, like, s, (ordered, vin)) if values is not None else (None, True)
-    direct = k_direct and v_direct
-    dk, dv = plan.sort(ordered, vin, out=(kt, vt) if direct else None)
+    # overlaps an input the sort reads): then the plan's buffers, copied below. The plan asks
+    # for them once the first kernels are queued: a new result is allocated while the GPU sorts.
+    t = {}
+
+    def targets():
+        t["k"] = _target(out[0], n, like, s, (ordered, vin))
+        t["v"] = _target(out[1], n, like, s, (ordered, vin)) if values is not None else (None, True)
+        t["direct"] = t["k"][1] and t["v"][1]
+        return (t["k"][0], t["v"][0]) if t["direct"] else None
+
+    dk, dv = plan.sort(ordered, vin, out=targets)
+    (kt, _), (vt, _), direct = t["k"], t["v"], t["direct"]
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
     return (_deliver(dk, dtype, out[0], kt, direct, like, s),
             _deliver(dv, vdtype, out[1], vt, direct, like, s) if values is not None else None)
@@ -208,9 +216,10 @@ def _take(x, name, buffer, s):
         return _as(buffer, x.dtype)
     if hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): device_input takes it as it is
         return device_input(x, name, stream=s, sync=False).array
-    theirs = x.__cuda_array_interface__.get("stream")
+    cai = x.__cuda_array_interface__
+    theirs = cai.get("stream")
     ours = int(s) if s else 1  # numba's default stream is the legacy one: 1 in the interface
-    return device_input(x, name, stream=s, sync=theirs is not None and theirs != ours).array
+    return device_input(x, name, stream=s, sync=theirs is not None and theirs != ours, cai=cai).array
 
 
 def _as(a, dtype):
@@ -320,17 +329,20 @@ def _check_out(out, name, n, dtype, what):
     from gpulab.errors import DtypeError, ShapeError
 
     dtype = np.dtype(dtype)
-    want = f"{name} must be a C-contiguous numpy or device array of shape ({n},) and dtype {dtype} ({what})"
+
+    def want():  # the message is built only for an error (a call with out= checks it every time)
+        return f"{name} must be a C-contiguous numpy or device array of shape ({n},) and dtype {dtype} ({what})"
+
     if not (isinstance(out, np.ndarray) or is_device_array(out)):
-        raise ShapeError(f"{want}, got {type(out).__name__}")
+        raise ShapeError(f"{want()}, got {type(out).__name__}")
     shape, got = shape_dtype(out)
     if shape != (n,):
-        raise ShapeError(f"{want}, got shape {shape}")
+        raise ShapeError(f"{want()}, got shape {shape}")
     if got != dtype:
-        raise DtypeError(f"{want}, got dtype {got}")
+        raise DtypeError(f"{want()}, got dtype {got}")
     contiguous = out.flags["C_CONTIGUOUS"] if isinstance(out, np.ndarray) else _contiguous(out)
     if not contiguous or (isinstance(out, np.ndarray) and not out.flags.writeable):
-        raise ShapeError(f"{want}, got a {'read-only' if contiguous else 'non-contiguous'} array")
+        raise ShapeError(f"{want()}, got a {'read-only' if contiguous else 'non-contiguous'} array")
     return out
 
 
@@ -369,10 +381,11 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
         ShapeError, DtypeError, LimitError: the input (or `out`) does not fit the kernels (the message says which limit).
         BackendUnavailable: the variant cannot run here (the message says why).
     """
+    checked = None
     if out is not None:
-        n, dtype = host.validate_keys(keys)
+        checked = n, dtype = host.validate_keys(keys)
         _check_out(out, "out", n, dtype, "the sorted keys")
-    return _sorted(keys, None, variant, backend, params, False, stream, (out, None))[0]
+    return _sorted(keys, None, variant, backend, params, False, stream, (out, None), checked)[0]
 # --8<-- [end:entry]
 
 

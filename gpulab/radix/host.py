@@ -304,11 +304,17 @@ class SortPlan:
         writes them, or a copy when no pass moved the keys there), so a plan can serve many sorts
         that each keep their result. `out` may be the input keys only where no single pass both
         reads the input and writes `out` (a one-pass sort given `max_key` reads one and writes
-        the other at once: there it must not overlap them). A caller that already knows an upper
-        bound of the keys passes it as `max_key` (no reduction, no wait for the device)."""
+        the other at once: there it must not overlap them). `out` may also be a function of no
+        arguments that returns that pair, or `None` for the plan's buffers: it is called once,
+        after the first launches and before the sort waits for the device, so that host work
+        such as allocating the result runs while the GPU sorts instead of before it. A caller
+        that already knows an upper bound of the keys passes it as `max_key` (no reduction, no
+        wait for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
+        if callable(out):
+            out = _Later(out)
         # The first pass reads the keys where they are (no copy), and the values from the caller
         # or as positions written into buffer 1, which only the first pass reads.
         ks, vs = d_keys_in, (d_vals_in if hv and not iota else self.vals[1])
@@ -317,7 +323,7 @@ class SortPlan:
         queued = 0  # passes launched before the number of passes was known
         first = self.policy.histograms_first
         if n > 1 and first and max_key is None:
-            shifts = self.queue_first_pass(ks, vs)
+            shifts = self.queue_first_pass(ks, vs, meanwhile=out.get if isinstance(out, _Later) else None)
             ks, vs, queued = self.keys[0], self.vals[0], 1
         elif n > 1:
             if max_key is None:
@@ -327,6 +333,8 @@ class SortPlan:
                 self.histograms(d_keys_in, len(shifts))
         else:
             shifts = []
+        if isinstance(out, _Later):
+            out = out.get()
         passes = len(shifts)
         for run in range(queued, passes):  # run r writes buffer r % 2, the last `out` if given
             if run == passes - 1 and out is not None:
@@ -384,7 +392,7 @@ class SortPlan:
         K("onesweep_hist", (min(self.nb, HIST_GRID),), (B,), d_keys, self.hist, _i(self.n), _i(passes))
         K("onesweep_scan", (passes,), (B,), self.hist)
 
-    def queue_first_pass(self, d_keys, d_vals) -> list[int]:
+    def queue_first_pass(self, d_keys, d_vals, meanwhile=None) -> list[int]:
         """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
         to the host, queue the first pass behind that copy (into buffer 0), and only then wait
         for the offsets. The copy still comes before pass 0 on the stream; what the queued pass
@@ -395,12 +403,15 @@ class SortPlan:
         the host drops every such later pass — on small keys the high passes, as the max-key
         shortcut does for the other variants, without its extra read of the keys. The first pass
         is launched before that decision: when all keys share its digit it runs anyway, as a
-        stable copy (a full pass over the data). Returns the shifts of the passes launched or to
-        launch, the first always."""
+        stable copy (a full pass over the data). `meanwhile()`, if given, runs on the host while
+        the GPU works, before the wait. Returns the shifts of the passes launched or to launch,
+        the first always."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
         offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0)
+        if meanwhile is not None:
+            meanwhile()
         moves = self.passes_that_move(offsets().reshape(self.max_passes, R))
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
 
@@ -409,6 +420,18 @@ class SortPlan:
         digit all keys share has offsets of 0 or n only (its permutation is the identity)."""
         return ~np.all((starts == 0) | (starts == self.n), axis=1)
     # --8<-- [end:onesweep_host]
+
+
+class _Later:
+    """A sort's `out` given as a function: called once, at the first `get()`."""
+
+    def __init__(self, make):
+        self.make, self.done, self.value = make, False, None
+
+    def get(self):
+        if not self.done:
+            self.value, self.done = self.make(), True
+        return self.value
 
 
 def _fetch(d_small, stream):

@@ -177,3 +177,47 @@ def test_out_on_the_cpu_baseline_and_empty_sorts(rng):
     assert rx.sort(device_only(empty), out=cuda.device_array(0, np.float32)).shape == (0,)
     rx.clear_cache()
     assert not rx._PLANS
+
+
+@pytest.mark.parametrize("name,backend", CASES)
+def test_the_result_is_allocated_while_the_gpu_sorts(name, backend, rng, monkeypatch):
+    """The call asks for its result array (`_target`: a new one, or the caller's `out` checked)
+    once, after the first kernels are queued and before the last pass, so that the allocation
+    overlaps the sort instead of delaying its first launch."""
+    from gpulab.radix import host
+
+    v = variant(name, backend)
+    log = []
+    for meth in ("max_key", "histograms", "one_pass"):
+        orig = getattr(host.SortPlan, meth)
+        monkeypatch.setattr(host.SortPlan, meth,
+                            lambda self, *a, _o=orig, _m=meth, **k: (log.append(_m), _o(self, *a, **k))[1])
+    target = rx._target
+    monkeypatch.setattr(rx, "_target", lambda *a, **k: (log.append("target"), target(*a, **k))[1])
+    n = edge_sizes(v)[-1]
+    keys = small_keys(rng, n, 4 if ON_SIMULATOR else 32)  # GPU: four 8-bit passes
+    for out in (None, cuda.device_array(n, np.uint32)):
+        log.clear()
+        got = rx.sort(device_only(keys), name, backend, out=out)
+        assert np.array_equal(got.copy_to_host(), np.sort(keys))
+        assert log.count("target") == 1, log
+        t = log.index("target")
+        assert t > 0 and log[0] != "one_pass", f"the result was made before the first launch: {log}"
+        assert "one_pass" in log[t:], f"no pass after the result was made: {log}"
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+def test_views_of_one_buffer_at_two_lengths(lib_name, rng):
+    """Another library's arrays reach the kernels through numba views kept per (pointer, shape,
+    dtype) (GPU only): two lengths of one buffer start at the same pointer and must get
+    different views, and a sort of the longer one after the shorter one sees all its keys."""
+    lib = gpu_library(lib_name)
+    n = 3001
+    buf = on_gpu(lib, np.zeros(n, np.uint32))
+    for m in (n, n - 1000, n):
+        keys = small_keys(rng, m, 32)
+        buf[:m] = on_gpu(lib, keys)
+        view = buf[:m]
+        assert view.__cuda_array_interface__["data"][0] == buf.__cuda_array_interface__["data"][0]
+        assert np.array_equal(from_gpu(rx.sort(view)), np.sort(keys)), f"m={m}"
+        assert np.array_equal(from_gpu(rx.argsort(view)), np.argsort(keys, kind="stable")), f"m={m}"
