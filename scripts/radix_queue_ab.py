@@ -1,4 +1,4 @@
-"""Experiment (docs/benchmarks/radix-runs/run12-h100-queue-ab.*, run13-h100-queue-ab.log): what queuing onesweep's
+"""Experiment (docs/benchmarks/radix-runs/run12-h100-queue-ab.*, run13-h100-queue-ab.log, run14-h100-first-pass-ab.*): what queuing onesweep's
 first pass before the pass decision saves, in one session, against CUB's sort alone.
 
 Ways to run the same kernels on 2^28 keys (random: keys-only in both languages, keys with
@@ -8,7 +8,10 @@ uint32 values in CUDA C; and keys whose low byte all share, where the first pass
   wait pinned   -- the same with the asynchronous copy into page-locked memory and an event
                    that the queued path uses (separates the copy's path from the queuing);
   queued        -- `SortPlan.sort` as it is: histograms, the copy started, pass 0 queued, then
-                   the host waits, decides and launches the later passes;
+                   the host waits, decides and launches the later passes; pass 0 is
+                   `onesweep_first`, which writes nothing when all keys share its digit;
+  queued copying -- the same with pass 0 as it was before `onesweep_first` (run 14 on): the
+                   plain pass, a stable copy of the keys when it moves nothing;
   given         -- `SortPlan.sort(max_key=...)`: no decision, nothing read back (the sweep's path).
 These and CUB are timed in rounds (order rotated each round), each round a median of 10 after
 warm-up; the table gives the median over rounds. Each way's output is checked first.
@@ -40,7 +43,7 @@ def wait_then_launch(plan, d_keys, d_vals, pinned):
         starts = plan.hist_back.start(plan.hist, plan.stream)()
     else:
         starts = host._fetch(plan.hist, plan.stream)
-    starts = starts.reshape(plan.max_passes, R)
+    starts = starts[: plan.max_passes * R].reshape(plan.max_passes, R)
     moves = plan.passes_that_move(starts)
     ks, vs = d_keys, d_vals if d_vals is not None else plan.vals[1]
     shifts = [p * plan.bits for p in range(plan.max_passes) if moves[p]]
@@ -51,13 +54,23 @@ def wait_then_launch(plan, d_keys, d_vals, pinned):
     return ks, vs
 
 
+def queued_copying(plan, d_keys, d_vals):
+    """`SortPlan.sort` with its queued first pass launched as a plain pass (it always writes)."""
+    one_pass = plan.one_pass
+    plan.one_pass = lambda *a, skip_same=False, **k: one_pass(*a, **k)
+    try:
+        return plan.sort(d_keys, d_vals)
+    finally:
+        del plan.one_pass
+
+
 def main():
     rng = np.random.default_rng(12)
     keys = rng.integers(0, 2**32, N, dtype=np.uint64).astype(np.uint32)
     d_pos = cuda.to_device(np.arange(N, dtype=np.uint32))
     rows = []
     for backend, pairs, low_shared in (("cuda-c", False, False), ("numba", False, False), ("cuda-c", True, False),
-                                       ("cuda-c", False, True)):
+                                       ("cuda-c", False, True), ("numba", False, True)):
         k = keys & ~np.uint32(0xFF) if low_shared else keys
         ref = np.sort(k)
         want_v = np.argsort(k, kind="stable") if pairs else None  # the values are positions
@@ -69,6 +82,7 @@ def main():
             "wait pageable": lambda: wait_then_launch(plan, d_keys, dv, False),
             "wait pinned": lambda: wait_then_launch(plan, d_keys, dv, True),
             "queued": lambda: plan.sort(d_keys, dv),
+            "queued copying": lambda: queued_copying(plan, d_keys, dv),
             "given": lambda: plan.sort(d_keys, dv, max_key=2**32 - 1),
         }
         for name, fn in ways.items():  # each way sorts right before it is timed
@@ -103,7 +117,7 @@ def main():
             flush=True)
         del plan
     peer = {"keys": cub.NAME_KEYS, "pairs": cub.NAME_PAIRS}
-    result = {"experiment": "onesweep: queued first pass vs wait-then-launch vs max key given",
+    result = {"experiment": "onesweep: queued first pass (onesweep_first, or a plain pass) vs wait-then-launch vs max key given",
               "date": datetime.date.today().isoformat(),
               "device": device.info().name,
               "versions": {**benchmark.versions(), "cub": cub.version()},

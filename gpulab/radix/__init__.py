@@ -227,12 +227,6 @@ def _as(a, dtype):
     return a if a.dtype == dtype else a.view(dtype)
 
 
-def _span(a):
-    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
-    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
-    return start, start + a.nbytes
-
-
 def _target(o, n, like, s, reads):
     """Where one result goes: `(a numba uint32 array on the device, or None for the host;
     whether the sort's last pass may write it)`. A device caller without `out` gets a new array
@@ -242,8 +236,8 @@ def _target(o, n, like, s, reads):
     if not is_device_array(o):
         return None, False
     t = _as(_take(o, "out", None, s), np.uint32)
-    lo, hi = _span(t)
-    return t, not any(r is not None and _span(r)[0] < hi and lo < _span(r)[1] for r in reads)
+    lo, hi = host.span(t)
+    return t, not any(r is not None and host.span(r)[0] < hi and lo < host.span(r)[1] for r in reads)
 
 
 def _deliver(res, dtype, o, t, written, like, s):

@@ -161,6 +161,8 @@ def numba_kernel(name: str, p: dict):
         "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
         "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
                                                p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1)),
+        "onesweep_first": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
+                                                     p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1), FIRST=1),
     }
     return factories[name]()
 
@@ -250,6 +252,7 @@ class SortPlan:
         self.max_back = device.Readback(1, np.uint32)
         self.d_max_i32 = self.d_max.view(np.int32)  # zeroed by zero_i32
         self.passes_run = 0
+        self.first_moved = True  # onesweep: whether the last sort's queued first pass moved keys
         R = 1 << self.bits
         self.nb = ceil_div(n, policy.tile_keys(params)) if policy.tile else 1  # tiles of a pass
         if family is Family.GLOBAL_SPLIT:
@@ -265,8 +268,9 @@ class SortPlan:
             self.scan = ScanPlan(K, R * self.nb, params["SCAN_BLOCK"])
         elif family is Family.ONE_SWEEP:
             self.max_passes = ceil_div(32, self.bits)
-            # ctl: one tile counter per pass, then the R digit counts (then offsets) of each pass
-            self.ctl = alloc(self.max_passes * (1 + R), np.int32)
+            # ctl: one tile counter per pass, then the R digit counts (then offsets) of each pass,
+            # then a flag per pass: whether it moves keys (onesweep_scan writes it)
+            self.ctl = alloc(self.max_passes * (2 + R), np.int32)
             self.counters, self.hist = self.ctl[: self.max_passes], self.ctl[self.max_passes:]
             # two status tables of nb*R words: pass p uses table p % 2 and zeroes the other
             self.status = alloc(2 * self.nb * R, np.uint32)
@@ -302,9 +306,9 @@ class SortPlan:
         plan's own buffers (overwritten by its next sort), or `out = (keys, values)` — arrays of
         `n` elements (values `None` for a keys-only sort) that receive the result (the last pass
         writes them, or a copy when no pass moved the keys there), so a plan can serve many sorts
-        that each keep their result. `out` may be the input keys only where no single pass both
-        reads the input and writes `out` (a one-pass sort given `max_key` reads one and writes
-        the other at once: there it must not overlap them). `out` may also be a function of no
+        that each keep their result. `out` may hold the input keys (an in-place sort): a last
+        pass that would read the input and write `out` at once writes the plan's buffer instead,
+        copied into `out`. `out` may also be a function of no
         arguments that returns that pair, or `None` for the plan's buffers: it is called once,
         after the first launches and before the sort waits for the device, so that host work
         such as allocating the result runs while the GPU sorts instead of before it. A caller
@@ -321,10 +325,13 @@ class SortPlan:
         if hv and iota:
             K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1], _i(n))
         queued = 0  # passes launched before the number of passes was known
+        self.first_moved = True
         first = self.policy.histograms_first
         if n > 1 and first and max_key is None:
             shifts = self.queue_first_pass(ks, vs, meanwhile=out.get if isinstance(out, _Later) else None)
-            ks, vs, queued = self.keys[0], self.vals[0], 1
+            queued = 1
+            if self.first_moved:
+                ks, vs = self.keys[0], self.vals[0]
         elif n > 1:
             if max_key is None:
                 max_key = self.max_key(d_keys_in)
@@ -336,11 +343,22 @@ class SortPlan:
         if isinstance(out, _Later):
             out = out.get()
         passes = len(shifts)
-        for run in range(queued, passes):  # run r writes buffer r % 2, the last `out` if given
-            if run == passes - 1 and out is not None:
+        # a pass that reads the input (the first one; the second when the queued pass moved
+        # nothing) and is also the last may not write `out` where `out` is the input (an in-place
+        # sort): it writes the plan's buffer, and the copy below moves the result
+        last_out = out
+        if (ks is d_keys_in and passes - queued == 1 and out is not None
+                and any(_overlap(o, i) for o, i in zip(out, (ks, vs)))):
+            last_out = None
+        # the passes that write take turns between buffers 0 and 1 (the first writes buffer 0:
+        # buffer 1 may hold argsort's positions, which it reads), the last writes `out` if given
+        wrote = queued if self.first_moved else 0
+        for run in range(queued, passes):
+            if run == passes - 1 and last_out is not None:
                 kd, vd = out[0], (out[1] if hv else self.vals[0])
             else:
-                kd, vd = self.keys[run % 2], self.vals[run % 2]
+                b = (run - queued + wrote) % 2
+                kd, vd = self.keys[b], self.vals[b]
             self.one_pass(shifts[run], ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
@@ -358,8 +376,9 @@ class SortPlan:
             ks, vs = final[0], (final[1] if hv else vs)
         return ks[:n], vs[:n] if hv else None
 
-    def one_pass(self, shift, ks, vs, kd, vd, run: int = 0):
-        """One digit pass, the `run`-th of this sort (onesweep: its status table's parity)."""
+    def one_pass(self, shift, ks, vs, kd, vd, run: int = 0, skip_same: bool = False):
+        """One digit pass, the `run`-th of this sort (onesweep: its status table's parity;
+        `skip_same`: `onesweep_first`, which writes nothing when one digit holds every key)."""
         K, n, hv, family = self.K, _i(self.n), _i(self.has_vals), self.policy.family
         if family is Family.GLOBAL_SPLIT:
             g = grid_1d(self.n, EW_BLOCK)
@@ -373,8 +392,8 @@ class SortPlan:
             K("tile_scatter", (self.nb,), (B,), self.tkeys, self.tvals, kd, vd, self.counts, self.starts, n, _i(shift), nb, hv)
         elif family is Family.ONE_SWEEP:
             B, p = self.params["BLOCK"], shift // self.bits
-            K("onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist, self.counters, self.tables[run % 2],
-              self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
+            K("onesweep_first" if skip_same else "onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist,
+              self.counters, self.tables[run % 2], self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
         else:
             nb, B = _i(self.nb), self.params["BLOCK"]
             K("upsweep", (self.nb,), (B,), ks, self.counts, n, _i(shift), nb)
@@ -402,17 +421,19 @@ class SortPlan:
         A pass whose digit all keys share would move nothing (its permutation is the identity):
         the host drops every such later pass — on small keys the high passes, as the max-key
         shortcut does for the other variants, without its extra read of the keys. The first pass
-        is launched before that decision: when all keys share its digit it runs anyway, as a
-        stable copy (a full pass over the data). `meanwhile()`, if given, runs on the host while
-        the GPU works, before the wait. Returns the shifts of the passes launched or to launch,
-        the first always."""
+        is launched before that decision, told to check the same offsets on the device: when all
+        keys share its digit its blocks return at once, writing nothing (`first_moved` is then
+        False, and the next pass reads the input). `meanwhile()`, if given, runs on the host
+        while the GPU works, before the wait. Returns the shifts of the passes launched or to
+        launch, the first always."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
         offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
-        self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0)
+        self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0, skip_same=True)
         if meanwhile is not None:
             meanwhile()
-        moves = self.passes_that_move(offsets().reshape(self.max_passes, R))
+        moves = self.passes_that_move(offsets()[: self.max_passes * R].reshape(self.max_passes, R))
+        self.first_moved = bool(moves[0])
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
 
     def passes_that_move(self, starts):
@@ -420,6 +441,20 @@ class SortPlan:
         digit all keys share has offsets of 0 or n only (its permutation is the identity)."""
         return ~np.all((starts == 0) | (starts == self.n), axis=1)
     # --8<-- [end:onesweep_host]
+
+
+def span(a) -> tuple[int, int]:
+    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
+    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
+    return start, start + a.nbytes
+
+
+def _overlap(a, b) -> bool:
+    """Whether two device arrays (either may be `None`) share memory."""
+    if a is None or b is None:
+        return False
+    (a0, a1), (b0, b1) = span(a), span(b)
+    return a0 < b1 and b0 < a1
 
 
 class _Later:

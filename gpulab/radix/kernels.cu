@@ -36,6 +36,7 @@
 
 #define RADIX (1 << BITS)
 #define DIGIT_MASK (RADIX - 1)
+#define MAX_PASSES ((32 + BITS - 1) / BITS)  // onesweep: hist holds MAX_PASSES rows of RADIX, then a flag per pass
 #define TILE (BLOCK * ITEMS)
 #define NWARPS (BLOCK / 32)
 
@@ -484,10 +485,12 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
     __shared__ int s[BLOCK];
     int tid = threadIdx.x, p = blockIdx.x;
     int x = tid < RADIX ? hist[p * RADIX + tid] : 0;
+    int digits = __syncthreads_count(x > 0);  // one digit holding every key: the pass moves nothing
     s[tid] = x;
     __syncthreads();
     block_inclusive_scan(s, tid);
     if (tid < RADIX) hist[p * RADIX + tid] = s[tid] - x;
+    if (tid == 0) hist[MAX_PASSES * RADIX + p] = digits > 1;  // read by onesweep_first
 }
 // --8<-- [end:onesweep_hist]
 
@@ -514,6 +517,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
 //
 // status_next is the status table of the next pass: the tile zeroes its words there (the
 // previous pass, which used that table, has finished), so no pass needs a memset.
+//
+// onesweep_first is the same pass for the first digit, which the host queues before it has seen
+// the digit offsets. When all keys share that digit the pass would be a stable copy: every block
+// reads the flag onesweep_scan left for the pass, zeroes its words of the next status table and
+// returns, writing nothing; the host, reading the same offsets, has the next pass read the input.
+// (A separate entry point, and one word to read: checking the offsets themselves here, with a
+// block-wide vote, made ptxas spill 56 bytes more a thread.)
 template <bool FULL>
 __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
                                               const int *hist, u32 *status, u32 *status_next, int n, int shift,
@@ -550,16 +560,20 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
     scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, wn, m, tid, shift, has_vals);
 }
 
-extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
-                                                             u32 *vals_out, const int *hist, int *tile_counter,
-                                                             u32 *status, u32 *status_next, int n, int shift,
-                                                             int pass, int has_vals) {
+template <bool FIRST>
+__device__ __forceinline__ void onesweep_pass(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
+                                              const int *hist, int *tile_counter, u32 *status, u32 *status_next,
+                                              int n, int shift, int pass, int has_vals) {
     __shared__ u32 stile[TILE];
     __shared__ int whist[NWARPS * RADIX];
     __shared__ int dbase[RADIX];
     __shared__ int wsum[DIGIT_WARPS];
     __shared__ int tile_sh;
     int tid = threadIdx.x;
+    if (FIRST && !hist[MAX_PASSES * RADIX + pass]) {  // one digit holds every key: nothing moves
+        if (tid < RADIX) status_next[blockIdx.x * RADIX + tid] = 0u;
+        return;
+    }
     if (tid == 0) tile_sh = atomicAdd(&tile_counter[pass], 1);  // the tile: in order of start
     for (int j = tid; j < NWARPS * RADIX; j += BLOCK) whist[j] = 0;
     __syncthreads();
@@ -570,6 +584,22 @@ extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) oneswee
     else
         onesweep_tile<false>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
                              tile, stile, whist, dbase, wsum);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
+                                                             u32 *vals_out, const int *hist, int *tile_counter,
+                                                             u32 *status, u32 *status_next, int n, int shift,
+                                                             int pass, int has_vals) {
+    onesweep_pass<false>(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift, pass,
+                         has_vals);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep_first(const u32 *keys_in, const u32 *vals_in,
+                                                             u32 *keys_out, u32 *vals_out, const int *hist,
+                                                             int *tile_counter, u32 *status, u32 *status_next, int n,
+                                                             int shift, int pass, int has_vals) {
+    onesweep_pass<true>(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift, pass,
+                        has_vals);
 }
 // --8<-- [end:onesweep]
 

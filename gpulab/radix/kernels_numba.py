@@ -631,22 +631,27 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
         tid = cuda.threadIdx.x
         p = cuda.blockIdx.x
         x = hist[p * R + tid] if tid < R else int32(0)
+        digits = cuda.syncthreads_count(1 if x > 0 else 0)  # one digit holding every key: nothing moves
         s[tid] = x
         cuda.syncthreads()
         block_inclusive_scan(s, tid, BLOCK)
         if tid < R:
             hist[p * R + tid] = s[tid] - x
+        if tid == 0:
+            hist[PR + p] = 1 if digits > 1 else 0  # after the offsets: read by onesweep_first
     # --8<-- [end:onesweep_hist]
 
     return onesweep_hist, onesweep_scan
 
 
 @lru_cache(maxsize=None)
-def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1):
+def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1,
+                    FIRST: int = 0):
     """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
     (as `downsweep`), publish per-digit counts, stage the tile, decoupled look-back over earlier
     tiles, scatter."""
     R, TILE, NWR, DIGIT_WARPS, VITEMS = register_tile_sizes(BLOCK, ITEMS, BITS, PAIRS, "onesweep")
+    PR = -(-32 // BITS) * R  # hist: the passes' offsets, then a flag per pass (onesweep_scan)
 
     def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile):
 
@@ -710,6 +715,10 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
         wsum = cuda.shared.array(DIGIT_WARPS, int32)
         tile_sh = cuda.shared.array(1, int32)
         tid = cuda.threadIdx.x
+        if FIRST and hist[PR + pss] == 0:  # onesweep_first: one digit holds every key, nothing moves (kernels.cu)
+            if tid < R:
+                status_next[cuda.blockIdx.x * R + tid] = 0
+            return
         if tid == 0:  # tiles in the order blocks start (forward progress: see kernels.cu)
             tile_sh[0] = cuda.atomic.add(tile_counter, pss, 1)
         for j in range(tid, NWR, BLOCK):

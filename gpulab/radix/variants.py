@@ -113,7 +113,8 @@ SIGNATURES = {
     "onesweep_scan": f"void({_I})",
     "onesweep": f"void({_U}, {_U}, {_U}, {_U}, {_I}, {_I}, {_U}, {_U}, {_S}, {_S}, {_S}, {_S})",
 }
-RANKED = ("downsweep", "onesweep")
+SIGNATURES["onesweep_first"] = SIGNATURES["onesweep"]
+RANKED = ("downsweep", "onesweep", "onesweep_first")
 
 
 def ptx_targets() -> list[tuple[str, object, str]]:

@@ -161,6 +161,21 @@ def test_onesweep_lookback_prefix(backend, rng):
     ks, perm, plan2 = run_plan(v, keys2, p)
     assert plan2.passes_run == 2 and np.array_equal(ks, np.sort(keys2))
     assert np.array_equal(perm, np.argsort(keys2, kind="stable"))
+    # the queued first pass (onesweep_first) when every key shares its digit: it writes nothing,
+    # yet zeroes the table the next pass uses
+    keys3 = (rng.integers(0, R, n, dtype=np.uint32) << np.uint32(p["BITS"])) | np.uint32(rng.integers(0, R))
+    assert len(np.unique(keys3 >> np.uint32(p["BITS"]))) > 1, "premise: the second digit moves keys"
+    d3 = cuda.to_device(keys3)
+    plan.status[:] = np.uint32(0xDEADBEEF)
+    plan.keys[0][:] = np.uint32(0xDEADBEEF)
+    plan.queue_first_pass(d3, plan.vals[1])
+    cuda.synchronize()
+    assert not plan.first_moved
+    assert np.all(plan.keys[0].copy_to_host() == 0xDEADBEEF), "the first pass wrote keys though none move"
+    assert not plan.tables[1].copy_to_host().any(), "the skipped pass did not zero the next pass's status table"
+    plan.status[:] = np.uint32(0xDEADBEEF)
+    dk, _ = plan.sort(d3)
+    assert np.array_equal(dk.copy_to_host(), np.sort(keys3))
 
 
 @pytest.mark.parametrize("name", WARP)
@@ -194,7 +209,8 @@ def test_keys_only_and_pairs_shapes(name, backend, rng):
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_onesweep_queued_first_pass(backend, rng):
     """onesweep launches its first pass before the offsets reach the host; when all keys share
-    its digit, that pass runs anyway (a stable copy). One plan sorts key sets that each lead to
+    its digit, that pass's blocks see it in the offsets and write nothing (`first_moved` False:
+    the next pass reads the input). One plan sorts key sets that each lead to
     another pass decision (stale offsets would run the wrong passes), with and without `out`;
     the result lands where the caller asked: `out` (also when the queued pass was the only one,
     or no pass ran), else the plan's buffers.
@@ -227,6 +243,8 @@ def test_onesweep_queued_first_pass(backend, rng):
         dk, dv = plan.sort(d_keys, iota=True, out=out, **kw)
         want_k, want_v = np.sort(keys), np.argsort(keys, kind="stable")
         assert plan.passes_run == runs, label
+        low_shared = len(np.unique(keys & np.uint32(R - 1))) == 1
+        assert plan.first_moved == (not low_shared or "max_key" in kw or len(keys) == 1), label
         assert np.array_equal(dk.copy_to_host(), want_k) and np.array_equal(dv.copy_to_host(), want_v), label
         if out is not None:
             assert np.array_equal(out[0].copy_to_host(), want_k), label
@@ -245,6 +263,15 @@ def test_onesweep_queued_first_pass(backend, rng):
     check(plan, np.zeros(n, np.uint32), 0, None, "max key 0", max_key=0)
     keys = rng.integers(0, R * R, n, dtype=np.uint32) & ~np.uint32(R - 1)  # pass 0 moves nothing, runs anyway
     check(plan, keys, 2, None, "max key given, low digit shared", max_key=R * R - 1)
+    # in place, the queued pass moving nothing and one pass after it: that pass reads the input
+    # and is the last, so it may not write `out` (the input) directly
+    keys = (rng.integers(0, R, n, dtype=np.uint32) << np.uint32(bits)) | np.uint32(rng.integers(0, R))
+    assert len(np.unique(keys >> np.uint32(bits))) > 1, "premise: the second digit moves keys"
+    d_keys, vals_out = cuda.to_device(keys), poison(n)
+    dk, dv = plan.sort(d_keys, iota=True, out=(d_keys, vals_out))
+    assert plan.passes_run == 2 and not plan.first_moved
+    assert np.array_equal(d_keys.copy_to_host(), np.sort(keys))
+    assert np.array_equal(vals_out.copy_to_host(), np.argsort(keys, kind="stable"))
     # one key: nothing to sort, the result still copied where asked; `out` may hold the input keys
     one = host.SortPlan(v.policy, backend, 1, True, p)
     key = rng.integers(0, 2**32, 1, dtype=np.uint64).astype(np.uint32)
