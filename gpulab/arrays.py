@@ -253,10 +253,10 @@ def device_empty(n: int, dtype, like: DeviceInput, stream=0):
     numba array, for the kernels). Where the caller's input is a CuPy array or a PyTorch tensor
     and the work runs on the default stream, the memory comes from that library's allocator:
     its pool makes a repeated call's result nearly free, where numba's `cuda.device_array` asks
-    the driver every time (a radix sort of 2^28 keys on an H100: 1.009x its kernels' time with
-    CuPy's pool, 1.038x with numba's allocation; docs/benchmarks/radix-call-timeline-h100.json).
-    The array is imported without a synchronization: it is new memory. `to_caller` then returns the
-    library's array over that memory. On another stream, or for other callers, numba allocates
+    the driver every time (a radix sort of 2^24 keys on an H100 in CUDA C: 1.055x its kernels'
+    time with CuPy's pool, 1.35x with numba's allocation; docs/benchmarks/radix-call-timeline-h100.json).
+    The array is wrapped without a synchronization and without a stream (it is new memory), and
+    `to_caller` returns the library's array itself. On another stream, or for other callers, numba allocates
     (a pool's block may be reused in the order of the stream it was freed on, which gpulab's
     stream need not follow)."""
     from numba import cuda
