@@ -75,3 +75,31 @@ def wall(run: Callable[[], object], *, warmup: int = 1, repeat: int = 10,
         cuda.synchronize()
         samples.append((time.perf_counter() - t0) * 1e3)
     return Timing(samples, clock="wall")
+
+
+def host_profile(call: Callable[[], object], calls: int, *, top: int = 25, after: Callable[[], object] | None = None
+                 ) -> list[str]:
+    """Where the host time of `calls` calls of `call` goes, by cProfile: a line with the time a
+    call took under the profiler, then the `top` functions by time of their own and by time
+    with their callees, in microseconds per call (`after()`, e.g. a device synchronize, runs
+    once after the calls, inside the profile). For the scripts that time the public calls."""
+    import cProfile
+    import pstats
+    from pathlib import Path
+
+    pr = cProfile.Profile()
+    t0 = time.perf_counter()
+    pr.enable()
+    for _ in range(calls):
+        call()
+    if after is not None:
+        after()
+    pr.disable()
+    lines = [f"{1e6 * (time.perf_counter() - t0) / calls:.1f} us a call under cProfile"]
+    st = pstats.Stats(pr)
+    for col, title in ((2, "own time"), (3, "with callees")):
+        lines.append(f"-- top by {title} (us per call)")
+        rows = sorted(st.stats.items(), key=lambda kv: kv[1][col], reverse=True)[:top]
+        for (f, line, name), (cc, nc, tt, ct, _) in rows:
+            lines.append(f"{1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:6.1f}x  {Path(f).name}:{line} {name}")
+    return lines

@@ -111,8 +111,7 @@ def row_for(v, log2: int, warmup: int, repeat: int, rounds: int, rng) -> dict:
 def profile(backend: str, variant: str, log2: int, calls: int, rng) -> None:
     """cProfile of `calls` warm public calls on 2^log2 device keys, for each kind of caller: the
     functions with the most time of their own, then the most time below them (us per call)."""
-    import cProfile
-    import pstats
+    from gpulab.timing import host_profile
 
     n = 2**log2
     keys = rng.integers(0, 2**32, n, dtype=np.uint32)
@@ -129,43 +128,38 @@ def profile(backend: str, variant: str, log2: int, calls: int, rng) -> None:
     from gpulab.radix import host
 
     first_launch = []
-    histograms = host.SortPlan.histograms
+    firsts = {m: getattr(host.SortPlan, m) for m in ("histograms", "max_key")}  # onesweep's, the others'
 
-    def stamped(self, *args, **kw):  # the call's first launch (onesweep: the histograms)
-        first_launch.append(time.perf_counter())
-        return histograms(self, *args, **kw)
+    def stamp(orig):
+        def stamped(self, *args, **kw):  # the call's first launch
+            first_launch.append(time.perf_counter())
+            return orig(self, *args, **kw)
+        return stamped
 
     for name, call in callers.items():
         for _ in range(5):
             call()
         cuda.synchronize()
-        host.SortPlan.histograms, pre = stamped, []
+        pre = []
+        for m, orig in firsts.items():
+            setattr(host.SortPlan, m, stamp(orig))
         try:
             for _ in range(calls):
                 first_launch.clear()
                 t0 = time.perf_counter()
                 call()
-                pre.append(first_launch[0] - t0)
+                if first_launch:
+                    pre.append(first_launch[0] - t0)
         finally:
-            host.SortPlan.histograms = histograms
+            for m, orig in firsts.items():
+                setattr(host.SortPlan, m, orig)
         cuda.synchronize()
-        print(f"== {backend}/{variant} 2^{log2} {name}: host time before the first launch "
-              f"{1e6 * statistics.median(pre):.1f} us (median of {calls})")
-        pr = cProfile.Profile()
-        t0 = time.perf_counter()
-        pr.enable()
-        for _ in range(calls):
-            call()
-        cuda.synchronize()
-        pr.disable()
-        print(f"== {backend}/{variant} 2^{log2} {name}: {1e6 * (time.perf_counter() - t0) / calls:.1f} us a call "
-              "under cProfile")
-        st = pstats.Stats(pr)
-        for key, title in (("tottime", "own time"), ("cumtime", "with callees")):
-            print(f"-- top by {title} (us per call)")
-            rows = sorted(st.stats.items(), key=lambda kv: kv[1][2 if key == "tottime" else 3], reverse=True)[:22]
-            for (f, line, fn), (cc, nc, tt, ct, _) in rows:
-                print(f"{1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:6.1f}x  {Path(f).name}:{line} {fn}")
+        if pre:
+            print(f"== {backend}/{variant} 2^{log2} {name}: host time before the first launch "
+                  f"{1e6 * statistics.median(pre):.1f} us (median of {len(pre)})")
+        lines = host_profile(call, calls, top=22, after=cuda.synchronize)
+        print(f"== {backend}/{variant} 2^{log2} {name}: {lines[0]}")
+        print("\n".join(lines[1:]))
     rx.clear_cache()
 
 

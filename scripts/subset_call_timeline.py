@@ -98,25 +98,14 @@ def timeline(backend: str, variant: str | None, C, Q, dQ, n: int, k: int, repeat
 def profile(backend: str, variant: str | None, C, k: int, calls: int) -> None:
     """cProfile of `calls` warm public calls: the functions with the most time of their own, then
     the most time below them (per call, microseconds)."""
-    import cProfile
-    import pstats
+    from gpulab.timing import host_profile
 
     v = variant or subset.REGISTRY.default(backend)
     for _ in range(3):
         subset.least_correlated(C, k, variant=v, backend=backend)
-    pr = cProfile.Profile()
-    t0 = time.perf_counter()
-    pr.enable()
-    for _ in range(calls):
-        subset.least_correlated(C, k, variant=v, backend=backend)
-    pr.disable()
-    print(f"== {backend}/{v}: {1e6 * (time.perf_counter() - t0) / calls:.1f} us a call under cProfile")
-    st = pstats.Stats(pr)
-    for key, title in (("tottime", "own time"), ("cumtime", "with callees")):
-        print(f"-- top by {title} (us per call)")
-        rows = sorted(st.stats.items(), key=lambda kv: kv[1][2 if key == "tottime" else 3], reverse=True)[:25]
-        for (f, line, name), (cc, nc, tt, ct, _) in rows:
-            print(f"{1e6 * tt / calls:8.1f} {1e6 * ct / calls:8.1f} {nc / calls:6.1f}x  {Path(f).name}:{line} {name}")
+    lines = host_profile(lambda: subset.least_correlated(C, k, variant=v, backend=backend), calls)
+    print(f"== {backend}/{v}: {lines[0]}")
+    print("\n".join(lines[1:]))
 
 
 def main() -> None:
