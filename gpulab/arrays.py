@@ -24,6 +24,7 @@ CuPy or PyTorch stream) becomes a numba stream with [`numba_stream`][gpulab.arra
 from __future__ import annotations
 
 import math
+import threading
 from collections import OrderedDict
 from dataclasses import dataclass
 
@@ -184,6 +185,7 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
 
 _VIEWS: OrderedDict = OrderedDict()  # (pointer, shape, typestr, strides) -> a numba view of that memory
 _VIEWS_MAX = 8
+_VIEWS_LOCK = threading.Lock()
 
 
 def _view(x, cai: dict):
@@ -194,14 +196,23 @@ def _view(x, cai: dict):
     it is only used while the caller's array is, during a call, and under unified addressing a
     pointer names one allocation of one device."""
     key = (cai["data"][0], tuple(cai["shape"]), cai["typestr"], cai.get("strides"))
-    v = _VIEWS.get(key)
-    if v is None:
-        if len(_VIEWS) >= _VIEWS_MAX:
+    with _VIEWS_LOCK:
+        v = _VIEWS.get(key)
+        if v is not None:
+            _VIEWS.move_to_end(key)
+            return v
+    v = cuda.from_cuda_array_interface({**cai, "stream": None}, owner=None, sync=False)
+    with _VIEWS_LOCK:
+        _VIEWS[key] = v
+        while len(_VIEWS) > _VIEWS_MAX:
             _VIEWS.popitem(last=False)
-        v = _VIEWS[key] = cuda.from_cuda_array_interface({**cai, "stream": None}, owner=None, sync=False)
-    else:
-        _VIEWS.move_to_end(key)
     return v
+
+
+def clear_views() -> None:
+    """Forget the numba views kept of other libraries' arrays (e.g. before the device is reset)."""
+    with _VIEWS_LOCK:
+        _VIEWS.clear()
 
 
 def describe(*arrays) -> DeviceInput:

@@ -127,8 +127,9 @@ def _pointer(a):
 def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
     """Launch a pycuda function on the legacy default stream.
 
-    Device arrays are passed as pointers; Python ints as `int32`; numpy scalars keep their
-    type. Dynamic shared memory above 48 KiB is opted into first, as CUDA requires. The
+    Device arrays (anything with `__cuda_array_interface__`) are passed as pointers; Python ints
+    and bools (and numpy bools) as `int32`; numpy scalars keep their type; anything else is a
+    TypeError (pycuda's own allocations and argument handlers are not used here). Dynamic shared memory above 48 KiB is opted into first, as CUDA requires. The
     arguments are packed in one `struct` format (pycuda's prepared call, the format kept on
     the function while it stays the same): a launch of a sort pass with twelve arguments took
     about 50 us of host time through pycuda's unprepared call on an H100 host.
@@ -142,10 +143,10 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
 
     fmt, data = [], []
     for a in args:
-        if isinstance(a, np.generic):
+        if isinstance(a, np.generic) and not isinstance(a, np.bool_):
             fmt.append(a.dtype.char)
             data.append(a)
-        elif isinstance(a, (bool, int)):
+        elif isinstance(a, (bool, int, np.bool_)):
             fmt.append("i")
             data.append(int(a))
         else:
@@ -238,6 +239,11 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", defines: dict | None = N
     report = _nvrtc_compile(source, name, defines, arch, lineinfo)
     if report.ok and "__global__" in source and not _PTXAS_FUNC.search(report.log):
         report = _nvrtc_compile(source, name, {**(defines or {}), "GPULAB_NVRTC_AGAIN": 1}, arch, lineinfo)
+        if not _PTXAS_FUNC.search(report.log):
+            import warnings
+
+            warnings.warn(f"NVRTC compiled {name} twice without a ptxas report: its resources are unknown",
+                          stacklevel=2)
     return report
 
 

@@ -11,7 +11,8 @@ uint32 values in CUDA C; and keys whose low byte all share, where the first pass
                    the host waits, decides and launches the later passes; pass 0 is
                    `onesweep_first`, which writes nothing when all keys share its digit;
   queued copying -- the same with pass 0 as it was before `onesweep_first` (run 14 on): the
-                   plain pass, a stable copy of the keys when it moves nothing;
+                   plain pass, a stable copy of the keys when it moves nothing (the next pass
+                   then reads the input, not that copy: the same bytes as before);
   given         -- `SortPlan.sort(max_key=...)`: no decision, nothing read back (the sweep's path).
 These and CUB are timed in rounds (order rotated each round), each round a median of 10 after
 warm-up; the table gives the median over rounds. Each way's output is checked first.

@@ -110,9 +110,13 @@ def _plan(v, n, has_vals, p, pkey, stream, distinct=False):
 
 def clear_cache() -> None:
     """Free the work buffers the public functions keep between calls (the last sort plan, a
-    `gpulab.launch.PlanCache`) and forget the variants they resolved."""
+    `gpulab.launch.PlanCache`), forget the variants they resolved and the views of other
+    libraries' arrays (`gpulab.arrays.clear_views`)."""
+    from gpulab.arrays import clear_views
+
     _PLANS.clear()
     _LAUNCH.clear()
+    clear_views()
 
 
 clear_plan_cache = clear_cache  # the earlier name

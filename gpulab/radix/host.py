@@ -310,8 +310,11 @@ class SortPlan:
         pass that would read the input and write `out` at once writes the plan's buffer instead,
         copied into `out`. `out` may also be a function of no
         arguments that returns that pair, or `None` for the plan's buffers: it is called once,
-        after the first launches and before the sort waits for the device, so that host work
-        such as allocating the result runs while the GPU sorts instead of before it. A caller
+        after the first launches (onesweep: while its first pass runs, before the host waits for
+        the offsets; the other variants: after the largest key came back), so that host work such
+        as allocating the result runs while the GPU sorts instead of before it. `out` must not
+        overlap the input partly, nor one input's memory in the other's place (the public
+        functions check this). A caller
         that already knows an upper bound of the keys passes it as `max_key` (no reduction, no
         wait for the device)."""
         n, hv, K = self.n, self.has_vals, self.K

@@ -183,12 +183,13 @@ def test_out_on_the_cpu_baseline_and_empty_sorts(rng):
 def test_the_result_is_allocated_while_the_gpu_sorts(name, backend, rng, monkeypatch):
     """The call asks for its result array (`_target`: a new one, or the caller's `out` checked)
     once, after the first kernels are queued and before the last pass, so that the allocation
-    overlaps the sort instead of delaying its first launch."""
+    overlaps the sort instead of delaying its first launch (onesweep: before the host waits for
+    the offsets, while the first pass runs)."""
     from gpulab.radix import host
 
     v = variant(name, backend)
     log = []
-    for meth in ("max_key", "histograms", "one_pass"):
+    for meth in ("max_key", "histograms", "one_pass", "passes_that_move"):
         orig = getattr(host.SortPlan, meth)
         monkeypatch.setattr(host.SortPlan, meth,
                             lambda self, *a, _o=orig, _m=meth, **k: (log.append(_m), _o(self, *a, **k))[1])
@@ -204,6 +205,8 @@ def test_the_result_is_allocated_while_the_gpu_sorts(name, backend, rng, monkeyp
         t = log.index("target")
         assert t > 0 and log[0] != "one_pass", f"the result was made before the first launch: {log}"
         assert "one_pass" in log[t:], f"no pass after the result was made: {log}"
+        if name == "onesweep":  # made while the first pass runs, before the host waits for the offsets
+            assert t < log.index("passes_that_move"), log
 
 
 @pytest.mark.parametrize("lib_name", ["cupy", "torch"])
@@ -211,13 +214,17 @@ def test_views_of_one_buffer_at_two_lengths(lib_name, rng):
     """Another library's arrays reach the kernels through numba views kept per (pointer, shape,
     dtype) (GPU only): two lengths of one buffer start at the same pointer and must get
     different views, and a sort of the longer one after the shorter one sees all its keys."""
+    from gpulab import arrays
+
     lib = gpu_library(lib_name)
     n = 3001
     buf = on_gpu(lib, np.zeros(n, np.uint32))
-    for m in (n, n - 1000, n):
+    arrays.clear_views()
+    for m in (n - 1000, n, n - 1000):  # short first: a view kept by pointer alone would be too short
         keys = small_keys(rng, m, 32)
         buf[:m] = on_gpu(lib, keys)
         view = buf[:m]
         assert view.__cuda_array_interface__["data"][0] == buf.__cuda_array_interface__["data"][0]
+        assert rx._take(view, "keys", None, 0).shape == (m,)
         assert np.array_equal(from_gpu(rx.sort(view)), np.sort(keys)), f"m={m}"
         assert np.array_equal(from_gpu(rx.argsort(view)), np.argsort(keys, kind="stable")), f"m={m}"

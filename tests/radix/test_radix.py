@@ -284,8 +284,8 @@ def test_onesweep_queued_first_pass(backend, rng):
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_onesweep_public_calls_on_a_stream(backend, rng):
     """The public calls on onesweep's queued path, on a stream of the caller's: int32 keys over
-    the whole range (every pass runs) and keys sharing their low digit (the queued pass is a
-    stable copy); the results are read after that stream alone is synchronized. (The simulator
+    the whole range (every pass runs) and keys sharing their low digit (the queued pass writes
+    nothing); the results are read after that stream alone is synchronized. (The simulator
     runs one call on one case: its streams are not concurrent, and each 8-bit pass takes
     seconds there.)"""
     v = REGISTRY.get("onesweep", backend)
