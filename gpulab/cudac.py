@@ -232,22 +232,11 @@ def nvrtc_compile(source: str, name: str = "kernel.cu", defines: dict | None = N
                   lineinfo: bool = True) -> CompileReport:
     """Compile CUDA C source to a cubin for ``arch`` with NVRTC and report ptxas' resource usage.
 
-    A successful compile whose log has no ptxas report (no "Compiling entry function" line) is
-    compiled once more, with one more macro defined (`GPULAB_NVRTC_AGAIN`): on the GPU machines
-    (CUDA 13.0) a compile that succeeded with an empty log was seen three times in whole-suite
-    runs under xdist, and never on the dev machine; its cause is not known."""
-    report = _nvrtc_compile(source, name, defines, arch, lineinfo)
-    if report.ok and "__global__" in source and not _PTXAS_FUNC.search(report.log):
-        report = _nvrtc_compile(source, name, {**(defines or {}), "GPULAB_NVRTC_AGAIN": 1}, arch, lineinfo)
-        if not _PTXAS_FUNC.search(report.log):
-            import warnings
-
-            warnings.warn(f"NVRTC compiled {name} twice without a ptxas report: its resources are unknown",
-                          stacklevel=2)
-    return report
-
-
-def _nvrtc_compile(source: str, name: str, defines: dict | None, arch: str, lineinfo: bool) -> CompileReport:
+    On the GPU machines (their NVRTC, CUDA 13.0) a successful compile sometimes comes back with
+    an empty log, so with no resources: in a whole-suite run on an H100 it happened to several
+    sources, also when compiled a second time with one more macro defined. The dev machine's and
+    CI's NVRTC (13.5) always gave the report. `CompileReport.resources` is then empty; the
+    checks that read it say so (`tests.conftest.require_ptxas_report`)."""
     from cuda.bindings import nvrtc
 
     def check(result):

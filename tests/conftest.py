@@ -109,6 +109,25 @@ def _no_host_copy_class():
     return NoHostCopy
 
 
+def nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    _, major, minor = nvrtc.nvrtcVersion()
+    return major, minor
+
+
+NVRTC_OF_CI = (13, 5)  # the cu13 wheels CI installs: its compiles always carried the ptxas report
+
+
+def require_ptxas_report(report):
+    """Skip a check of ptxas' resources when NVRTC compiled without reporting them, with an NVRTC
+    other than CI's (seen with the GPU machines' NVRTC 13.0: `gpulab.cudac.nvrtc_compile`); with
+    CI's NVRTC a missing report fails the check. A failed compile is not skipped."""
+    if report.ok and not report.resources and nvrtc_version() != NVRTC_OF_CI:
+        pytest.skip(f"NVRTC compiled {report.source} without a ptxas report (log of {len(report.log)} characters): "
+                    "the resource check runs where NVRTC reports them (CI)")
+
+
 def gpu_library(name):
     """CuPy or PyTorch for the device-array tests that run on a real GPU (skipped elsewhere)."""
     if ON_SIMULATOR:

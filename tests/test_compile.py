@@ -133,6 +133,10 @@ def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
                     if res["spill_bytes"] > RADIX_SPILLS.get(key, 0):
                         over.append(f"cuda-c {name} {r['kernel']}: spills {res}, allowed {RADIX_SPILLS.get(key, 0)}")
     version = _nvrtc_version()
+    radix_nvrtc = [r for r in nvrtc_records if r["chapter"] == "radix"]
+    if not any(r["resources"] for r in radix_nvrtc) and version != MEASURED_WITH:
+        pytest.skip(f"NVRTC {version} gave no ptxas resource report for chapter 4's sources; checked with NVRTC "
+                    f"{MEASURED_WITH} in CI")
     if over and version != MEASURED_WITH:
         warnings.warn(f"NVRTC {version} (allowances measured with {MEASURED_WITH}): " + "; ".join(over))
         return
