@@ -308,22 +308,21 @@ class SortPlan:
         writes them, or a copy when no pass moved the keys there), so a plan can serve many sorts
         that each keep their result. `out` may hold the input keys (an in-place sort): a last
         pass that would read the input and write `out` at once writes the plan's buffer instead,
-        copied into `out`. `out` may also be a function of no
+        copied into `out`. `out` must not overlap the input partly, nor one input's memory in
+        the other's place (the public functions check this). `out` may also be a function of no
         arguments that returns that pair, or `None` for the plan's buffers: it is called once,
         after the first launches (onesweep: while its first pass runs, before the host waits for
         the offsets; the other variants: after the largest key came back), so that host work such
-        as allocating the result runs while the GPU sorts instead of before it. `out` must not
-        overlap the input partly, nor one input's memory in the other's place (the public
-        functions check this). A caller
-        that already knows an upper bound of the keys passes it as `max_key` (no reduction, no
-        wait for the device)."""
+        as allocating the result runs while the GPU sorts instead of before it. A caller that
+        already knows an upper bound of the keys passes it as `max_key` (no reduction, no wait
+        for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
         if callable(out):
             out = _Later(out)
         # The first pass reads the keys where they are (no copy), and the values from the caller
-        # or as positions written into buffer 1, which only the first pass reads.
+        # or as positions written into buffer 1, which only the first pass that moves keys reads.
         ks, vs = d_keys_in, (d_vals_in if hv and not iota else self.vals[1])
         if hv and iota:
             K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1], _i(n))
@@ -424,9 +423,9 @@ class SortPlan:
         A pass whose digit all keys share would move nothing (its permutation is the identity):
         the host drops every such later pass — on small keys the high passes, as the max-key
         shortcut does for the other variants, without its extra read of the keys. The first pass
-        is launched before that decision, told to check the same offsets on the device: when all
-        keys share its digit its blocks return at once, writing nothing (`first_moved` is then
-        False, and the next pass reads the input). `meanwhile()`, if given, runs on the host
+        is launched before that decision, as `onesweep_first`, which reads the flag `onesweep_scan`
+        left for it: when all keys share its digit its blocks return at once, writing nothing
+        (`first_moved` is then False, and the next pass reads the input). `meanwhile()`, if given, runs on the host
         while the GPU works, before the wait. Returns the shifts of the passes launched or to
         launch, the first always."""
         R = 1 << self.bits
