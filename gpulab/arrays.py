@@ -201,12 +201,17 @@ def _view(x, cai: dict):
         if v is not None:
             _VIEWS.move_to_end(key)
             return v
-    v = cuda.from_cuda_array_interface({**cai, "stream": None}, owner=None, sync=False)
+    v = _unbound_view(cai, owner=None)
     with _VIEWS_LOCK:
         _VIEWS[key] = v
         while len(_VIEWS) > _VIEWS_MAX:
             _VIEWS.popitem(last=False)
     return v
+
+
+def _unbound_view(cai: dict, owner):
+    """numba's array over the memory `cai` describes, bound to no stream and not waited for."""
+    return cuda.from_cuda_array_interface({**cai, "stream": None}, owner=owner, sync=False)
 
 
 def clear_views() -> None:
@@ -296,7 +301,7 @@ def _result_view(x):
     `x`, binds no stream (`x` is new memory: nothing to wait for, and a stream in its interface
     would make the caller's library wait for the whole device when it takes the result back)
     and keeps `x`, which `to_caller` returns as it is."""
-    v = cuda.from_cuda_array_interface({**x.__cuda_array_interface__, "stream": None}, owner=x, sync=False)
+    v = _unbound_view(x.__cuda_array_interface__, owner=x)
     v.__dict__["_gpulab_result"] = x
     return v
 

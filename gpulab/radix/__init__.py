@@ -240,8 +240,7 @@ def _target(o, n, like, s, reads):
     if not is_device_array(o):
         return None, False
     t = _as(_take(o, "out", None, s), np.uint32)
-    lo, hi = host.span(t)
-    return t, not any(r is not None and host.span(r)[0] < hi and lo < host.span(r)[1] for r in reads)
+    return t, not any(host.overlap(t, r) for r in reads)
 
 
 def _deliver(res, dtype, o, t, written, like, s):
@@ -392,9 +391,11 @@ def argsort(keys, variant: str | None = None, backend: str = "numba", params: di
     """Stable argsort: int64 indices, like `numpy.argsort(kind="stable")`; numpy for numpy
     keys, a device array of the caller's library for device keys, or `out` (an int64 array
     of your own, numpy or device, of the keys' length: filled and returned)."""
+    checked = None
     if out is not None:
-        _check_out(out, "out", host.validate_keys(keys)[0], np.int64, "the argsort's indices")
-    return _sorted(keys, None, variant, backend, params, True, stream, (None, out))[1]
+        checked = host.validate_keys(keys)
+        _check_out(out, "out", checked[0], np.int64, "the argsort's indices")
+    return _sorted(keys, None, variant, backend, params, True, stream, (None, out), checked)[1]
 
 
 def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba", params: dict | None = None,
@@ -416,7 +417,7 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
         _check_out(out[0], "out[0]", n, kdtype, "the sorted keys")
         _check_out(out[1], "out[1]", n, vdtype, "the values")
     ko, vo = out if out is not None else (None, None)
-    k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo))
+    k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo), (n, kdtype))
     return k, v
 
 

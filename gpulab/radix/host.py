@@ -350,7 +350,7 @@ class SortPlan:
         # sort): it writes the plan's buffer, and the copy below moves the result
         last_out = out
         if (ks is d_keys_in and passes - queued == 1 and out is not None
-                and any(_overlap(o, i) for o, i in zip(out, (ks, vs)))):
+                and any(overlap(o, i) for o, i in zip(out, (ks, vs)))):
             last_out = None
         # the passes that write take turns between buffers 0 and 1 (the first writes buffer 0:
         # buffer 1 may hold argsort's positions, which it reads), the last writes `out` if given
@@ -451,7 +451,7 @@ def span(a) -> tuple[int, int]:
     return start, start + a.nbytes
 
 
-def _overlap(a, b) -> bool:
+def overlap(a, b) -> bool:
     """Whether two device arrays (either may be `None`) share memory."""
     if a is None or b is None:
         return False
