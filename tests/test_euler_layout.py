@@ -34,7 +34,8 @@ def test_every_variant_has_a_policy_the_dispatch_can_run():
             assert p.peer_includes, v.key
         else:  # one function of each step, the kernels its parameters build, the plan running them
             assert p.labelling.__module__ == labelling.__name__, v.key
-            assert p.ranking in (host.EulerPlan.rank_wyllie, host.EulerPlan.rank_ruling_set), v.key
+            assert p.ranking in (host.EulerPlan.rank_wyllie, host.EulerPlan.rank_ruling_set,
+                                 host.EulerPlan.rank_sublists), v.key
             assert set(p.kernels) <= set(kn.TEMPLATED), v.key
             assert all(kn.TEMPLATED[k][1] in v.params for k in kn.COMMON_TEMPLATED + p.kernels), v.key
             assert v.run.policy is p and v.run.backend == v.backend, v.key

@@ -67,6 +67,8 @@ SLOTS = {
     # circuit graph and spanning forest
     "nodes": ("D0", 0), "comp": ("D0", 1), "best": ("D1", 0), "lu": ("D1", 1), "lv": ("D2", 0),
     "lp": ("D2", 1), "lu2": ("D3", 0), "lv2": ("D3", 1), "lp2": ("S0", 0),
+    # ranking from the labelling's sublists (W0 and W1 hold the pieces' words)
+    "bidx": ("D2", 0),
     # checks
     "vpos": ("D0", 0),
 }
@@ -77,6 +79,7 @@ CTR_SIZE = 128
 C_BAD, C_FIRST = 8, 9            # pairing: positions where in != out, the first one
 C_TREES = 10                     # 10, 11, 12: trees, smallest and largest root
 C_NODES, C_LINKS = 13, 14        # nodes and links of the circuit graph
+C_CUTS = 4                       # ranking from sublists: cuts (4), the head's piece (5)
 ROUND = 16                       # 16..47: per-round counts (labelling, Borůvka)
 FLAGS = 48                       # 48..111: per-round "changed" flags of a batch of rounds
 MAX_FLAGS = 64
@@ -169,6 +172,7 @@ class EulerPlan:
         self.on_stage = None  # called with each stage's name as it begins, None after a launch (a progress bar)
         self.stage_ms: dict = {}
         self._marks: list = []
+        self.walked = None  # (succ, n, splitters) when the labelling kept its sublists (SUBLISTS)
 
     # --------------------------------------------------------------- buffers and launch shapes
 
@@ -281,6 +285,7 @@ class EulerPlan:
         self._marks = []
 
     def _begin(self):
+        self.walked = None
         self._marks = []
         self.syncs = 0
         self.stats = {}
@@ -329,8 +334,9 @@ class EulerPlan:
 
     # --------------------------------------------------------------- step 1: pairing
 
-    def sort(self, keys, n: int, out_keys, out_perm):
-        """Stable argsort of n int32 keys into (out_keys, out_perm)."""
+    def sort(self, keys, n: int, out_keys, out_perm, max_key=None):
+        """Stable argsort of n int32 keys into (out_keys, out_perm); ``max_key``: a bound on the
+        keys (default: the largest vertex id)."""
         if n <= self.params.get("SMALL_SORT", 0):
             self.launch("small_sort", n, keys, _i(n), out_keys, out_perm)
             return
@@ -340,11 +346,12 @@ class EulerPlan:
 
             sp = self._sorts[n] = radix.plan(n, pairs=True, variant=self.params["SORT"], backend=self.backend,
                                              params=self.params.get("SORT_PARAMS"))
-        if self.vmax is None:
+        max_key = self.vmax if max_key is None else max_key
+        if max_key is None:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
         # straight into the plan's buffers
-        sp.sort(keys.view(np.uint32), iota=True, max_key=self.vmax,
+        sp.sort(keys.view(np.uint32), iota=True, max_key=max_key,
                 out=(out_keys.view(np.uint32), out_perm.view(np.uint32)))
 
     # --8<-- [start:pairing]
@@ -513,6 +520,40 @@ class EulerPlan:
         self.launch("write_ranked", s, succ, spl, _i(s), thresh, rseed, _i(head), res, _i(n), out)
         self.stats.update(rank_splitters=s, rank_rounds=rounds)
     # --8<-- [end:ranking]
+
+    # --8<-- [start:rank_sublists]
+    def rank_sublists(self, succ, n: int, head: int, out):
+        """Step 6 with one walk instead of two: the labelling's splitters (``SUBLISTS``) are the
+        ranking's, and their sublists' lengths and successors are known already — except where
+        the splice changed a successor. Each such in-edge ends a piece (its sublist is measured
+        again) and its old successor starts one; the head starts one too. The ends are marked in
+        ``succ`` itself (its top bit), so the walks read nothing more than before; Wyllie ranks
+        the pieces, and one walk writes them. Falls back to `rank_ruling_set` when the labels came
+        from another permutation (an undirected graph's darts), or when the labelling needed so
+        many splitters (short cycles) that ranking them would cost more than splitters of its own
+        (more than 2·E / RANK_SPACING)."""
+        walked = self.walked
+        if walked is None or walked[0] is not succ or walked[1] != n or walked[2] * self.params["RANK_SPACING"] > 2 * n:
+            return self.rank_ruling_set(succ, n, head, out)
+        s = walked[2]
+        own, spl, sublist = self.buf("owner"), self.buf("lspl", size=s), self.buf("sublist", np.uint64, size=s)
+        dirty, bidx = self.buf("dirty", np.uint8, size=s), self.buf("bidx")
+        cap = min(n, 2 * int(self.stats.get("cycles", n)) + 32) + 1  # a splice changes < 2 in-edges per cycle; the head
+        cut_y = self.buf("cut_y", size=cap)
+        self.launch("fill_u8", s, dirty, _i(s), _i(0))
+        self.launch("mark_ends", s, self.buf("last_edge", size=s), _i(s), succ)
+        self.preset(C_CUTS, 0, -1)
+        self.launch("list_cuts", n, self.buf("tree", np.uint8), self.buf("in_order"), self.buf("out_order"), succ,
+                    own, spl, _i(n), _i(s), _i(head), dirty, cut_y, bidx, self.ctr, _i(C_CUTS))
+        self.K("head_boundary", (1,), (1,), _i(head), own, spl, _i(s), dirty, cut_y, self.ctr, _i(C_CUTS))
+        c = int(self.read()[C_CUTS])
+        total = s + c + 1
+        self.launch("measure", total, succ, own, spl, sublist, dirty, cut_y, bidx, _i(s), _i(total), _i(head),
+                    self.ctr, _i(C_CUTS), self.buf("W0"))
+        res, rounds = self.wyllie(total)
+        self.launch("write_pieces", total, succ, spl, cut_y, _i(s), _i(total), _i(head), res, _i(n), out)
+        self.stats.update(rank_pieces=total, rank_cuts=c, rank_rounds=rounds)
+    # --8<-- [end:rank_sublists]
 
     # --------------------------------------------------------------- the whole directed pipeline
 

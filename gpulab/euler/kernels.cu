@@ -423,22 +423,30 @@ __device__ __forceinline__ bool is_splitter(int e, u32 thresh, u32 seed, int hea
 }
 
 extern "C" __global__ void walk_label(const int *succ, int *own, const int *splitters, int lo, int hi, u32 thresh,
-                                      u32 seed, u64 *W) {
+                                      u32 seed, u64 *W, u64 *sublist, int *last, int record) {
     for (i64 j = lo + blockIdx.x * (i64)blockDim.x + threadIdx.x; j < hi; j += (i64)gridDim.x * blockDim.x) {
         int s = splitters[j];
         int m = s;
+        int k = 1, x = s;                            // record: the sublist's length and last edge
         int e = succ[(u32)s];
         while (!is_splitter(e, thresh, seed, NONE)) {
             own[(u32)e] = (int)j;
             m = min(m, e);
+            x = e;
+            k++;
             e = succ[(u32)e];
         }
-        W[j] = pack(m, own[(u32)e]);
+        int next = own[(u32)e];
+        W[j] = pack(m, next);
+        if (record) {                                // kept for the final ranking (rank_sublists)
+            sublist[j] = pack(k, next);
+            last[j] = x;
+        }
     }
 }
 
-extern "C" __global__ void label_from_owner(int *label, int n, const int *clab) {
-    GRID_LOOP(e, n) label[e] = clab[(u32)label[e]];
+extern "C" __global__ void label_from_owner(const int *own, int n, const int *clab, int *label) {
+    GRID_LOOP(e, n) label[e] = clab[(u32)own[e]];
 }
 // --8<-- [end:walk_label]
 
@@ -642,6 +650,114 @@ extern "C" __global__ void write_ranked(const int *succ, const int *splitters, i
     }
 }
 // --8<-- [end:rank_ruling]
+
+// --8<-- [start:rank_sublists]
+// Ranking from the labelling's sublists: the sublists the splice did not touch keep their
+// length and successor, so only the touched ones are walked to measure them. The boundaries
+// of the pieces are marked in succ itself (ENDS: "my successor starts a piece"), so a walk
+// reads nothing it did not read before.
+#define ENDS 0x80000000u
+#define EDGE(w) ((int)((u32)(w) & ~ENDS))
+
+extern "C" __global__ void mark_ends(const int *last, int s_count, int *succ) {
+    GRID_LOOP(j, s_count) succ[(u32)last[j]] |= (int)ENDS;
+}
+
+// After the splice: every in-edge x whose successor changed ends a piece (its sublist is then
+// "dirty": measured again), and x's old successor y starts one; a y that is no splitter of the
+// labelling becomes boundary s_count + its slot (bidx). A y that is the head is noted.
+extern "C" __global__ void list_cuts(const u8 *tree, const int *in_order, const int *out_order, int *succ,
+                                     const int *own, const int *spl, int n, int s_count, int head, u8 *dirty,
+                                     int *cut_y, int *bidx, int *count, int slot) {
+    i64 n_round = ((i64)n + 31) / 32 * 32;
+    GRID_LOOP(k, n_round) {
+        bool changed = k < n && (tree[k] || (k > 0 && tree[k - 1]));   // as splice chose them
+        bool cut = false;
+        int y = NONE;
+        if (changed) {
+            int x = in_order[k];
+            succ[(u32)x] |= (int)ENDS;
+            dirty[(u32)own[(u32)x]] = 1;
+            y = out_order[k];
+            cut = spl[(u32)own[(u32)y]] != y;
+        }
+        int at = warp_append(cut, count, slot);
+        if (cut) {
+            cut_y[at] = y;
+            bidx[(u32)y] = s_count + at;
+            if (y == head) count[slot + 1] = s_count + at;
+        }
+    }
+}
+
+// The head starts the circuit: a boundary already (a splitter, or a cut), else boundary
+// s_count + c, and the sublist that holds it is measured again.
+extern "C" __global__ void head_boundary(int head, const int *own, const int *spl, int s_count, u8 *dirty,
+                                         int *cut_y, int *count, int slot) {
+    int c = count[slot];
+    int hb = count[slot + 1];
+    if (hb == NONE) {
+        int o = own[(u32)head];
+        if (spl[(u32)o] == head) hb = o;
+        else {
+            hb = s_count + c;
+            dirty[(u32)o] = 1;
+        }
+    }
+    count[slot + 1] = hb;
+    cut_y[c] = head;                                 // boundary s_count + c: the head, or nothing
+}
+
+// One boundary: walk to the next one (or to the head); returns the length, *z = where it ends
+__device__ __forceinline__ int measure_piece(const int *succ, int b, int head, int *z) {
+    int length = 1;
+    u32 w = (u32)succ[(u32)b];
+    while (!(w & ENDS) && EDGE(w) != head) {
+        length++;
+        w = (u32)succ[w];
+    }
+    *z = EDGE(w);
+    return length;
+}
+
+extern "C" __global__ void measure(const int *succ, const int *own, const int *spl, const u64 *sublist,
+                                   const u8 *dirty, const int *cut_y, const int *bidx, int s_count, int total,
+                                   int head, const int *count, int slot, u64 *W) {
+    int hb = count[slot + 1];
+    int c = count[slot];
+    GRID_LOOP(j, total) {
+        int length = 0, next = NONE;
+        if (j < s_count && !dirty[j]) {              // an untouched sublist: as the labelling left it
+            u64 sl = sublist[j];
+            length = hi32(sl);
+            next = lo32(sl);
+        } else if (j < s_count || j < s_count + c || hb == j) {
+            int b = j < s_count ? spl[j] : cut_y[j - s_count];
+            int z;
+            length = measure_piece(succ, b, head, &z);
+            next = z == head ? hb : (spl[(u32)own[(u32)z]] == z ? own[(u32)z] : bidx[(u32)z]);
+        }                                            // else: the head's slot, unused (length 0)
+        W[j] = pack(length, next == hb ? NONE : next);
+    }
+}
+
+// After Wyllie on the pieces: walk each again, writing it from its place n - d[j] on
+extern "C" __global__ void write_pieces(const int *succ, const int *spl, const int *cut_y, int s_count, int total,
+                                        int head, const u64 *W, int n, int *out) {
+    GRID_LOOP(j, total) {
+        u64 wj = W[j];
+        if (hi32(wj) == 0) continue;                 // the head's unused slot
+        int pos = n - hi32(wj);
+        int e = j < s_count ? spl[j] : cut_y[j - s_count];
+        out[pos] = e;
+        u32 w = (u32)succ[(u32)e];
+        while (!(w & ENDS) && EDGE(w) != head) {
+            out[++pos] = EDGE(w);
+            w = (u32)succ[w];
+        }
+    }
+}
+// --8<-- [end:rank_sublists]
 
 extern "C" __global__ void walk_vertices(const int *out, const int *tail, const int *head, int m, int *vs) {
     GRID_LOOP(i, (i64)m + 1) {

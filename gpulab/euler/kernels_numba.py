@@ -35,7 +35,9 @@ The steps, in the order the host (``host.py``, ``labelling.py``) launches them:
 4. spanning forest (Borůvka): ``reset_best``, ``min_links``, ``hook``, ``shortcut``, ``count_roots``;
 5. ``splice``;
 6. ranking: ``wyllie_init`` / ``wyllie_round`` / ``scatter_rank``, or the ruling set's
-   ``pick_rank_splitters``, ``walk_rank``, ``wyllie_round`` on the splitters, ``write_ranked``.
+   ``pick_rank_splitters``, ``walk_rank``, ``wyllie_round`` on the splitters, ``write_ranked``,
+   or, from the sublists the labelling kept, ``mark_ends``, ``list_cuts``, ``head_boundary``,
+   ``measure``, ``wyllie_round`` on the pieces, ``write_pieces``.
 
 Around the steps: undirected graphs pair half-edges first (``half_keys``, ``odd_vertices``,
 ``dart_succ``, then ``orient`` keeps one direction of each edge and ``dart_pairs`` reads the
@@ -662,32 +664,42 @@ def is_splitter(e, thresh, seed, head):
 
 
 @cuda.jit
-def walk_label(succ, own, splitters, lo, hi, thresh, seed, W):
+def walk_label(succ, own, splitters, lo, hi, thresh, seed, W, sublist, last, record):
     """One thread per splitter j (lo <= j < hi) walks its sublist up to the next splitter, in
     registers: one dependent load per edge (the successor), O(E) work in all. Every edge it
     passes gets own[e] = j, so the labels can be written later without walking again; the
-    word W[j] = (smallest id of the sublist, the next splitter) starts the pointer jumping."""
+    word W[j] = (smallest id of the sublist, the next splitter) starts the pointer jumping.
+    With ``record``, the walk also keeps what the final ranking reuses (`rank_sublists`):
+    sublist[j] = (its length, the next splitter) and last[j] = its last edge."""
     j = lo + cuda.grid(1)
     stride = cuda.gridsize(1)
     while j < hi:
         s = splitters[j]
         m = s
+        k = int32(1)
+        x = s
         e = succ[uint32(s)]
         while not is_splitter(e, thresh, seed, NONE):
             own[uint32(e)] = j
             m = min(m, e)
+            x = e
+            k += 1
             e = succ[uint32(e)]
-        W[j] = pack(m, own[uint32(e)])
+        nxt = own[uint32(e)]
+        W[j] = pack(m, nxt)
+        if record:
+            sublist[j] = pack(k, nxt)
+            last[j] = x
         j += stride
 
 
 @cuda.jit
-def label_from_owner(label, n, clab):
-    """label[e] = the cycle label of the splitter that owns e (in place: own becomes label)."""
+def label_from_owner(own, n, clab, label):
+    """label[e] = the cycle label of the splitter that owns e (``own`` may be ``label``: in place)."""
     e = cuda.grid(1)
     stride = cuda.gridsize(1)
     while e < n:
-        label[e] = clab[uint32(label[e])]
+        label[e] = clab[uint32(own[e])]
         e += stride
 # --8<-- [end:walk_label]
 
@@ -971,6 +983,132 @@ def write_ranked(succ, splitters, s_count, thresh, seed, head, W, n, out):
 # --8<-- [end:rank_ruling]
 
 
+# --8<-- [start:rank_sublists]
+ENDS = 0x80000000  # in succ: "my successor starts a piece" (ids are below 2^31)
+
+
+@cuda.jit(device=True, inline=True)
+def edge_of(w):
+    return int32(w & uint32(0x7FFFFFFF))
+
+
+@cuda.jit
+def mark_ends(last, s_count, succ):
+    """Ranking from the labelling's sublists: each sublist's last edge gets the ENDS bit, so a
+    walk sees where a piece ends in the word it reads anyway."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < s_count:
+        succ[uint32(last[j])] |= int32(-2**31)
+        j += stride
+
+
+@cuda.jit
+def list_cuts(tree, in_order, out_order, succ, own, spl, n, s_count, head, dirty, cut_y, bidx, count, slot):
+    """After the splice: every in-edge x whose successor changed (the splice's own test) ends a
+    piece, and its sublist is measured again (dirty); x's old successor y starts a piece, and a
+    y that is no splitter of the labelling becomes boundary s_count + its slot (bidx). A y that
+    is the head is noted in count[slot + 1]."""
+    k = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    n_round = (n + 31) // 32 * 32
+    while k < n_round:
+        changed = False
+        if k < n:
+            changed = tree[k] != 0 or (k > 0 and tree[k - 1] != 0)
+        cut = False
+        y = int32(NONE)
+        if changed:
+            x = in_order[k]
+            succ[uint32(x)] |= int32(-2**31)
+            dirty[uint32(own[uint32(x)])] = 1
+            y = out_order[k]
+            cut = spl[uint32(own[uint32(y)])] != y
+        at = warp_append(cut, count, slot)
+        if cut:
+            cut_y[at] = y
+            bidx[uint32(y)] = s_count + at
+            if y == head:
+                count[slot + 1] = s_count + at
+        k += stride
+
+
+@cuda.jit
+def head_boundary(head, own, spl, s_count, dirty, cut_y, count, slot):
+    """The head starts the circuit: a boundary already (a splitter or a cut), else boundary
+    s_count + c, and the sublist that holds it is measured again."""
+    c = count[slot]
+    hb = count[slot + 1]
+    if hb == NONE:
+        o = own[uint32(head)]
+        if spl[uint32(o)] == head:
+            hb = o
+        else:
+            hb = s_count + c
+            dirty[uint32(o)] = 1
+    count[slot + 1] = hb
+    cut_y[c] = head  # boundary s_count + c: the head, or nothing
+
+
+@cuda.jit(device=True, inline=True)
+def measure_piece(succ, b, head):
+    """(the length of the piece that starts at edge b, the edge after it)."""
+    length = int32(1)
+    w = uint32(succ[uint32(b)])
+    while (w & uint32(ENDS)) == 0 and edge_of(w) != head:
+        length += 1
+        w = uint32(succ[w])
+    return length, edge_of(w)
+
+
+@cuda.jit
+def measure(succ, own, spl, sublist, dirty, cut_y, bidx, s_count, total, head, count, slot, W):
+    """Word j = (the length of piece j, the piece after it; NONE before the head's): as the
+    labelling left it for an untouched sublist, walked for the others."""
+    hb = count[slot + 1]
+    c = count[slot]
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < total:
+        length = int32(0)
+        nxt = int32(NONE)
+        if j < s_count and dirty[j] == 0:
+            sl = sublist[j]
+            length = hi32(sl)
+            nxt = lo32(sl)
+        elif j < s_count + c or hb == j:
+            b = spl[j] if j < s_count else cut_y[j - s_count]
+            length, z = measure_piece(succ, b, head)
+            if z == head:
+                nxt = hb
+            elif spl[uint32(own[uint32(z)])] == z:
+                nxt = own[uint32(z)]
+            else:
+                nxt = bidx[uint32(z)]
+        W[j] = pack(length, NONE if nxt == hb else nxt)
+        j += stride
+
+
+@cuda.jit
+def write_pieces(succ, spl, cut_y, s_count, total, head, W, n, out):
+    """After Wyllie on the pieces: walk each again, writing it from its place n - d[j] on."""
+    j = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while j < total:
+        wj = W[j]
+        if hi32(wj) != 0:  # else the head's unused slot
+            pos = n - hi32(wj)
+            e = spl[j] if j < s_count else cut_y[j - s_count]
+            out[pos] = e
+            w = uint32(succ[uint32(e)])
+            while (w & uint32(ENDS)) == 0 and edge_of(w) != head:
+                pos += 1
+                out[pos] = edge_of(w)
+                w = uint32(succ[w])
+        j += stride
+# --8<-- [end:rank_sublists]
+
+
 @cuda.jit
 def walk_vertices(out, tail, head, m, vs):
     """The vertices of a walk of m edges: vs[i] = where edge out[i] starts, vs[m] = where the
@@ -1208,8 +1346,8 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("compact_exits", compact_exits, f"void({I32}, {s}, {I32}, {I32}, {I32})"),
         ("build_contracted", build_contracted, f"void({I32}, {I32}, {I32}, {I32}, {I32}, {s}, {U64})"),
         ("expand_labels", expand_labels, f"void({I32}, {I32}, {U64}, {s}, {I32})"),
-        ("walk_label", walk_label, f"void({I32}, {I32}, {I32}, {s}, {s}, {u}, {u}, {U64})"),
-        ("label_from_owner", label_from_owner, f"void({I32}, {s}, {I32})"),
+        ("walk_label", walk_label, f"void({I32}, {I32}, {I32}, {s}, {s}, {u}, {u}, {U64}, {U64}, {I32}, {s})"),
+        ("label_from_owner", label_from_owner, f"void({I32}, {s}, {I32}, {I32})"),
         ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),
@@ -1225,6 +1363,13 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("pick_rank_splitters", pick_rank_splitters, f"void({s}, {u}, {u}, {s}, {I32}, {I32}, {I32})"),
         ("walk_rank", walk_rank, f"void({I32}, {I32}, {I32}, {s}, {u}, {u}, {s}, {U64})"),
         ("write_ranked", write_ranked, f"void({I32}, {I32}, {s}, {u}, {u}, {s}, {U64}, {s}, {I32})"),
+        ("mark_ends", mark_ends, f"void({I32}, {s}, {I32})"),
+        ("list_cuts", list_cuts,
+         f"void({U8}, {I32}, {I32}, {I32}, {I32}, {I32}, {s}, {s}, {s}, {U8}, {I32}, {I32}, {I32}, {s})"),
+        ("head_boundary", head_boundary, f"void({s}, {I32}, {I32}, {s}, {U8}, {I32}, {I32}, {s})"),
+        ("measure", measure,
+         f"void({I32}, {I32}, {I32}, {U64}, {U8}, {I32}, {I32}, {s}, {s}, {s}, {I32}, {s}, {U64})"),
+        ("write_pieces", write_pieces, f"void({I32}, {I32}, {I32}, {s}, {s}, {s}, {U64}, {s}, {I32})"),
         ("walk_vertices", walk_vertices, f"void({I32}, {I32}, {I32}, {s}, {I32})"),
         ("gather_i32", gather_i32, f"void({I32}, {I32}, {s}, {I32})"),
         ("reverse_walk", reverse_walk, f"void({I32}, {I32}, {s}, {I32}, {I32})"),

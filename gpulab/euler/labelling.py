@@ -110,8 +110,20 @@ def label_ruling_set(plan, succ, n, label):
     splitter j" into the label. Cycles that drew no splitter wait for the next round, whose
     splitters are denser; the last round makes every remaining edge a splitter.
     One wait per round (how many splitters, how many edges were still unlabelled) and one
-    per batch of jumping rounds."""
-    own, spl, clab = label, plan.buf("spl"), plan.buf("clab")
+    per batch of jumping rounds.
+
+    With ``SUBLISTS`` = 1 the walk also keeps, for the final ranking
+    ([`EulerPlan.rank_sublists`][gpulab.euler.host.EulerPlan.rank_sublists]), each sublist's
+    length, successor and last edge; the owners (4 bytes an edge) and the splitters then live in
+    buffers of their own until the ranking. It keeps them only while there are at most
+    2·E / RANK_SPACING splitters, as many as the ranking would reuse."""
+    # the ranking reuses at most 2·E / RANK_SPACING splitters (`rank_sublists`): room for that many
+    keep = 2 * n // max(int(plan.params.get("RANK_SPACING", 64)), 1) + 1
+    record = int(bool(plan.params.get("SUBLISTS", 0)))
+    own = plan.buf("owner") if record else label
+    spl, clab = plan.buf("spl"), plan.buf("clab")
+    sublist, last = (plan.buf("sublist", np.uint64, size=keep), plan.buf("last_edge", size=keep)) if record \
+        else (plan.buf("W1"), own)
     plan.launch("fill_i32", n, own, _i(n), _i(-1))
     plan.preset(0, 0)
     plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
@@ -129,8 +141,10 @@ def label_ruling_set(plan, succ, n, label):
         s = total - base
         rounds += 1
         splitters.append(s)
+        record = record and total <= keep
         if s:
-            plan.launch("walk_label", s, succ, own, spl, _i(base), _i(total), thresh, rseed, plan.buf("W0"))
+            plan.launch("walk_label", s, succ, own, spl, _i(base), _i(total), thresh, rseed, plan.buf("W0"),
+                        sublist, last, _i(record))
             res, jr = min_jump(plan, base, total, ceil_log2(s))
             jump_rounds += jr
             plan.launch("unpack_labels", s, res, _i(base), _i(total), clab)
@@ -138,7 +152,11 @@ def label_ruling_set(plan, succ, n, label):
         if spacing <= 1:
             break
         spacing = max(1, spacing // growth)
-    plan.launch("label_from_owner", n, label, _i(n), clab)
+    plan.launch("label_from_owner", n, own, _i(n), clab, label)
+    plan.walked = None
+    if record:  # the splitters outlive the scratch slot they were picked into
+        plan.buf("lspl", size=keep)[:base].copy_to_device(spl[:base])
+        plan.walked = (succ, n, base)
     plan.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
 # --8<-- [end:label_ruling_set]
 

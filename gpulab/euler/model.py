@@ -73,7 +73,8 @@ def label_ruling_set_bytes(E: int, stats: dict, params: dict) -> int:
     picks = rounds + (0 if (rounds and last <= 1) else 1)
     s_all = sum(splitters)
     jumps = sum(24 * s * ceil_log2(s) + 12 * s for s in splitters)
-    return 4 * E + picks * 4 * E + 8 * E + 24 * s_all + jumps + 12 * E
+    kept = 12 * s_all if params.get("SUBLISTS") else 0  # each sublist's word and last edge
+    return 4 * E + picks * 4 * E + 8 * E + 24 * s_all + jumps + 12 * E + kept
 
 
 def label_jump_bytes(E: int, stats: dict, params: dict) -> int:
@@ -115,6 +116,22 @@ def rank_ruling_set_bytes(E: int, stats: dict) -> int:
     return 12 * E + 36 * s + 24 * J * s
 
 
+def rank_sublists_bytes(E: int, stats: dict) -> int:
+    """**ranking** from the labelling's sublists (`rank_sublists`; `rank_ruling_set_bytes` where
+    it fell back): clear s dirty flags and mark s sublist ends (1 + 8 B each, one a gather);
+    ``list_cuts`` reads the tree flags (1·E) and per cut an in- and an out-edge, two owners, a
+    splitter and writes 3 words (32 B); ``measure`` reads per piece its sublist word and flag
+    (9 B) and writes a word (8 B), walking only the touched sublists and the cuts' pieces (their
+    edges not counted: few); Wyllie's J rounds on the P pieces (24 B each); ``write_pieces``
+    reads every successor and writes every edge's place (8·E), and per piece its splitter and
+    word (12 B): 9·E + 9·s + 32·c + 29·P + 24·J·P."""
+    if "rank_pieces" not in stats:
+        return rank_ruling_set_bytes(E, stats)
+    P, c, J = int(stats["rank_pieces"]), int(stats.get("rank_cuts", 0)), int(stats.get("rank_rounds", 0))
+    s = P - c - 1
+    return 9 * E + 9 * s + 32 * c + 29 * P + 24 * J * P
+
+
 def rank_wyllie_bytes(E: int, stats: dict) -> int:
     """**ranking**, Wyllie (`rank_wyllie`): ``wyllie_init`` reads ``succ`` and writes a packed
     word (12·E), each of the ceil(log2 E) rounds 24·E, ``scatter_rank`` reads a word and writes
@@ -125,7 +142,8 @@ def rank_wyllie_bytes(E: int, stats: dict) -> int:
 # the step each policy names -> its byte count (None: no model; the teaching steps' rounds depend
 # on the graph's longest cycle, and partition's moves over the bus)
 LABELLING = {"label_ruling_set": label_ruling_set_bytes, "label_jump": label_jump_bytes}
-RANKING = {"rank_ruling_set": rank_ruling_set_bytes, "rank_wyllie": rank_wyllie_bytes}
+RANKING = {"rank_ruling_set": rank_ruling_set_bytes, "rank_wyllie": rank_wyllie_bytes,
+           "rank_sublists": rank_sublists_bytes}
 
 
 def orient_extra_bytes(E: int, V: int) -> int:

@@ -25,6 +25,10 @@ from gpulab.registry import Registry, Variant
 #     docs/benchmarks/ab-runs/euler-sort-h100.json).
 #   SPACING / GROWTH: ruling-set labelling: about one splitter per SPACING unlabelled edges,
 #     SPACING / GROWTH in the next round. RANK_SPACING: splitters of the final ranking.
+#   SUBLISTS: ruling set: the labelling's splitters are also the final ranking's, and the
+#     sublists the splice did not touch keep the length and successor their walk measured, so
+#     the ranking walks the circuit once (`EulerPlan.rank_sublists`; 0: splitters of its own,
+#     walked twice).
 #   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
 #     "changed" flags (the host waits for the device at each look).
 BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="onesweep", JUMP_CHECK=8)
@@ -33,7 +37,7 @@ PARAMS = {
     "propagate": dict(BASE),
     "jump": dict(BASE),
     "shared": dict(BASE, TILE=1024),
-    "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64),
+    "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64, SUBLISTS=1),
 }
 # Where the H200 preferred other values for one backend (`python -m gpulab.euler.tune` prints this).
 BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128, JUMP_CHECK=4)}
@@ -70,8 +74,8 @@ _LADDER = [
      "contract the chains inside each tile in shared memory, then jump on the contracted cycles", False,
      EulerPolicy(labelling=labelling.label_shared, ranking=host.EulerPlan.rank_wyllie, kernels=("tile_contract",))),
     ("ruling_set", ("global", "registers"),
-     "random splitters walk their sublists in registers: O(E) work; also ranks the circuit that way", False,
-     EulerPolicy(labelling=labelling.label_ruling_set, ranking=host.EulerPlan.rank_ruling_set,
+     "random splitters walk their sublists in registers: O(E) work; the ranking reuses the walk", False,
+     EulerPolicy(labelling=labelling.label_ruling_set, ranking=host.EulerPlan.rank_sublists,
                  kernels=("pick_splitters",))),
 ]
 

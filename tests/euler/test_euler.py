@@ -600,7 +600,7 @@ def test_ranking_waits_once_whatever_its_rounds(rng):
     src, dst = gen.from_cycles([list(rng.permutation(60 * S))], rng)  # one cycle: one labelling round
     syncs, rounds = [], []
     for spacing in (1, 10**9):
-        plan = plan_for(v, src.size + 1, {"RANK_SPACING": spacing})
+        plan = plan_for(v, src.size + 1, {"RANK_SPACING": spacing, "SUBLISTS": 0})  # the splitters' ranking
         s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
         out, m = plan.directed(s, d, src.size)
         assert np.array_equal(out[:m].copy_to_host(), ref.ais_reference(src, dst)[0])
@@ -608,6 +608,88 @@ def test_ranking_waits_once_whatever_its_rounds(rng):
         rounds.append(plan.stats["rank_rounds"])
     assert rounds[0] == host.ceil_log2(src.size) and rounds[1] == 0
     assert syncs[0] == syncs[1]
+
+
+def _sublists_run(v, src, dst, params, source=None):
+    plan = plan_for(v, src.size + 1, params)
+    s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
+    out, m = plan.directed(s, d, src.size, source=source)
+    return plan, out[:m].copy_to_host()
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_ranking_from_the_labelling_sublists(backend, rng):
+    """SUBLISTS: the ranking reuses the labelling's splitters and, where the splice did not touch
+    a sublist, its measured length. Same circuit as the reference and as splitters of the
+    ranking's own (SUBLISTS = 0), from edge 0 and from sources; the graphs and sources are drawn
+    until every case the pieces handle apart occurred: a sublist cut twice or more, a cut that
+    starts at a splitter, a head inside a sublist, a head that starts a cut's piece."""
+    v = REGISTRY.get("ruling_set", backend)
+    skip_unless_runnable(v)
+    params = {"RANK_SPACING": 1}  # never the fallback for too many splitters: that is another test
+    seen = {"cut twice": False, "cut at a splitter": False, "head inside": False, "head at a cut": False}
+    for attempt in range(8):
+        for case in ("shallow", "multigraph", "star_of_cycles"):
+            src, dst = graph_cases(rng)[case]
+            n = src.size
+            p = dict(params, SEED=int(rng.integers(1 << 30)))
+            plan, out = _sublists_run(v, src, dst, p)
+            assert "rank_pieces" in plan.stats, "the directed pipeline ranked without the sublists"
+            assert np.array_equal(out, ref.ais_reference(src, dst)[0]), case
+            # the cuts as list_cuts sees them: the in-edges whose successor the splice changed
+            succ0, _, _ = ref.pairing(src, dst)
+            own = plan.buf("owner")[:n].copy_to_host()
+            s = plan.walked[2]
+            spl = plan.buf("lspl")[:s].copy_to_host()
+            is_spl = np.zeros(n, bool)
+            is_spl[spl] = True
+            succ1 = plan.buf("succ")[:n].copy_to_host() & 0x7FFFFFFF
+            changed = np.flatnonzero(succ1 != succ0)
+            seen["cut twice"] |= changed.size > 0 and int(np.bincount(own[changed]).max()) >= 2
+            seen["cut at a splitter"] |= bool(is_spl[succ0[changed]].any())
+            firsts = {}
+            for e in np.argsort(src, kind="stable")[::-1]:
+                firsts[int(src[e])] = int(e)
+            cut_heads = set(succ0[changed].tolist())
+            for kind, pick in (("head inside", lambda e: not is_spl[e] and e not in cut_heads),
+                               ("head at a cut", lambda e: e in cut_heads and not is_spl[e])):
+                sources = [u for u, e in firsts.items() if pick(e)]
+                if not sources:
+                    continue
+                seen[kind] = True
+                source = sources[int(rng.integers(len(sources)))]
+                _, out = _sublists_run(v, src, dst, p, source=source)
+                assert np.array_equal(out, ref.ais_reference(src, dst, source=source)[0]), (case, kind, source)
+                _, walked = _sublists_run(v, src, dst, dict(p, SUBLISTS=0), source=source)
+                assert np.array_equal(out, walked), (case, kind, source)
+        if all(seen.values()):
+            break
+    assert all(seen.values()), f"the drawn graphs never had: {[k for k, x in seen.items() if not x]}"
+
+
+def test_too_many_labelling_splitters_rank_with_their_own(rng):
+    """Where the labelling needed more splitters than 2·E / RANK_SPACING (many short cycles),
+    ranking them would cost more than splitters of the ranking's own: it falls back to those."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = graph_cases(rng)["shallow"]
+    plan, out = _sublists_run(v, src, dst, {"RANK_SPACING": 2 * src.size})
+    assert sum(plan.stats["splitters"]) > 1  # the premise: more splitters than 2·E / RANK_SPACING = 1
+    assert plan.walked is None, "the labelling kept sublists the ranking cannot use"
+    assert "rank_splitters" in plan.stats and "rank_pieces" not in plan.stats
+    assert np.array_equal(out, ref.ais_reference(src, dst)[0])
+
+
+def test_undirected_graphs_rank_with_splitters(rng):
+    """The labels of an undirected graph come from its darts, not from the orientation's pairing:
+    its ranking walks the circuit with splitters (the places are for another permutation)."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    src, dst = graph_cases(rng)["shallow"]
+    plan = plan_for(v, 2 * src.size + 2)
+    s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
+    plan.undirected(s, d, src.size)
+    assert "rank_splitters" in plan.stats and "rank_pieces" not in plan.stats
 
 
 BOOK = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
@@ -632,15 +714,23 @@ def test_the_defaults_are_what_the_book_measured():
         med = {s: np.median([x for r in ab if (r["label"], r["backend"], r["sort"]) == (label, backend, s)
                              for x in r["samples_ms"]]) for s in ("local", "onesweep")}
         assert med["onesweep"] < med["local"], (label, backend, med)
-    since = {"SORT": ("local", "onesweep")}
+    # And the ranking's reuse of the labelling's sublists (SUBLISTS, absent in the H200 records), after
+    # the A/B on an H100 in which it was faster at deep-42M on both backends, where it runs.
+    ab = json.loads((BOOK / "ab-runs" / "euler-sublists-h100.json").read_text())["runs"]
+    for backend in ("numba", "cuda-c"):
+        med = {r["SUBLISTS"]: np.median([x["median_ms"] for x in r["rounds"]]) for r in ab
+               if (r["label"], r["backend"]) == ("deep-42M", backend)}
+        assert med[1] < med[0], (backend, med)
+    since = {"SORT": ("local", "onesweep"), "SUBLISTS": (None, 1)}
     seen = set()
     for r in result["records"]:
         if r["backend"] == "cpu" or not r.get("params"):
             continue
         defaults = REGISTRY.get(r["variant"], r["backend"]).params
-        for k, (then, now) in since.items():
+        changed = {k: v for k, v in since.items() if k in defaults}  # SUBLISTS: ruling_set's only
+        for k, (then, now) in changed.items():
             assert r["params"].get(k) == then and defaults[k] == now, (k, r["label"], r["variant"])
-        defaults = {**defaults, **{k: then for k, (then, _) in since.items()}}
+        defaults = {**defaults, **{k: then for k, (then, _) in changed.items()}}
         assert {k: r["params"].get(k) for k in defaults} == defaults, (r["label"], r["variant"], r["backend"])
         assert set(r["params"]) - set(defaults) <= {"MAX_ROUNDS"}
         seen.add((r["variant"], r["backend"]))
