@@ -119,7 +119,8 @@ def label_ruling_set(plan, succ, n, label):
     2·E / RANK_SPACING splitters, as many as the ranking would reuse."""
     # the ranking reuses at most 2·E / RANK_SPACING splitters (`rank_sublists`): room for that many
     keep = 2 * n // max(int(plan.params.get("RANK_SPACING", 64)), 1) + 1
-    record = int(bool(plan.params.get("SUBLISTS", 0)))
+    # only for the pipeline's own successors (an undirected graph's darts are not what it ranks)
+    record = int(bool(plan.params.get("SUBLISTS", 0)) and succ is plan.buf("succ"))
     own = plan.buf("owner") if record else label
     spl, clab = plan.buf("spl"), plan.buf("clab")
     sublist, last = (plan.buf("sublist", np.uint64, size=keep), plan.buf("last_edge", size=keep)) if record \

@@ -690,6 +690,7 @@ def test_undirected_graphs_rank_with_splitters(rng):
     s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), src.size)
     plan.undirected(s, d, src.size)
     assert "rank_splitters" in plan.stats and "rank_pieces" not in plan.stats
+    assert plan.walked is None and ("owner", "<i4") not in plan._bufs, "the darts' labelling kept sublists"
 
 
 BOOK = Path(__file__).resolve().parents[2] / "docs" / "benchmarks"
