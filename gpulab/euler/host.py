@@ -18,8 +18,10 @@ variant's name:
    unique minimum one whatever the schedule); more than one tree = not weakly connected;
 5. **splice** — rotate the successors along each run of tree links;
 6. **ranking** — order the single cycle from the start edge, the policy's way:
-   [`rank_wyllie`][gpulab.euler.host.EulerPlan.rank_wyllie] (pointer jumping) or
-   [`rank_ruling_set`][gpulab.euler.host.EulerPlan.rank_ruling_set] (splitters walked in registers).
+   [`rank_wyllie`][gpulab.euler.host.EulerPlan.rank_wyllie] (pointer jumping),
+   [`rank_ruling_set`][gpulab.euler.host.EulerPlan.rank_ruling_set] (splitters walked in registers)
+   or [`rank_sublists`][gpulab.euler.host.EulerPlan.rank_sublists] (the labelling's splitters and
+   sublists, walked once).
 
 The host waits for the device only where it must decide something (how many splitters, is a
 labelling round needed, did the pointer jumping converge, how many links, how many trees):

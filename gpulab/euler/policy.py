@@ -20,8 +20,9 @@ class EulerPolicy:
         labelling: step 2, ``(plan, succ, n, label)``: a function of
             [`gpulab.euler.labelling`][gpulab.euler.labelling] (``None``: a CPU variant).
         ranking: step 6, ``(plan, succ, n, head, out)``:
-            [`EulerPlan.rank_wyllie`][gpulab.euler.host.EulerPlan.rank_wyllie] or
-            [`EulerPlan.rank_ruling_set`][gpulab.euler.host.EulerPlan.rank_ruling_set].
+            [`EulerPlan.rank_wyllie`][gpulab.euler.host.EulerPlan.rank_wyllie],
+            [`EulerPlan.rank_ruling_set`][gpulab.euler.host.EulerPlan.rank_ruling_set] or
+            [`EulerPlan.rank_sublists`][gpulab.euler.host.EulerPlan.rank_sublists].
         kernels: the kernels built per compile-time parameter (``kernels_numba.TEMPLATED``)
             that its steps launch besides the ones every GPU variant launches; the PTX check
             builds them with the variant's parameters.
