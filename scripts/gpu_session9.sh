@@ -28,7 +28,7 @@ if [[ " $stages " == *" sanitize "* ]]; then
 fi
 if [[ " $stages " == *" sublists "* ]]; then
   # CONFIGS: SUBLISTS:SPACING pairs, each run per round in this order (the A/B: 0:128 1:128)
-  for round in 1 2; do for cfg in ${CONFIGS:-0:128 1:128}; do
+  for round in 1 2 3; do for cfg in ${CONFIGS:-0:128 1:128}; do
     sub=${cfg%:*}; sp=${cfg#*:}
     p="{\"SUBLISTS\": $sub, \"SPACING\": $sp}"
     GPULAB_EULER_PARAMS="{\"ruling_set\": {\"numba\": $p, \"cuda-c\": $p}}" \

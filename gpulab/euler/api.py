@@ -48,7 +48,7 @@ def plan_for(variant, capacity: int, params: dict | None = None):
             have = f"; the device has {free}" if free else ""
             raise LimitError(f"{variant.key} for {capacity - 1} edges: its buffers do not fit in device "
                              f"memory{have} (the GPU variants hold 77 to 82 bytes per edge of a directed "
-                             "graph, about 222 of an undirected one)") from None
+                             "graph, about 226 of an undirected one)") from None
 
     return _CACHE.get(key, build)
 

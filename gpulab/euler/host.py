@@ -336,9 +336,8 @@ class EulerPlan:
 
     # --------------------------------------------------------------- step 1: pairing
 
-    def sort(self, keys, n: int, out_keys, out_perm, max_key=None):
-        """Stable argsort of n int32 keys into (out_keys, out_perm); ``max_key``: a bound on the
-        keys (default: the largest vertex id)."""
+    def sort(self, keys, n: int, out_keys, out_perm):
+        """Stable argsort of n int32 keys into (out_keys, out_perm)."""
         if n <= self.params.get("SMALL_SORT", 0):
             self.launch("small_sort", n, keys, _i(n), out_keys, out_perm)
             return
@@ -348,12 +347,11 @@ class EulerPlan:
 
             sp = self._sorts[n] = radix.plan(n, pairs=True, variant=self.params["SORT"], backend=self.backend,
                                              params=self.params.get("SORT_PARAMS"))
-        max_key = self.vmax if max_key is None else max_key
-        if max_key is None:
+        if self.vmax is None:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
         # straight into the plan's buffers
-        sp.sort(keys.view(np.uint32), iota=True, max_key=max_key,
+        sp.sort(keys.view(np.uint32), iota=True, max_key=self.vmax,
                 out=(out_keys.view(np.uint32), out_perm.view(np.uint32)))
 
     # --8<-- [start:pairing]
@@ -486,7 +484,7 @@ class EulerPlan:
     # --8<-- [start:ranking]
     def rank(self, succ, n: int, head: int, out):
         """Write the single cycle of ``succ`` into ``out``, starting with edge ``head`` (the
-        policy's ranking: `rank_wyllie` or `rank_ruling_set`)."""
+        policy's ranking: `rank_wyllie`, `rank_ruling_set` or `rank_sublists`)."""
         self.mark("ranking")
         self.policy.ranking(self, succ, n, head, out)
 
@@ -548,8 +546,9 @@ class EulerPlan:
         self.launch("list_cuts", n, self.buf("tree", np.uint8), self.buf("in_order"), self.buf("out_order"), succ,
                     own, spl, _i(n), _i(s), _i(head), dirty, cut_y, bidx, self.ctr, _i(C_CUTS))
         self.K("head_boundary", (1,), (1,), _i(head), own, spl, _i(s), dirty, cut_y, self.ctr, _i(C_CUTS))
-        c = int(self.read()[C_CUTS])
-        total = s + c + 1
+        h = self.read()
+        c = int(h[C_CUTS])
+        total = s + c + int(h[C_CUTS + 1] == s + c)  # the head's own piece, where it needed one: at most n pieces
         self.launch("measure", total, succ, own, spl, sublist, dirty, cut_y, bidx, _i(s), _i(total), _i(head),
                     self.ctr, _i(C_CUTS), self.buf("W0"))
         res, rounds = self.wyllie(total)

@@ -640,7 +640,7 @@ def test_ranking_from_the_labelling_sublists(backend, rng):
             succ0, _, _ = ref.pairing(src, dst)
             own = plan.buf("owner")[:n].copy_to_host()
             s = plan.walked[2]
-            spl = plan.buf("lspl")[:s].copy_to_host()
+            spl = plan.buf("lspl", size=s)[:s].copy_to_host()
             is_spl = np.zeros(n, bool)
             is_spl[spl] = True
             succ1 = plan.buf("succ")[:n].copy_to_host() & 0x7FFFFFFF
@@ -651,7 +651,8 @@ def test_ranking_from_the_labelling_sublists(backend, rng):
             for e in np.argsort(src, kind="stable")[::-1]:
                 firsts[int(src[e])] = int(e)
             cut_heads = set(succ0[changed].tolist())
-            for kind, pick in (("head inside", lambda e: not is_spl[e] and e not in cut_heads),
+            dirty = set(own[changed].tolist())  # "inside": a sublist the splice did not touch, so only the head cuts it
+            for kind, pick in (("head inside", lambda e: not is_spl[e] and e not in cut_heads and own[e] not in dirty),
                                ("head at a cut", lambda e: e in cut_heads and not is_spl[e])):
                 sources = [u for u, e in firsts.items() if pick(e)]
                 if not sources:
@@ -682,7 +683,7 @@ def test_too_many_labelling_splitters_rank_with_their_own(rng):
 
 def test_undirected_graphs_rank_with_splitters(rng):
     """The labels of an undirected graph come from its darts, not from the orientation's pairing:
-    its ranking walks the circuit with splitters (the places are for another permutation)."""
+    its ranking walks the circuit with splitters (the sublists are of another permutation)."""
     v = REGISTRY.get("ruling_set", "numba")
     skip_unless_runnable(v)
     src, dst = graph_cases(rng)["shallow"]
