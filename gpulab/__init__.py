@@ -9,6 +9,7 @@ from gpulab import device as device  # noqa: F401  (must run before numba is imp
 if device.on_simulator():
     from gpulab import simwarp as _simwarp
 
+    _simwarp.fix_shared_arrays()  # numba-cuda's cuda.shared.array has a race: a block's threads could get two arrays
     if _simwarp.enabled_by_environment():
         _simwarp.install()  # warp intrinsics for the simulator: every numba variant runs without a GPU
 from gpulab.errors import GpulabError, LimitError, ShapeError, DtypeError, BackendUnavailable

@@ -25,9 +25,10 @@ individual's fitness depends on nothing but its own programs and the market), an
 arrays are concatenated in order: bit for bit the single-device fitness.
 
 **A lost worker** (its process killed, its machine gone): Dask reschedules the tasks that were
-on it — their inputs are on the scheduler's other workers or recomputed — and the answer does not
-change, since every task is a pure function of its range. What it costs is the chunks it held
-(at most the time of one chunk times the chunks it had in flight).
+on it, and the answer does not change, since every task is a pure function of its range. What it
+costs is the chunks it held (at most the time of one chunk times the chunks it had in flight).
+Where it held the only copy of the scattered data (Q, the market), the call scatters it again
+and resubmits the tasks that have no result yet ([`run_sharing`][gpulab.distributed.run_sharing]).
 
 Bad inputs (shape, dtype, k, variant, chunks) fail on the client, before any task is submitted,
 with chapter 2's and chapter 3's own checks. Limits only a worker's device knows (the shared
@@ -344,6 +345,46 @@ def merge(parts) -> ChunkResult:
 # --8<-- [end:merge]
 
 
+# --8<-- [start:sharing]
+LOST_DATA_RETRIES = 3  # how many times a call scatters its data again after the workers holding it were lost
+
+
+def run_sharing(client, data, submit, items, *, on_result=None, retries: int = LOST_DATA_RETRIES) -> list:
+    """Scatter `data` once and run one task per item (`submit(reference, item)` submits it); the
+    results in the order of `items`, each passed to `on_result` as it arrives.
+
+    Data sent with `scatter` has no task that could compute it again. Dask's active memory manager
+    keeps a single copy of it (on a worker whose tasks need it, whatever `broadcast` asked), so when
+    that worker is lost, the tasks still waiting for the data are cancelled
+    (`FutureCancelledError`). Then the data is scattered again and the items without a result are
+    submitted again, up to `retries` times; the results already back are kept. Any other error of a
+    task is raised here, the other tasks cancelled.
+    """
+    from concurrent.futures import CancelledError
+
+    from distributed import as_completed
+
+    results: dict[int, object] = {}
+    for attempt in range(retries + 1):
+        [ref] = client.scatter([data], broadcast=True, hash=False)  # one item (a bare tuple would be many)
+        futures = {submit(ref, item): i for i, item in enumerate(items) if i not in results}
+        try:
+            for future in as_completed(futures):  # a task's error is raised here, the rest cancelled below
+                results[futures[future]] = result = future.result()
+                if on_result is not None:
+                    on_result(result)
+            return [results[i] for i in range(len(items))]
+        except CancelledError:
+            client.cancel(list(futures))
+            if attempt == retries or client.status != "running":
+                raise
+        except BaseException:
+            client.cancel(list(futures))  # the tasks still queued or running
+            raise
+    raise AssertionError("unreachable")
+# --8<-- [end:sharing]
+
+
 def prepare_subset(C, k, variant, backend, params):
     """Chapter 2's checks, on the client ([`gpulab.subset.check`][gpulab.subset.check]):
     `(Q on the host, n, k)`, what every task reads."""
@@ -359,8 +400,6 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
     """Every chunk's answer, in rank order (what [`least_correlated`][gpulab.distributed.least_correlated]
     merges; the benchmark reads their times). `progress`: a bar of the subsets searched, on
     stderr (`None`: only where stderr is a terminal; see `gpulab.progress`)."""
-    from distributed import as_completed
-
     from gpulab.progress import bar
     from gpulab.subset.combinatorics import choose
     from gpulab.subset import default_choice
@@ -376,18 +415,12 @@ def search_chunks(C, k: int, *, client=None, chunks: int | None = None, variant:
     total = choose(n, k)
     ranges = split(0, total, chunks or default_chunks(total, worker_count(client)))
     # --8<-- [start:submit]
-    q = client.scatter(Q, broadcast=True, hash=False)  # once, to every worker; the tasks get a reference
-    futures = [client.submit(search_chunk, q, n, k, variant, backend, params, r, pure=False) for r in ranges]
-    try:
-        with bar(total=total, desc=f"C({n},{k})", unit="subset", unit_scale=True,
-                 disable=None if progress is None else not progress) as pbar:
-            for future in as_completed(futures):  # a task's error is raised here, the rest cancelled below
-                part = future.result()
-                pbar.update(part.stop - part.start)
-        return client.gather(futures)  # all done: their results, in rank order
-    except BaseException:
-        client.cancel(futures)  # the chunks still queued or running
-        raise
+    def submit(q, r):  # one chunk's task, reading Q through its reference `q`
+        return client.submit(search_chunk, q, n, k, variant, backend, params, r, pure=False)
+
+    with bar(total=total, desc=f"C({n},{k})", unit="subset", unit_scale=True,
+             disable=None if progress is None else not progress) as pbar:
+        return run_sharing(client, Q, submit, ranges, on_result=lambda part: pbar.update(part.stop - part.start))
     # --8<-- [end:submit]
 
 
@@ -529,14 +562,11 @@ def evaluate(population, market, *, client=None, shards: int | None = None, vari
     client = _client(client)
     P = len(pop)
     pieces = split(0, P, shards or SHARDS_PER_WORKER * worker_count(client))
-    [m] = client.scatter([market_payload(market)], broadcast=True, hash=False)  # one item (a bare tuple would be many)
-    futures = [client.submit(evaluate_shard, *shard(pop, a, b), m, m.key, variant, backend, params, pure=False)
-               for a, b in pieces]
-    try:
-        return np.concatenate(client.gather(futures))
-    except BaseException:
-        client.cancel(futures)
-        raise
+
+    def submit(m, piece):  # one shard's task, reading the market through its reference `m`
+        return client.submit(evaluate_shard, *shard(pop, *piece), m, m.key, variant, backend, params, pure=False)
+
+    return np.concatenate(run_sharing(client, market_payload(market), submit, pieces))
 
 
 def overhead_ms(client, repeat: int = 50) -> float:
@@ -556,5 +586,5 @@ def _nothing():
 __all__ = ["least_correlated", "evaluate", "local_cluster", "visible_gpus", "search_chunks", "merge", "split",
            "call_timeline",
            "default_chunks", "ChunkResult", "NoCluster", "CHUNKS_PER_WORKER", "MIN_CHUNK_RANKS", "overhead_ms",
-           "workers_shared_limit"]
+           "workers_shared_limit", "run_sharing", "LOST_DATA_RETRIES"]
 

@@ -9,7 +9,9 @@ a ``*_sync`` intrinsic. So a kernel's *logic* (lane arithmetic, masks, shuffles)
 the CPU exactly as written; speed, of course, is not.
 
 It is installed when `gpulab` is imported on the simulator (``GPULAB_SIM_WARP=0`` turns it
-off). What it cannot imitate:
+off). The same import also replaces the simulator's ``cuda.shared.array``, whose race could
+give two threads of one block two arrays ([`fix_shared_arrays`][gpulab.simwarp.fix_shared_arrays];
+always, since it changes no result but a wrong one). What the intrinsics cannot imitate:
 
 * ``activemask()`` returns the lanes that exist in the warp, not those that are converged at
   the call (the simulator has no notion of divergence); kernels in this book call it only where
@@ -28,6 +30,7 @@ off). What it cannot imitate:
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import weakref
 
@@ -41,6 +44,8 @@ INTRINSICS = ("shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "b
 _lock = threading.Lock()
 _by_block: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # BlockManager -> {(warp, mask): _Rendezvous}
 _installed = False
+_kernelapi = None  # numba-cuda's simulator module, once fix_shared_arrays ran
+_numba_shared_array = None  # the method fix_shared_arrays replaced
 
 
 class _Rendezvous:
@@ -160,6 +165,45 @@ def lanemask_lt(self):
 
 def syncwarp(self, mask=FULL):
     _exchange(mask, None)
+
+
+# --------------------------------------------------------------------------- shared arrays
+
+
+def _shared_array(self, shape, dtype, alignment=None):
+    """``cuda.shared.array`` of the simulator, with its race removed. numba-cuda's version looks
+    the block's array up by the caller's file and line, and creates it when it is missing, in two
+    steps; a thread switch between them lets two threads of one block each create an array, and
+    then they do not share memory: a thread reads its own uninitialised copy (seen in CI as a
+    scan whose last block added a garbage offset, 2026-11-27). Here the array is created with one
+    `dict.setdefault`, which the GIL makes atomic; the caller is found with `sys._getframe`
+    instead of formatting the whole stack on every call."""
+    if alignment is not None:
+        raise RuntimeError("Array alignment is not supported in cudasim")
+    if isinstance(dtype, _kernelapi.types.Type):  # the simulator's own types and conversion
+        dtype = _kernelapi.numpy_support.as_dtype(dtype)
+    if shape == 0:  # dynamic shared memory: one buffer shared by every such call
+        count = self._dynshared_size // dtype.itemsize
+        return np.frombuffer(self._dynshared.data, dtype=dtype, count=count)
+    caller = sys._getframe(1)
+    key = (caller.f_code.co_filename, caller.f_lineno)
+    res = self._allocations.get(key)
+    if res is None:
+        res = self._allocations.setdefault(key, np.empty(shape, dtype))
+    return res
+
+
+def fix_shared_arrays() -> None:
+    """Replace the simulator's ``cuda.shared.array`` by `_shared_array`
+    (idempotent; on the simulator whatever ``GPULAB_SIM_WARP`` says: it fixes a race, it adds nothing)."""
+    global _kernelapi
+    from numba.cuda.simulator import kernelapi
+
+    _kernelapi = kernelapi
+    global _numba_shared_array
+    if kernelapi.FakeCUDAShared.array is not _shared_array:
+        _numba_shared_array = kernelapi.FakeCUDAShared.array  # numba-cuda's own (the tests force its race)
+    kernelapi.FakeCUDAShared.array = _shared_array
 
 
 # --------------------------------------------------------------------------- installation

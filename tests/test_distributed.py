@@ -36,8 +36,14 @@ def cluster():
     (which must have two: on one GPU these tests are skipped, not failed)."""
     if not ON_SIMULATOR and len(gd.visible_gpus()) < 2:
         pytest.skip(f"two GPUs needed for a two-worker GPU cluster; this machine shows {len(gd.visible_gpus())}")
-    with gd.local_cluster(2 if not ON_SIMULATOR else "all", cpu_workers=2) as c:
-        yield c
+    import dask
+
+    # A worker that misses its heartbeats is restarted after worker-ttl (checked every worker-ttl):
+    # 2 minutes instead of Dask's 5, so a stalled worker costs a test minutes, not ten (CI, 2026-11-27:
+    # a worker silent for 585 s; the calls now survive its restart, gpulab.distributed.run_sharing).
+    with dask.config.set({"distributed.scheduler.worker-ttl": "120s"}):
+        with gd.local_cluster(2 if not ON_SIMULATOR else "all", cpu_workers=2) as c:
+            yield c
 
 
 @pytest.fixture(scope="module")
@@ -440,6 +446,42 @@ def test_the_cli_on_a_cluster_chooses_for_its_workers(client, rng, monkeypatch):
 
 @pytest.mark.skipif(not ON_SIMULATOR, reason="a lost worker is tested with CPU worker processes (on two H200s the "
                     "12-chunk search ended, 0.28 s, before the kill landed)")
+def test_the_scattered_data_lost_with_its_workers_is_scattered_again(client, monkeypatch):
+    """Kill every worker holding the scattered market while the call's one shard runs. Scattered
+    data has no task to compute it again, and Dask's active memory manager keeps a single copy of
+    it (CI, 2026-11-27: a worker restarted mid-call and the GP call failed with
+    FutureCancelledError): the call scatters it again and gives the single-device fitness."""
+    market = gp.synthetic_market(stocks=3, days=300, seed=4)
+    pop = population(40)  # one shard of about 2 s on the simulator: caught while it runs
+    one = gp.evaluate(pop, market)
+    scattered = []
+    real_scatter = client.scatter
+    monkeypatch.setattr(client, "scatter", lambda *a, **kw: scattered.append(real_scatter(*a, **kw)) or scattered[-1])
+    killed = []
+
+    def kill_the_holders():
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            if scattered and any(client.processing().values()):
+                time.sleep(0.3)  # inside the shard
+                [ref] = scattered[0]
+                holders = client.who_has([ref])[ref.key]
+                for worker, pid in client.run(os.getpid, workers=list(holders)).items():
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(worker)
+                return
+            time.sleep(0.02)
+
+    t = threading.Thread(target=kill_the_holders)
+    t.start()
+    got = gd.evaluate(pop, market, client=client, shards=1)
+    t.join()
+    assert killed, "no worker was killed while the shard ran"
+    assert len(scattered) >= 2, "the premise: the market was lost with its workers and scattered again"
+    assert np.array_equal(got, one)
+    client.wait_for_workers(2, timeout=120)  # the nannies' new workers
+
+
 def test_a_worker_lost_mid_run_changes_nothing(client, rng):
     """Kill one worker process (SIGKILL, as a crash or an out-of-memory kill would) while it runs
     chunks: its nanny starts a new one, Dask recomputes the lost chunks, the answer is unchanged."""

@@ -4,9 +4,11 @@ A block of 48 threads has one full warp and one of 16 lanes, so partial warps ar
 On a GPU the same kernels run on the hardware's intrinsics: the expectations are the hardware's.
 """
 
+import time
+
 import numpy as np
 import pytest
-from numba import cuda, uint32
+from numba import cuda, int32, uint32
 
 from gpulab import simwarp
 from tests.conftest import ON_SIMULATOR
@@ -139,3 +141,41 @@ def test_masks_have_numba_types_on_gpu_and_simulator():
     assert (got[:, 1] == 64).all(), "numba-cuda's ballot_sync mask is no longer int32: update gpulab.simwarp"
     assert (got[:, 3] == 64).all()
 # --8<-- [end:mask_widths]
+
+
+@cuda.jit
+def neighbours(out):
+    s = cuda.shared.array(64, int32)
+    t = cuda.threadIdx.x
+    s[t] = t
+    cuda.syncthreads()
+    out[cuda.blockIdx.x, t] = s[(t + 1) % 64]
+
+
+@pytest.mark.skipif(not ON_SIMULATOR, reason="the simulator's shared arrays")
+def test_a_blocks_threads_share_one_shared_array_when_they_race(monkeypatch):
+    """numba-cuda's simulator creates a block's shared array in two steps (look up, then store);
+    a thread switch between them gave two threads of one block two arrays (a scan read garbage,
+    CI 2026-11-27). The switch is forced here, in every thread, by a look-up that sleeps: numba's
+    own method then splits the block (the premise), gpulab's keeps one array."""
+    from numba.cuda.simulator import kernelapi
+
+    class SlowLookup(dict):
+        def get(self, key, default=None):
+            found = super().get(key, default)
+            time.sleep(0.02)  # the other threads run between this thread's look-up and its store
+            return found
+
+    real_init = kernelapi.FakeCUDAShared.__init__
+
+    def init(self, *args, **kwargs):
+        real_init(self, *args, **kwargs)
+        self._allocations = SlowLookup()
+
+    monkeypatch.setattr(kernelapi.FakeCUDAShared, "__init__", init)
+    want = np.tile((np.arange(64) + 1) % 64, (2, 1))
+    for method, shared in ((simwarp._numba_shared_array, False), (simwarp._shared_array, True)):
+        monkeypatch.setattr(kernelapi.FakeCUDAShared, "array", method)
+        out = np.full((2, 64), -1, np.int32)
+        neighbours[2, 64](out)
+        assert np.array_equal(out, want) == shared, (method, out)

@@ -522,6 +522,11 @@ class EulerPlan:
     # --8<-- [end:ranking]
 
     # --8<-- [start:rank_sublists]
+    def sublists_room(self, n: int) -> int:
+        """The most labelling splitters the ranking reuses (`rank_sublists`), 2·E / RANK_SPACING
+        and one: the labelling keeps its sublists only while it has no more than this many."""
+        return 2 * n // max(int(self.params.get("RANK_SPACING", 64)), 1) + 1
+
     def rank_sublists(self, succ, n: int, head: int, out):
         """Step 6 with one walk instead of two: the labelling's splitters (``SUBLISTS``) are the
         ranking's, and their sublists' lengths and successors are known already — except where
@@ -533,7 +538,7 @@ class EulerPlan:
         many splitters (short cycles) that ranking them would cost more than splitters of its own
         (more than 2·E / RANK_SPACING)."""
         walked = self.walked
-        if walked is None or walked[0] is not succ or walked[1] != n or walked[2] * self.params["RANK_SPACING"] > 2 * n:
+        if walked is None or walked[0] is not succ or walked[1] != n or walked[2] > self.sublists_room(n):
             return self.rank_ruling_set(succ, n, head, out)
         s = walked[2]
         own, spl, sublist = self.buf("owner"), self.buf("lspl", size=s), self.buf("sublist", np.uint64, size=s)

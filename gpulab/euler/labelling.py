@@ -117,8 +117,7 @@ def label_ruling_set(plan, succ, n, label):
     length, successor and last edge; the owners (4 bytes an edge) and the splitters then live in
     buffers of their own until the ranking. It keeps them only while there are at most
     2·E / RANK_SPACING splitters, as many as the ranking would reuse."""
-    # the ranking reuses at most 2·E / RANK_SPACING splitters (`rank_sublists`): room for that many
-    keep = 2 * n // max(int(plan.params.get("RANK_SPACING", 64)), 1) + 1
+    keep = plan.sublists_room(n)  # as many splitters as the ranking would reuse (`rank_sublists`)
     # only for the pipeline's own successors (an undirected graph's darts are not what it ranks)
     record = int(bool(plan.params.get("SUBLISTS", 0)) and succ is plan.buf("succ"))
     own = plan.buf("owner") if record else label
