@@ -536,7 +536,7 @@ class EulerPlan:
         the pieces, and one walk writes them. Falls back to `rank_ruling_set` when the labels came
         from another permutation (an undirected graph's darts), or when the labelling needed so
         many splitters (short cycles) that ranking them would cost more than splitters of its own
-        (more than 2·E / RANK_SPACING)."""
+        (more than [`sublists_room`][gpulab.euler.host.EulerPlan.sublists_room]: 2·E / RANK_SPACING and one)."""
         walked = self.walked
         if walked is None or walked[0] is not succ or walked[1] != n or walked[2] > self.sublists_room(n):
             return self.rank_ruling_set(succ, n, head, out)

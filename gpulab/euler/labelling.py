@@ -116,7 +116,8 @@ def label_ruling_set(plan, succ, n, label):
     ([`EulerPlan.rank_sublists`][gpulab.euler.host.EulerPlan.rank_sublists]), each sublist's
     length, successor and last edge; the owners (4 bytes an edge) and the splitters then live in
     buffers of their own until the ranking. It keeps them only while there are at most
-    2·E / RANK_SPACING splitters, as many as the ranking would reuse."""
+    2·E / RANK_SPACING + 1 splitters, as many as the ranking would reuse
+    ([`EulerPlan.sublists_room`][gpulab.euler.host.EulerPlan.sublists_room])."""
     keep = plan.sublists_room(n)  # as many splitters as the ranking would reuse (`rank_sublists`)
     # only for the pipeline's own successors (an undirected graph's darts are not what it ranks)
     record = int(bool(plan.params.get("SUBLISTS", 0)) and succ is plan.buf("succ"))

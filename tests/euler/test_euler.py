@@ -669,13 +669,14 @@ def test_ranking_from_the_labelling_sublists(backend, rng):
 
 
 def test_too_many_labelling_splitters_rank_with_their_own(rng):
-    """Where the labelling needed more splitters than 2·E / RANK_SPACING (many short cycles),
-    ranking them would cost more than splitters of the ranking's own: it falls back to those."""
+    """Where the labelling needed more splitters than `sublists_room` (2·E / RANK_SPACING + 1;
+    many short cycles), ranking them would cost more than splitters of the ranking's own: it
+    falls back to those."""
     v = REGISTRY.get("ruling_set", "numba")
     skip_unless_runnable(v)
     src, dst = graph_cases(rng)["shallow"]
     plan, out = _sublists_run(v, src, dst, {"RANK_SPACING": 2 * src.size})
-    assert sum(plan.stats["splitters"]) > 1  # the premise: more splitters than 2·E / RANK_SPACING = 1
+    assert sum(plan.stats["splitters"]) > plan.sublists_room(src.size)  # the premise: more than 2·E / RANK_SPACING + 1 = 2
     assert plan.walked is None, "the labelling kept sublists the ranking cannot use"
     assert "rank_splitters" in plan.stats and "rank_pieces" not in plan.stats
     assert np.array_equal(out, ref.ais_reference(src, dst)[0])
