@@ -346,20 +346,25 @@ def merge(parts) -> ChunkResult:
 
 
 # --8<-- [start:sharing]
-LOST_DATA_RETRIES = 3  # how many times a call scatters its data again after the workers holding it were lost
+# how often a call scatters its data again after losing its holder
+LOST_DATA_RETRIES = 3
 
 
-def run_sharing(client, data, submit, items, *, on_result=None, retries: int = LOST_DATA_RETRIES) -> list:
-    """Scatter `data` once and run one task per item (`submit(reference, item)` submits it); the
-    results in the order of `items`, each passed to `on_result` as it arrives.
+def run_sharing(client, data, submit, items, *, on_result=None,
+                retries: int = LOST_DATA_RETRIES) -> list:
+    """Scatter `data` once and run one task per item (`submit(reference, item)`
+    submits it); the results in the order of `items`, each passed to `on_result`
+    as it arrives.
 
-    Data sent with `scatter` has no task that could compute it again, and Dask's active memory
-    manager drops the copies that no task needs (whatever `broadcast` asked): with one task, or
-    the tasks left on one worker, one copy remains. When its worker is lost, the tasks waiting
-    for the data are cancelled (`FutureCancelledError`). Then, and only when the scattered data
-    itself is gone, the data is scattered again and the items without a result are submitted
-    again, up to `retries` times; results already back, or finished on a worker still there, are
-    kept. Any other error of a task is raised here, the other tasks cancelled.
+    Data sent with `scatter` has no task that could compute it again, and Dask's
+    active memory manager drops the copies that no task needs (whatever
+    `broadcast` asked): with one task, or the tasks left on one worker, one copy
+    remains. When its worker is lost, the tasks waiting for the data are
+    cancelled (`FutureCancelledError`). Then, and only when the scattered data
+    itself is gone, the data is scattered again and the items without a result
+    are submitted again, up to `retries` times; results already back, or
+    finished on a worker still there, are kept. Any other error of a task is
+    raised here, the other tasks cancelled.
     """
     from concurrent.futures import CancelledError
 
@@ -373,14 +378,16 @@ def run_sharing(client, data, submit, items, *, on_result=None, retries: int = L
             on_result(result)
 
     for attempt in range(retries + 1):
-        [ref] = client.scatter([data], broadcast=True, hash=False)  # one item (a bare tuple would be many)
-        futures = {submit(ref, item): i for i, item in enumerate(items) if i not in results}
+        # one item (a bare tuple would be many)
+        [ref] = client.scatter([data], broadcast=True, hash=False)
+        futures = {submit(ref, item): i
+                   for i, item in enumerate(items) if i not in results}
         try:
-            for future in as_completed(futures):  # a task's error is raised here, the rest cancelled below
+            for future in as_completed(futures):  # a task's error: raised here
                 record(futures[future], future.result())
             return [results[i] for i in range(len(items))]
         except CancelledError as error:
-            lost = ref.status != "finished"  # the scattered copy is gone (its future cancelled)
+            lost = ref.status != "finished"  # the scattered copy is gone
             if lost:  # keep what finished on the workers still there
                 for future, i in futures.items():
                     if i not in results and future.status == "finished":
@@ -388,8 +395,9 @@ def run_sharing(client, data, submit, items, *, on_result=None, retries: int = L
             client.cancel(list(futures))
             if not lost or attempt == retries or client.status != "running":
                 if lost:
-                    error.add_note(f"gpulab.distributed: the scattered data was lost with its worker "
-                                   f"{attempt + 1} time(s) in this call (LOST_DATA_RETRIES = {retries})")
+                    error.add_note(f"gpulab.distributed: scattered data lost "
+                                   f"with its worker {attempt + 1} time(s) "
+                                   f"(LOST_DATA_RETRIES = {retries})")
                 raise
         except BaseException:
             client.cancel(list(futures))  # the tasks still queued or running

@@ -7,8 +7,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-import gpulab  # noqa: F401
-from gpulab import device
+# Under pytest-xdist (README: `pytest -n auto`), numba's CPU thread pool is split between the
+# workers, as scripts/gpu_tests.sh does: unsplit, every worker's parallel njit would start a thread
+# per core (at least 2: tests compare thread counts). Set before gpulab imports numba.
+if os.environ.get("PYTEST_XDIST_WORKER_COUNT") and "NUMBA_NUM_THREADS" not in os.environ:
+    os.environ["NUMBA_NUM_THREADS"] = str(max(2, (os.cpu_count() or 2) // int(os.environ["PYTEST_XDIST_WORKER_COUNT"])))
+
+import gpulab  # noqa: E402, F401
+from gpulab import device  # noqa: E402
 
 
 @pytest.fixture
