@@ -196,11 +196,10 @@ def _shared_array(self, shape, dtype, alignment=None):
 def fix_shared_arrays() -> None:
     """Replace the simulator's ``cuda.shared.array`` by `_shared_array`
     (idempotent; on the simulator whatever ``GPULAB_SIM_WARP`` says: it fixes a race, it adds nothing)."""
-    global _kernelapi
+    global _kernelapi, _numba_shared_array
     from numba.cuda.simulator import kernelapi
 
     _kernelapi = kernelapi
-    global _numba_shared_array
     if kernelapi.FakeCUDAShared.array is not _shared_array:
         _numba_shared_array = kernelapi.FakeCUDAShared.array  # numba-cuda's own (the tests force its race)
     kernelapi.FakeCUDAShared.array = _shared_array

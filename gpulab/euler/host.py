@@ -536,9 +536,10 @@ class EulerPlan:
         the pieces, and one walk writes them. Falls back to `rank_ruling_set` when the labels came
         from another permutation (an undirected graph's darts), or when the labelling needed so
         many splitters (short cycles) that ranking them would cost more than splitters of its own
-        (more than [`sublists_room`][gpulab.euler.host.EulerPlan.sublists_room]: 2·E / RANK_SPACING and one)."""
+        (more than [`sublists_room`][gpulab.euler.host.EulerPlan.sublists_room]: 2·E / RANK_SPACING
+        and one; the labelling then kept no sublists, and `walked` is None)."""
         walked = self.walked
-        if walked is None or walked[0] is not succ or walked[1] != n or walked[2] > self.sublists_room(n):
+        if walked is None or walked[0] is not succ or walked[1] != n:
             return self.rank_ruling_set(succ, n, head, out)
         s = walked[2]
         own, spl, sublist = self.buf("owner"), self.buf("lspl", size=s), self.buf("sublist", np.uint64, size=s)
