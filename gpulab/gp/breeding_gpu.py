@@ -147,8 +147,9 @@ SIG_LENGTHS = "void(int64[:, ::1], int32[::1])"
 
 class _Slot:
     """One population's device arrays: ``code`` (grows), ``offsets`` (allocated zeroed:
-    ``offsets[0]`` is never written), ``stats`` (``int32 [6, 2P]``, `analyze`'s columns as rows)
-    and ``sizes`` (both trees' nodes per individual). ``epoch`` counts the times a breeding
+    ``offsets[0]`` is never written), ``stats`` (``int32 [6, 2P]``, `analyze`'s columns as rows),
+    ``sizes`` (both trees' nodes per individual) and ``src`` (the parent tree each tree copies,
+    or -1, for children bred into it). ``epoch`` counts the times a breeding
     claimed it to write (a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] in it
     remembers the epoch it was written at, and refuses to be read after the next claim)."""
 
@@ -157,6 +158,7 @@ class _Slot:
         self.offsets = cuda.to_device(np.zeros(2 * P + 1, np.int32))
         self.stats = cuda.device_array((6, 2 * P), np.int32)
         self.sizes = cuda.device_array(P, np.int32)
+        self.src = cuda.device_array(2 * P, np.int64)
         self.epoch = 0
 
     def claim(self) -> "_Slot":
@@ -189,7 +191,6 @@ class _Buffers:
         self.st = cuda.device_array((P, width), np.int32)  # width >= the longest tree + 2
         self.grown = cuda.device_array((P, max_nodes + 8), np.uint8)
         self.lens = cuda.device_array(2 * P, np.int32)
-        self.src = cuda.device_array(2 * P, np.int64)
         self.fitness = cuda.device_array(P, np.float64)
         self.elites = cuda.device_array(max(n_elites, 1), np.int64)
         self.slots = (_Slot(P), _Slot(P))
@@ -261,10 +262,10 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
     mark("offsets")
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at,
-                     children.offsets, out, b.src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf),
+                     children.offsets, out, children.src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf),
                      np.int64(mut_depth), b.ops, b.left)
     else:
-        breed_write[blocks, THREADS](d_code, d_off, b.plan, b.grown_at, children.offsets, out, b.src, int(max_nodes),
+        breed_write[blocks, THREADS](d_code, d_off, b.plan, b.grown_at, children.offsets, out, children.src, int(max_nodes),
                                      float(p_leaf), b.ops, b.left)
     mark("write")
     return total
@@ -296,7 +297,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     total = _breed_into(b, parents, children, fitness, elites, P, width, tournament, p_cross, p_mut, max_depth,
                         max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
     result = (children.code[:total].copy_to_host() if total else np.zeros(0, np.uint8), children.offsets.copy_to_host(),
-              b.src.copy_to_host())
+              children.src.copy_to_host())
     mark("download")
     return result
 
@@ -340,10 +341,10 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     mark("host")
     total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
                         mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
-    maxima = resident.validate(dst.code, dst.offsets, b.src, src.stats, max_nodes, max_depth, b.st, b.grown,
+    maxima = resident.validate(dst.code, dst.offsets, dst.src, src.stats, max_nodes, max_depth, b.st, b.grown,
                                dst.stats, dst.sizes, b.summary, b.summary_back, backend)
     mark("validate")
-    return DevicePopulation(dst, P, total, maxima)
+    return DevicePopulation(dst, P, total, maxima)._bred_from(parents, dst.src)
 # --8<-- [end:resident]
 
 

@@ -17,6 +17,8 @@ of the launch sequence names a variant.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from gpulab import device
@@ -32,6 +34,9 @@ SOURCE = "kernels.cu"
 CONST_BYTES = 65536
 REGISTER_BITS = 32  # the register variant's bit-stack is one uint32
 FITNESS_BLOCK = 128
+# The share of the device's memory that an evaluator's day-mask cache (two buffers of 8 bytes per
+# tree, word and stock) may take; above it, or at 0, reuse skips copied individuals only.
+MASK_CACHE_SHARE = 0.25
 
 
 # ----------------------------------------------------------------------------- limits
@@ -172,6 +177,11 @@ class Evaluator:
         self._buffers: dict = {}
         self.programs = ProgramBuffer()
         self.compile_ms = 0.0
+        self._last = None  # a weak reference to the population evaluated last (its fitness: buffer `_turn`)
+        self._cached = False  # ... and whether its trees' day masks are in buffer `_turn` too
+        self._turn = 0
+        self._fits: dict = {}
+        self.evaluated = 0  # individuals the last call interpreted (fewer than P when it reused copies)
 
     def _buf(self, key, n, dtype):
         from numba import cuda
@@ -182,27 +192,73 @@ class Evaluator:
         return b
 
     def _flags(self):
-        """``int32[2]`` on the device (zeroed once: the fitness kernel clears ``flags[0]`` after
-        handing it to ``flags[1]``) and its pinned [`Readback`][gpulab.device.Readback]."""
+        """``int32[3]`` on the device (zeroed once: the fitness kernel clears ``flags[0]`` after
+        handing it to ``flags[1]``; ``flags[2]``: the listed individuals) and its pinned
+        [`Readback`][gpulab.device.Readback]; and ``count``, ``int32[1]`` (zeroed once: the
+        fitness kernel sets it back to 0 after `gp_changed` counted in it)."""
         from numba import cuda
 
         if "flags" not in self._buffers:
-            self._buffers["flags"] = cuda.to_device(np.zeros(2, np.int32))
-            self._buffers["flags_back"] = device.Readback(2, np.int32)
-        return self._buffers["flags"], self._buffers["flags_back"]
+            self._buffers["flags"] = cuda.to_device(np.zeros(3, np.int32))
+            self._buffers["flags_back"] = device.Readback(3, np.int32)
+            self._buffers["count"] = cuda.to_device(np.zeros(1, np.int32))
+        return self._buffers["flags"], self._buffers["flags_back"], self._buffers["count"]
+
+    def _copies(self, pop: Population):
+        """``pop``'s ``src`` on the device (see
+        [`Population.copies_of`][gpulab.gp.programs.Population.copies_of]) when it was bred from
+        the population this evaluator evaluated last, whose fitness is still in the other
+        fitness buffer; otherwise ``None``."""
+        last = self._last() if self._last is not None else None
+        src = pop.copies_of(last) if last is not None and self.policy.lists else None
+        if isinstance(src, np.ndarray):  # bred on the host: 8 bytes per tree up
+            dev = self._buf("src", src.size, np.int64)
+            dev[:src.size].copy_to_device(src)
+            src = dev
+        return src
+
+    def _mask_cache_fits(self, P: int) -> bool:
+        """Whether the two day-mask buffers for ``P`` individuals fit `MASK_CACHE_SHARE` of the
+        device's memory."""
+        if P not in self._fits:
+            from numba import cuda
+
+            m = self.market
+            need = 2 * 2 * P * m.words * m.stocks * 8
+            total = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[1]
+            self._fits[P] = need <= MASK_CACHE_SHARE * total
+        return self._fits[P]
 
     # --8<-- [start:evaluate]
-    def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None):
+    def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None,
+                 reuse: bool = False):
+        """``reuse``: an individual the breeding copied unchanged from the population this
+        evaluator evaluated last takes that parent's fitness instead of being interpreted again,
+        and (where the day-mask cache fits, `MASK_CACHE_SHARE`) a changed individual's tree that
+        its parents had takes that tree's day masks from the last evaluation: only the changed
+        tree is interpreted (variants whose policy `lists`; not with ``trace`` or ``poison``).
+        Then ``money`` holds only the interpreted individuals' rows, and `evaluated` says how
+        many there were."""
         from gpulab.checking import poisoned
 
         pol, p, K, m = self.policy, self.p, self.K, self.market
         mark = _marker(timeline)
         P, S, D = len(pop), m.stocks, m.days
         check_limits(self.variant, pop, p)  # O(1): the population carries its maxima
+        given = pop  # (the evaluator's record: the object its caller breeds from, not its host copy)
+        reuse = reuse and pol.lists and not (trace or poison)
+        src = self._copies(pop) if reuse else None
+        # the day-mask cache: off (0), filled (1), or also read for the trees the parents had (2)
+        cache = 0 if not (reuse and self._mask_cache_fits(P)) else (2 if src is not None and self._cached else 1)
+        if cache == 1:  # filling the cache: every individual is interpreted (copies included) to fill it
+            src = None
+        last = self._turn
+        prev = self._buf(f"fitness{last}", 1, np.float64)  # the last population's fitness, if any
+        self._last, self._cached, self._turn = None, False, 1 - self._turn
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
-        fit = self._buf("fitness", P, np.float64)
-        flags, flags_back = self._flags()
+        fit = self._buf(f"fitness{self._turn}", P, np.float64)
+        flags, flags_back, count = self._flags()
         if poison:
             money.copy_to_device(poisoned(money.size, np.float64))
             fit.copy_to_device(poisoned(fit.size, np.float64))
@@ -224,12 +280,33 @@ class Evaluator:
             else:
                 code, offs = self.programs.upload(pop)  # one asynchronous copy, buffers reused
             mark("upload")
-            self._launch(P, (code, offs, _i(P), _i(S), _i(D)), tail)
+            lists = ()
+            if pol.lists:  # the individuals to interpret: all, or (reuse) those that are not copies
+                idx = self._buf("idx", P, np.int32)
+                W = m.words
+                c_new = self._buf(f"masks{self._turn}", 2 * P * W * S, np.uint64) if cache else self._buf("none", 1,
+                                                                                                          np.uint64)
+                c_prev = self._buf(f"masks{last}", 1, np.uint64) if cache == 2 else c_new
+                if src is not None:
+                    K("gp_changed", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), src, _i(P), idx, count)
+                if cache == 2:  # the copies' masks move to their own places (the kernel writes the others')
+                    K("gp_copy_masks", (ceil_div(P * W * S, FITNESS_BLOCK),), (FITNESS_BLOCK,), src, _i(P), _i(W),
+                      _i(S), c_prev, c_new)
+                lists = (_i(src is not None), idx, count, _i(cache),
+                         self._buf("no src", 1, np.int64) if src is None else src, c_prev, c_new)
+            self._launch(P, (code, offs, *lists, _i(P), _i(S), _i(D)), tail)
         mark("kernel")
-        K("gp_fitness", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), money, self.bh, _i(P), _i(S), fit, flags)
+        grid = (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,)
+        if src is None:
+            K("gp_fitness", *grid, money, self.bh, _i(P), _i(S), fit, flags)
+        else:
+            K("gp_fitness_copies", *grid, money, self.bh, _i(P), _i(S), fit, flags, src, prev, count)
         mark("fitness")
-        if int(flags_back.fetch(flags)[1]):  # the one synchronization: 8 bytes
+        back = flags_back.fetch(flags)  # the one synchronization: 12 bytes
+        if int(back[1]):
             raise LimitError(overflow_message(self.name))
+        self.evaluated = P if src is None else int(back[2])
+        self._last, self._cached = weakref.ref(given), bool(cache)
         return fit, money, (tr if trace else None)
 
     def _launch(self, individuals: int, head: tuple, tail: tuple, **constant) -> None:
@@ -336,10 +413,14 @@ class CpuEvaluator:
     def __init__(self, variant, backend: str, market, params: dict):
         self.variant, self.name, self.market, self.p = variant, variant.name, market, dict(params)
         self.compile_ms = 0.0
+        self.evaluated = 0
 
-    def __call__(self, pop: Population, trace: bool = False, poison: bool = False):
+    def __call__(self, pop: Population, trace: bool = False, poison: bool = False, reuse: bool = False):
+        """``reuse`` is accepted and ignored: the CPU variants interpret every individual."""
         check_limits(self.variant, pop, self.p)
-        return CPU_KERNELS[self.variant.policy.kernel](self, pop, trace)
+        out = CPU_KERNELS[self.variant.policy.kernel](self, pop, trace)
+        self.evaluated = len(pop)
+        return out
 
 
 def _cpu_reference(ev: CpuEvaluator, pop: Population, trace: bool):

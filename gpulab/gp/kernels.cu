@@ -491,7 +491,12 @@ __device__ __forceinline__ u64 bits_eval(const unsigned short* prog, u64 a, u64 
 
 // --8<-- [start:bitsliced]
 // M: masks u64 [W, 303, S]; C: the close, float [D, S].
-extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* offs, int P, int S, int D,
+// listed = 1: warp j evaluates individual idx[j] for j < count[0] (gp_changed's list), and no other.
+// cache = 1: every tree's day masks go to Cnew [2P, W, S]; cache = 2 (with listed) also: a tree
+// its parents had (src[t] >= 0) is not interpreted, its masks come from Cprev (the last Cnew).
+extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* offs, int listed, const int* idx,
+                                        const int* count, int cache, const long long* src,
+                                        const u64* __restrict__ Cprev, u64* Cnew, int P, int S, int D,
                                         const u64* __restrict__ M, const float* __restrict__ C,
                                         double* money, unsigned char* trace, int trace_on, int* flags)
 {
@@ -502,12 +507,18 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
     const u64 THREADS = WPB * 32;
     u64 t, i, s;
     warp_task(S, t, i, s);
+    if (listed) i = i < (u64)count[0] ? (u64)idx[i] : (u64)P;
     u64 w = threadIdx.x / 32, lane = t % 32;
     u64 nbuy = 0, nend = 0;
+    long long cb = -1, cs = -1;  // the buy / sell tree's masks from Cprev (a parent's tree), or -1: interpret it
     if (i < (u64)P) {
+        if (listed && cache == 2) {
+            cb = src[2 * i];
+            cs = src[2 * i + 1];
+        }
         u64 a = offs[2 * i], mid = offs[2 * i + 1], b = offs[2 * i + 2];
-        nbuy = decode_tree(code, a, mid, sdec[w], 0, lane);
-        nend = decode_tree(code, mid, b, sdec[w], nbuy, lane);
+        nbuy = cb >= 0 ? 0 : decode_tree(code, a, mid, sdec[w], 0, lane);
+        nend = cs >= 0 ? nbuy : decode_tree(code, mid, b, sdec[w], nbuy, lane);
     }
     __syncthreads();
     u64 uS = S, uD = D;
@@ -523,12 +534,18 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
         for (u64 k = 0; k < n; ++k) {  // evaluate the chunk's words
             u64 wk = w0 + k;
             u64 mbase = wk * NMASK * uS + s;
-            u64 bw = bits_eval(prog, 0, nbuy, M, mbase, uS, sstack, tb, THREADS);
-            u64 sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, THREADS);
+            u64 bw = cb >= 0 ? Cprev[((u64)cb * words + wk) * uS + s]
+                             : bits_eval(prog, 0, nbuy, M, mbase, uS, sstack, tb, THREADS);
+            u64 sw = cs >= 0 ? Cprev[((u64)cs * words + wk) * uS + s]
+                             : bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, THREADS);
             u64 left = uD - wk * 64;
             u64 valid = left >= 64 ? ~0ULL : (1ULL << left) - 1;
             bw &= valid;  // NOT set the bits past the last day
             sw &= valid;
+            if (cache) {
+                Cnew[(2 * i * words + wk) * uS + s] = bw;
+                Cnew[((2 * i + 1) * words + wk) * uS + s] = sw;
+            }
             if (trace_on) {
                 for (u64 j = 0; j < (left < 64 ? left : 64); ++j)
                     trace[(i * uS + s) * uD + wk * 64 + j] = (unsigned char)(((bw >> j) & 1) + 2 * ((sw >> j) & 1));
@@ -571,6 +588,14 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
 // --8<-- [end:bitsliced]
 
 // --8<-- [start:fitness]
+// Mean over stocks of (ROI - buy-and-hold ROI), summed in stock order: every backend's bits.
+__device__ __forceinline__ double excess_roi(const double* money, const double* bh, int i, int S)
+{
+    double acc = 0.0;
+    for (int s = 0; s < S; ++s) acc += (money[(long long)i * S + s] - 10000.0) / 10000.0 - bh[s];
+    return acc / S;
+}
+
 // Thread 0 also hands the interpreter's overflow flag to the host (flags[1]) and clears flags[0].
 extern "C" __global__ void gp_fitness(const double* money, const double* bh, int P, int S, double* out, int* flags)
 {
@@ -579,10 +604,65 @@ extern "C" __global__ void gp_fitness(const double* money, const double* bh, int
         flags[1] = flags[0];
         flags[0] = 0;
     }
-    if (i < P) {
-        double acc = 0.0;
-        for (int s = 0; s < S; ++s) acc += (money[(long long)i * S + s] - 10000.0) / 10000.0 - bh[s];
-        out[i] = acc / S;
-    }
+    if (i < P) out[i] = excess_roi(money, bh, i, S);
 }
 // --8<-- [end:fitness]
+
+// --8<-- [start:copies]
+// Individual i is parent src[2i] / 2: both its trees are that parent's, in
+// order (src[t]: the parent tree that child tree t copies byte for byte, or
+// -1, from the breeding).
+__device__ __forceinline__ bool is_copy(const long long* src, int i)
+{
+    long long a = src[2 * i];
+    return a >= 0 && a % 2 == 0 && src[2 * i + 1] == a + 1;
+}
+
+// The individuals that are not copies, in idx[0:count[0]], in no fixed
+// order (count[0] is 0 on entry: gp_fitness_copies resets it).
+extern "C" __global__ void gp_changed(const long long* src, int P, int* idx,
+                                      int* count)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < P && !is_copy(src, i)) {
+        int k = atomicAdd(count, 1);
+        if (k < P) idx[k] = i;
+    }
+}
+
+// A copy's day masks, both trees, from Cprev to its own place in Cnew: a
+// thread per (individual, word, stock). (gp_bitsliced writes the listed
+// individuals' masks.)
+extern "C" __global__ void gp_copy_masks(const long long* src, int P,
+                                         int W, int S,
+                                         const u64* __restrict__ Cprev,
+                                         u64* Cnew)
+{
+    u64 t = (u64)blockIdx.x * blockDim.x + threadIdx.x, per = (u64)W * S;
+    u64 i = t / per, r = t % per;
+    if (i < (u64)P && is_copy(src, (int)i)) {
+        for (u64 tree = 2 * i; tree < 2 * i + 2; ++tree)
+            Cnew[tree * per + r] = Cprev[(u64)src[tree] * per + r];
+    }
+}
+
+// gp_fitness for the individuals gp_changed listed; a copy takes its
+// parent's fitness from prev. Thread 0 also hands the list's length to the
+// host (flags[2]) and resets count[0].
+extern "C" __global__ void gp_fitness_copies(
+    const double* money, const double* bh, int P, int S, double* out,
+    int* flags, const long long* src, const double* prev, int* count)
+{
+    int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i == 0) {
+        flags[1] = flags[0];
+        flags[0] = 0;
+        flags[2] = count[0];
+        count[0] = 0;
+    }
+    if (i < P) {
+        out[i] = is_copy(src, i) ? prev[src[2 * i] / 2]
+                                 : excess_roi(money, bh, i, S);
+    }
+}
+// --8<-- [end:copies]

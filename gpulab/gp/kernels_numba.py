@@ -576,7 +576,12 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
     its stock's buy and sell tree on 64 days per word operation, ``TW`` words at a time,
     keeping the days on which a buy or a sell would execute in shared memory, and trades across
     those ``TW`` words, jumping from one executable signal to the next with find-first-set.
-    ``M``: masks ``uint64 [W, 303, S]``; ``C``: the close, ``float32 [D, S]``. ``TRADE = 0``
+    ``M``: masks ``uint64 [W, 303, S]``; ``C``: the close, ``float32 [D, S]``. ``listed = 1``:
+    warp ``j`` evaluates individual ``idx[j]`` for ``j < count[0]`` (the list `gp_changed`
+    makes) and no other: a generation's changed individuals alone. ``cache = 1``: every tree's
+    day masks go to ``Cnew`` (``uint64 [2P, W, S]``); ``cache = 2`` (with ``listed``) also: a
+    tree the parents had (``src[t] >= 0``) is not interpreted, its masks come from ``Cprev``
+    (the last evaluation's ``Cnew``). ``TRADE = 0``
     builds a diagnostic kernel without the trading pass (wrong money; the tuning script times it
     to split evaluation from trading)."""
     THREADS = WPB * 32
@@ -586,19 +591,25 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
     UTW = np.uint64(TW)
 
     @cuda.jit
-    def gp_bitsliced(code, offs, P, S, D, M, C, money, trace, trace_on, flags):
+    def gp_bitsliced(code, offs, listed, idx, count, cache, src, Cprev, Cnew, P, S, D, M, C, money, trace, trace_on,
+                     flags):
         sdec = cuda.shared.array((WPB, CODE), uint16)
         sstack = cuda.shared.array(SLOTS, uint64)
         sbuy = cuda.shared.array(TSLOTS, uint64)  # per word of the chunk and lane: days a buy would execute
         ssell = cuda.shared.array(TSLOTS, uint64)  # ... and a sell
         t, i, s = warp_task(S)
+        if listed:  # warp j evaluates individual idx[j] for j < count[0] (gp_changed's list), and no other
+            i = uint64(idx[i]) if i < uint64(count[0]) else uint64(P)
         w = uint64(cuda.threadIdx.x) // U32
         lane = t % U32
         nbuy = nend = U0
+        cb = cs = int64(-1)  # the buy / sell tree's masks from Cprev (a parent's tree), or -1: interpret it
         if i < uint64(P):
+            if listed and cache == 2:
+                cb, cs = src[U2 * i], src[U2 * i + U1]
             a, mid, b = uint64(offs[U2 * i]), uint64(offs[U2 * i + U1]), uint64(offs[U2 * i + U2])
-            nbuy = decode_tree(code, a, mid, sdec, w, U0, lane)
-            nend = decode_tree(code, mid, b, sdec, w, nbuy, lane)
+            nbuy = U0 if cb >= 0 else decode_tree(code, a, mid, sdec, w, U0, lane)
+            nend = nbuy if cs >= 0 else decode_tree(code, mid, b, sdec, w, nbuy, lane)
         cuda.syncthreads()
         uS, uD = uint64(S), uint64(D)
         if i >= uint64(P) or s >= uS:
@@ -614,12 +625,21 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
             for k in range(n):  # evaluate the chunk's words
                 wk = w0 + uint64(k)
                 mbase = wk * UNMASK64 * uS + s
-                bw = bits_eval(prog, U0, nbuy, M, mbase, uS, sstack, tb, UT)
-                sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, UT)
+                if cb >= 0:
+                    bw = Cprev[(uint64(cb) * words + wk) * uS + s]
+                else:
+                    bw = bits_eval(prog, U0, nbuy, M, mbase, uS, sstack, tb, UT)
+                if cs >= 0:
+                    sw = Cprev[(uint64(cs) * words + wk) * uS + s]
+                else:
+                    sw = bits_eval(prog, nbuy, nend, M, mbase, uS, sstack, tb, UT)
                 left = uD - wk * U64
                 valid = ALL64 if left >= U64 else (U1 << left) - U1
                 bw &= valid  # NOT set the bits past the last day
                 sw &= valid
+                if cache:
+                    Cnew[(U2 * i * words + wk) * uS + s] = bw
+                    Cnew[((U2 * i + U1) * words + wk) * uS + s] = sw
                 if trace_on:
                     for j in range(min(left, U64)):
                         trace[(i * uS + s) * uD + wk * U64 + j] = uint8((bw >> j) & U1) + uint8(2) * uint8((sw >> j) & U1)
@@ -669,6 +689,15 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
 
 
 # --8<-- [start:fitness]
+@cuda.jit(device=True, inline=True)
+def excess_roi(money, bh, i, S):
+    """Mean over stocks of (ROI − buy-and-hold ROI) of individual ``i``."""
+    acc = 0.0
+    for s in range(S):
+        acc += (money[i * S + s] - 10000.0) / 10000.0 - bh[s]
+    return acc / S
+
+
 @cuda.jit
 def gp_fitness(money, bh, P, S, out, flags):
     """``out[i]`` = mean over stocks of (ROI − buy-and-hold ROI), summed in stock order — the
@@ -680,11 +709,63 @@ def gp_fitness(money, bh, P, S, out, flags):
         flags[1] = flags[0]
         flags[0] = 0
     if i < P:
-        acc = 0.0
-        for s in range(S):
-            acc += (money[i * S + s] - 10000.0) / 10000.0 - bh[s]
-        out[i] = acc / S
+        out[i] = excess_roi(money, bh, i, S)
 # --8<-- [end:fitness]
+
+
+# --8<-- [start:copies]
+@cuda.jit(device=True, inline=True)
+def is_copy(src, i):
+    """Individual ``i`` is parent ``src[2i] // 2``: both its trees are that
+    parent's, in order (``src[t]``: the parent tree that child tree ``t``
+    copies byte for byte, or -1)."""
+    a = src[2 * i]
+    return a >= 0 and a % 2 == 0 and src[2 * i + 1] == a + 1
+
+
+@cuda.jit
+def gp_changed(src, P, idx, count):
+    """The individuals that are not copies, in ``idx[0:count[0]]``, in no
+    fixed order (``count[0]`` is 0 on entry: `gp_fitness_copies` resets
+    it)."""
+    i = cuda.grid(1)
+    if i < P and not is_copy(src, i):
+        k = cuda.atomic.add(count, 0, 1)
+        if k < P:
+            idx[k] = i
+
+
+@cuda.jit
+def gp_copy_masks(src, P, W, S, Cprev, Cnew):
+    """A copy's day masks, both trees, from ``Cprev`` to its own place in
+    ``Cnew``: a thread per (individual, word, stock). (`gp_bitsliced`
+    writes the listed individuals' masks.)"""
+    t = uint64(cuda.grid(1))
+    per = uint64(W) * uint64(S)
+    i, r = t // per, t % per
+    if i < uint64(P) and is_copy(src, int64(i)):
+        for u in range(2):
+            tree = U2 * i + uint64(u)
+            Cnew[tree * per + r] = Cprev[uint64(src[tree]) * per + r]
+
+
+@cuda.jit
+def gp_fitness_copies(money, bh, P, S, out, flags, src, prev, count):
+    """`gp_fitness` for the individuals `gp_changed` listed; a copy takes
+    its parent's fitness from ``prev``. Thread 0 also hands the list's
+    length to the host (``flags[2]``) and resets ``count[0]``."""
+    i = cuda.grid(1)
+    if i == 0:
+        flags[1] = flags[0]
+        flags[0] = 0
+        flags[2] = count[0]
+        count[0] = 0
+    if i < P:
+        if is_copy(src, i):
+            out[i] = prev[src[2 * i] // 2]
+        else:
+            out[i] = excess_roi(money, bh, i, S)
+# --8<-- [end:copies]
 
 
 # ----------------------------------------------------------------------------- compile checks
@@ -693,8 +774,12 @@ A_U8, A_I32, A_F32, A_F64, A_U64 = "uint8[::1]", "int32[::1]", "float32[::1]", "
 SIG_THREAD = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_F32}, {A_U8}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_SHARED = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_F32}, {A_U8}, {A_F64}, {A_U8}, int32, {A_I32})"
 SIG_CONST = f"void(int32, int32, int32, int32, {A_F32}, {A_U8}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
-SIG_BITS = f"void({A_U8}, {A_I32}, int32, int32, int32, {A_U64}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})"
+SIG_BITS = (f"void({A_U8}, {A_I32}, int32, {A_I32}, {A_I32}, int32, int64[::1], {A_U64}, {A_U64}, int32, int32, int32, "
+            f"{A_U64}, {A_F32}, {A_F64}, {A_U8}, int32, {A_I32})")
 SIG_FITNESS = f"void({A_F64}, {A_F64}, int32, int32, {A_F64}, {A_I32})"
+SIG_CHANGED = f"void(int64[::1], int32, {A_I32}, {A_I32})"
+SIG_COPY_MASKS = f"void(int64[::1], int32, int32, int32, {A_U64}, {A_U64})"
+SIG_FITNESS_COPIES = f"void({A_F64}, {A_F64}, int32, int32, {A_F64}, {A_I32}, int64[::1], {A_F64}, {A_I32})"
 
 
 # The numba kernels by a policy's `kernel` (gpulab.gp.policy.GPPolicy): the builder of each
@@ -707,6 +792,9 @@ BUILDERS = {
     "register": (lambda p: register_kernel(p["WPB"], p["CODE"], p["DAYS"]), SIG_SHARED),
     "bitsliced": (lambda p: bitsliced_kernel(p["WPB"], p["CODE"], p["BSTACK"], p["TW"], p.get("TRADE", 1)), SIG_BITS),
     "fitness": (lambda p: gp_fitness, SIG_FITNESS),
+    "changed": (lambda p: gp_changed, SIG_CHANGED),
+    "fitness_copies": (lambda p: gp_fitness_copies, SIG_FITNESS_COPIES),
+    "copy_masks": (lambda p: gp_copy_masks, SIG_COPY_MASKS),
 }
 
 

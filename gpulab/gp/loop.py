@@ -166,7 +166,7 @@ def _host(x) -> np.ndarray:
 def evolve(market: Market, *, train_days: int | None = None, test_market: Market | None = None,
            params: GPParams | None = None, variant: str | None = None, backend: str = "numba",
            seed: int = 0, progress: bool | Callable[[str], None] | None = True, kernel_params: dict | None = None,
-           breeding: str | None = None) -> EvolutionResult:
+           breeding: str | None = None, reuse: bool = True) -> EvolutionResult:
     """Evolve buy/sell rules on ``market``'s first ``train_days`` evaluation days and report them
     on the rest (or on ``test_market`` when given; then all of ``market`` is training data).
 
@@ -189,6 +189,11 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             population size ([`default_breeding`][gpulab.gp.loop.default_breeding]: on a GPU, the
             GPU from 10,000 individuals unless ``backend="cpu"``).
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
+        reuse: an individual the breeding copied unchanged (reproduction, elitism, or an operator
+            whose child broke a limit) keeps its parent's fitness instead of being interpreted
+            again (`gpulab.gp.host.Evaluator`'s ``reuse``, with variants that support
+            it); the same run either way. Each generation's row records the individuals
+            interpreted on the training set (``evaluated``).
 
     Returns:
         [`EvolutionResult`][gpulab.gp.loop.EvolutionResult]: per generation the best and mean training fitness, the test
@@ -202,6 +207,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     """
     params = _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params)
     breeding_on = check_breeding(breeding, params.population, backend)
+    if not isinstance(reuse, bool):
+        raise GpulabError(f"reuse must be True or False, got {reuse!r}")
     if test_market is None:
         train, test = market.split(market.days * 3 // 4 if train_days is None else train_days)
     else:
@@ -212,21 +219,23 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     ev_train, ev_test = v.run(v, train, kp), v.run(v, test, kp)
     rng = np.random.default_rng(seed)
     t_warm = time.perf_counter()
-    tiny = Population.from_individuals([("NVIG", "NVIL")])
-    ev_train(tiny), ev_test(tiny)  # compile the kernels (JIT) and upload the markets before the clock starts
-    warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})  # ... and the breeding
-    next_generation(initial_population(warm, 0), np.zeros(4), warm, 0, breeding_on,
-                    backend)  # (numba JIT, or its disk cache)
+    # compile the kernels (JIT, or numba's disk cache) and upload the markets before the clock starts:
+    # the evaluation, the breeding, and the evaluation of children that reuses their parents' fitness
+    warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})
+    parents = initial_population(warm, 0)
+    ev_train(parents, reuse=reuse), ev_test(parents, reuse=reuse)
+    children = next_generation(parents, np.zeros(4), warm, 0, breeding_on, backend)
+    ev_train(children, reuse=reuse), ev_test(children, reuse=reuse)
     t0 = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
     t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
     # (a variant that compiles each population into its kernels compiles generation 0 on the clock)
     evals = (ev_train, ev_test) if backend != "cpu" and not (v.policy and v.policy.compiled) else ()
-    pop, t_up = _warm_at_size(pop, params, evals, breeding_on, backend)
+    pop, t_up = _warm_at_size(pop, params, evals, breeding_on, backend, reuse)
     t_start = time.perf_counter() - t_init - t_up
     warmup_s = t_start - t_warm  # the compile warm-up, then the one at the run's size
     settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
-                "variant": variant, "backend": backend, "breeding": breeding_on, "seed": seed,
+                "variant": variant, "backend": backend, "breeding": breeding_on, "reuse": bool(reuse), "seed": seed,
                 "stocks": train.stocks,
                 "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
                 "initial_mean_nodes": pop.total_nodes / len(pop)}
@@ -240,16 +249,17 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         with pbar, _progress.interruptible("this generation") as stop:
             for g in range(params.generations + 1):
                 t0 = time.perf_counter()
-                fit_device = ev_train(pop)[0]
+                fit_device = ev_train(pop, reuse=reuse)[0]
                 fit = _host(fit_device)[:len(pop)].copy()
-                fit_test = _host(ev_test(pop)[0])[:len(pop)].copy()
+                fit_test = _host(ev_test(pop, reuse=reuse)[0])[:len(pop)].copy()
                 t1 = time.perf_counter()
                 best = int(np.argmax(fit))
                 row = {"generation": g, "train_best": float(fit[best]), "train_mean": float(fit.mean()),
                        "test_of_best": float(fit_test[best]), "test_mean": float(fit_test.mean()),
                        "train_best_per100": float(fit[best] * per100_train),
                        "test_of_best_per100": float(fit_test[best] * per100_test),
-                       "mean_nodes": pop.total_nodes / len(pop), "eval_ms": (t1 - t0) * 1e3,
+                       "mean_nodes": pop.total_nodes / len(pop), "evaluated": ev_train.evaluated,
+                       "eval_ms": (t1 - t0) * 1e3,
                        "breed_ms": 0.0}
                 last = (pop, best, row)
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
@@ -287,19 +297,21 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                                  "loop's bookkeeping; breeding_s: the next_generation calls alone (the children and "
                                  "their validation: on the host, or on the device with breeding gpu); warmup_s (not "
                                  "in total_s): kernel compilation, market upload, and the device buffers for the "
-                                 "run's size (one evaluation of the initial population, the GPU breeding's buffers)"}
+                                 "run's size (one evaluation of the initial population, two with reuse; the GPU breeding's "
+                                 "buffers)"}
     return result
 # --8<-- [end:evolve]
 
 
-def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: str, backend: str):
+def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: str, backend: str, reuse: bool = False):
     """[`evolve`][gpulab.gp.loop.evolve]'s warm-up at the run's size, off the clock: what the
     first generation would otherwise do once and no other does. With the GPU breeding, its kept
     buffers for this population size ([`reserve`][gpulab.gp.breeding_gpu.reserve]), then the
     initial population uploaded into them ([`to_device`][gpulab.gp.breeding_gpu.to_device]: on
     the clock, returned as its seconds), so that the evaluators and the first breeding read it in
-    place; then one call of each of ``evaluators`` (the GPU ones) on the initial population, its
-    results dropped, which allocates their buffers for this size. Changes no result.
+    place; then one call of each of ``evaluators`` (the GPU ones) on the initial population (two
+    with ``reuse``: its fitness and day-mask buffers are used in turn), the results dropped, which
+    allocates their buffers for this size. Changes no result.
     Returns ``(population, upload seconds)``."""
     t_up = 0.0
     if breeding_on == "gpu":
@@ -310,8 +322,9 @@ def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: st
         t0 = time.perf_counter()
         pop = breeding_gpu.to_device(pop, params.elite, params.max_nodes, params.mutation_depth)
         t_up = time.perf_counter() - t0
-    for ev in evaluators:
-        ev(pop)
+    for ev in evaluators:  # (twice with reuse: both of its fitness and day-mask buffers)
+        for _ in range(2 if reuse else 1):
+            ev(pop, reuse=reuse)
     return pop, t_up
 
 

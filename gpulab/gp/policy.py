@@ -62,6 +62,9 @@ class GPPolicy:
             number of bits, or ``None``.
         word_ops: evaluates 64 days per word operation (its benchmark records also count
             word operations).
+        lists: the kernel takes a list of the individuals to evaluate (``listed, idx, count``
+            after the offsets), so that an evaluation can skip the individuals a breeding copied
+            unchanged (`gpulab.gp.host.Evaluator`'s ``reuse``).
         same_algorithm_cpu: the CPU variant running the same algorithm (the benchmark's
             ``speedup_same_algorithm``).
         bench_cap: the largest benchmark case it is timed at, or ``None``.
@@ -79,6 +82,7 @@ class GPPolicy:
     code_limit: bool = False
     bool_limit: str | int | None = None
     word_ops: bool = False
+    lists: bool = False
     same_algorithm_cpu: str = "interpreter"
     bench_cap: BenchCap | None = None
 
@@ -89,6 +93,8 @@ class GPPolicy:
         for field, values in allowed.items():
             if getattr(self, field) not in values:
                 raise ValueError(f"GPPolicy.{field} = {getattr(self, field)!r}; expected one of {values}")
+        if self.lists and (self.path != "gpu" or self.programs != "global"):
+            raise ValueError("GPPolicy.lists: only a GPU kernel that reads the programs from global memory takes a list")
         if self.kernel is None and (self.path == "cpu" or self.programs != "compiled"):
             raise ValueError("GPPolicy.kernel names the kernel of every variant but a compiled population's")
 

@@ -18,6 +18,7 @@ the tree and the position (0-based, in RPN order).
 from __future__ import annotations
 
 import hashlib
+import weakref
 from dataclasses import dataclass
 
 import numpy as np
@@ -432,6 +433,23 @@ class Population:
         nodes, depth, stack_depth, bool_depth: ``int32 [P, 2]`` per tree (from [`analyze`][gpulab.gp.programs.analyze]).
     """
 
+    _lineage = None  # a bred population's (weak reference to its parents, src): see copies_of
+
+    def copies_of(self, parents: "Population"):
+        """``src`` (``int64 [2P]``, host or device: the tree of ``parents`` each of this
+        population's trees copies byte for byte, or -1) when this population was bred from
+        ``parents`` (that object, still alive); otherwise ``None``. An individual whose two
+        trees copy one parent's, in order, is that parent: its fitness on a market is the
+        parent's, which the evaluators can reuse instead of interpreting it again."""
+        lineage = self._lineage
+        if lineage is None or lineage[0]() is not parents:
+            return None
+        return lineage[1]
+
+    def _bred_from(self, parents: "Population", src) -> "Population":
+        self._lineage = (weakref.ref(parents), src)
+        return self
+
     def __init__(self, code, offsets, *, stats=None):
         code = np.ascontiguousarray(code, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int32)
@@ -466,7 +484,7 @@ class Population:
         if bad:
             raise ProgramError(f"bred population: {bad} copied tree(s) differ in length from their parent tree")
         check_stats(stats, offsets, code)
-        return cls(code, offsets, stats=stats)
+        return cls(code, offsets, stats=stats)._bred_from(parents, np.ascontiguousarray(src, np.int64))
 
     @classmethod
     def from_individuals(cls, individuals) -> "Population":
@@ -592,6 +610,11 @@ class DevicePopulation(Population):
             raise GpulabError("this GPU-bred population's device buffers were overwritten by a later breeding "
                               "(a population bred on the GPU lives until the breeding after the one it parents); "
                               "call .to_host() on it before breeding again to keep it")
+
+    def copies_of(self, parents: Population):
+        """As [`Population.copies_of`][gpulab.gp.programs.Population.copies_of], with ``src`` on
+        the device, while [`on_device`][gpulab.gp.programs.DevicePopulation.on_device]."""
+        return super().copies_of(parents) if self.on_device else None
 
     def device_arrays(self):
         """``(code, offsets)``: the device arrays the evaluation kernels read (the code buffer

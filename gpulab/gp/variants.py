@@ -53,7 +53,7 @@ _LADDER = [
          lesson="comparisons as precomputed bit masks: 64 days per word operation, the program decoded once per "
                 "warp, and a trading pass that jumps between signals across several words",
          policy=GPPolicy(kernel="bitsliced", masks=True, code_limit=True, bool_limit="BSTACK", word_ops=True,
-                         same_algorithm_cpu="cpu_bitsliced")),
+                         lists=True, same_algorithm_cpu="cpu_bitsliced")),
     dict(name="compiled", memory=("registers", "global"),
          lesson="the population compiled to straight-line code (NVRTC / numba): no interpreter at all, at a compile "
                 "cost per generation",
@@ -165,7 +165,9 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     from gpulab.gp import kernels_numba as kn
     from gpulab.gp import resident as rs
 
-    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
+    out, seen = [("gp_fitness", kn.gp_fitness, kn.SIG_FITNESS), ("gp_changed", kn.gp_changed, kn.SIG_CHANGED),
+                 ("gp_fitness_copies", kn.gp_fitness_copies, kn.SIG_FITNESS_COPIES),
+                 ("gp_copy_masks", kn.gp_copy_masks, kn.SIG_COPY_MASKS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
                  ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS),
                  ("check_children", rs.check_children, rs.SIG_CHECK), ("scan_blocks", rs.scan_blocks, rs.SIG_SCAN),
                  ("add_block_totals", rs.add_block_totals, rs.SIG_ADD)], set()
