@@ -294,6 +294,9 @@ def _gp_parser(sub) -> None:
                    help="where the next generation is bred; the same children either way (default: the faster "
                         "as measured: gpu from 10,000 individuals on a GPU unless --backend cpu, cpu "
                         "otherwise)")
+    e.add_argument("--no-reuse", action="store_true",
+                   help="interpret every individual every generation (default: a copied individual keeps its "
+                        "parent's fitness and an unchanged tree its day masks; the same run either way)")
     e.add_argument("--seed", type=_count(0), default=0, help="seeds the data and the run (default: 0)")
     e.add_argument("--out", default="gp-results", help="directory for the JSON and PNG (default: gp-results)")
     e.add_argument("--stem", default="gp-evolve", help="output file names, STEM.json and STEM.png (default: gp-evolve)")

@@ -161,6 +161,16 @@ class Readback:
         return self.host
 
 
+def upload(d_dst, pinned) -> None:
+    """Queue the copy of `pinned` (a page-locked host array of `d_dst`'s shape, such as
+    `Readback.host` or `cuda.pinned_array`) into `d_dst` on the default stream and return at
+    once: numba's copy on stream `0` would wait for the device first. The caller must not
+    change `pinned` until the device has passed the copy (a later synchronization)."""
+    from numba import cuda
+
+    d_dst.copy_to_device(pinned, stream=cuda.default_stream())
+
+
 @dataclass(frozen=True)
 class DeviceInfo:
     """What the book's exercises need to know about the device they run on."""

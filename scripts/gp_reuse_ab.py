@@ -36,6 +36,7 @@ def main() -> None:
     ap.add_argument("--backends", nargs="+", default=["cuda-c", "numba"])
     ap.add_argument("--rounds", type=int, default=3, help="rounds of a run that does not name its own")
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--modes", nargs="+", default=MODES, choices=MODES, help="reuse modes to run (default: all)")
     ap.add_argument("--json", type=Path)
     a = ap.parse_args()
     market = market_from("synthetic", 32, 768, 256, 0)
@@ -47,7 +48,8 @@ def main() -> None:
         for backend in a.backends:
             for r in range(rounds):
                 got = {}
-                for mode in MODES[r % 3:] + MODES[:r % 3]:  # the order rotates round by round
+                modes = [m for m in MODES[r % 3:] + MODES[:r % 3] if m in a.modes]  # the order rotates by round
+                for mode in modes:
                     host.MASK_CACHE_SHARE = 0.0 if mode == "copies" else SHARE
                     res = evolve(market, train_days=768, params=params, backend=backend, breeding="gpu",
                                  seed=a.seed, progress=None, reuse=mode != "off")
@@ -61,13 +63,13 @@ def main() -> None:
                                  "mean_nodes": [round(x["mean_nodes"], 1) for x in h],
                                  "best_train": res.best["train"]})
                 host.MASK_CACHE_SHARE = SHARE
-                strip = {m: [{k: v for k, v in x.items() if k not in DROP} for x in got[m].history] for m in MODES}
-                same = all(strip[m] == strip["off"] and got[m].best == got["off"].best for m in MODES)
+                strip = {m: [{k: v for k, v in x.items() if k not in DROP} for x in got[m].history] for m in modes}
+                same = all(strip[m] == strip[modes[0]] and got[m].best == got[modes[0]].best for m in modes)
                 pairs.append({"population": P, "backend": backend, "round": r, "same_run": same})
     summary = []
     for P, G, _ in runs:
         for backend in a.backends:
-            for mode in MODES:
+            for mode in a.modes:
                 sel = [x for x in rows if x["population"] == P and x["backend"] == backend and x["reuse"] == mode]
                 med = {k: statistics.median(x[k] for x in sel) for k in ("total_s", "evaluation_s", "breeding_s")}
                 summary.append({"run": f"{P:,} × {G}", "backend": backend, "reuse": mode,

@@ -116,3 +116,18 @@ def test_the_default_stream_fetch_is_one_synchronous_copy_and_start_queues_on_a_
     back.start(src, created)
     assert src.calls == [("copy", back.host, created)] and event.calls == [("record", created)]
 
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_upload_copies_the_pinned_array_behind_earlier_work(rng, dtype):
+    """`upload` queues its copy on the default stream: a kernel launched before it that fills
+    the destination runs first, so the uploaded values are what remain."""
+    from gpulab.device import upload
+
+    n = int(rng.integers(1, 300))
+    d = cuda.device_array(n, dtype)
+    pinned = cuda.pinned_array(n, dtype)
+    pinned[:] = _random(rng, n, dtype)
+    _fill[(n + 127) // 128, 128](d, 200)
+    upload(d, pinned)
+    assert np.array_equal(d.copy_to_host(), pinned)

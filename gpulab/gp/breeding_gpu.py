@@ -160,6 +160,10 @@ class _Slot:
         self.sizes = cuda.device_array(P, np.int32)
         self.src = cuda.device_array(2 * P, np.int64)
         self.epoch = 0
+        # views made once (a numba slice costs tens of microseconds of host time, every generation):
+        # the trees' heights, and the scan's output and total (read back through a pinned buffer)
+        self.depth = self.stats[STAT_DEPTH]
+        self.scan_views = (self.offsets[1:], self.offsets[2 * P:], device.Readback(1, np.int32))
 
     def claim(self) -> "_Slot":
         self.epoch += 1
@@ -193,6 +197,10 @@ class _Buffers:
         self.lens = cuda.device_array(2 * P, np.int32)
         self.fitness = cuda.device_array(P, np.float64)
         self.elites = cuda.device_array(max(n_elites, 1), np.int64)
+        self.elites_in = self.elites[:n_elites]  # (what the kernels take: numba reads the count from its shape)
+        self.elites_host = cuda.pinned_array(max(n_elites, 1), np.int64)[:n_elites]  # (copied up without a wait)
+        self.summary_start = cuda.pinned_array(resident.NSUMMARY, np.int32)
+        self.summary_start[:] = resident.SUMMARY_START
         self.slots = (_Slot(P), _Slot(P))
         self.summary = cuda.device_array(resident.NSUMMARY, np.int32)
         self.summary_back = device.Readback(resident.NSUMMARY, np.int32)
@@ -234,13 +242,16 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                 max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark) -> int:
     """The two passes from ``parents`` into ``children``; the offsets' prefix sum on the device
     (`gpulab.gp.resident.exclusive_scan`). Returns the children's code length. ``fitness``: a
-    host or a device array (copied into the kept buffer either way)."""
-    b.fitness.copy_to_device(fitness)
+    host array (copied into the kept buffer), or a device array of ``P`` (read where it is: the
+    kernels that follow on the stream read it before any later work can write it)."""
+    if isinstance(fitness, np.ndarray) or fitness.size != P:
+        b.fitness.copy_to_device(fitness)
+        fitness = b.fitness
     if elites.size:
-        b.elites[:elites.size].copy_to_device(elites)
+        b.elites_host[:] = elites
+        device.upload(b.elites_in, b.elites_host)
     d_code, d_off = parents.code, parents.offsets
-    # (numba reads the elites' count from its shape)
-    inputs = (d_code, d_off, parents.stats[STAT_DEPTH], b.fitness, parents.sizes, b.elites[:elites.size])
+    inputs = (d_code, d_off, parents.depth, fitness, parents.sizes, b.elites_in)
     blocks = ceil_div(P, THREADS)
     mark("upload")
     if backend == "cuda-c":
@@ -257,7 +268,7 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                                     int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
         plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
-    total = resident.exclusive_scan(b.lens, children.offsets, backend)
+    total = resident.exclusive_scan(b.lens, children.offsets, backend, children.scan_views)
     out = children.room(max(total, 1))
     mark("offsets")
     if backend == "cuda-c":
@@ -342,7 +353,7 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
                         mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
     maxima = resident.validate(dst.code, dst.offsets, dst.src, src.stats, max_nodes, max_depth, b.st, b.grown,
-                               dst.stats, dst.sizes, b.summary, b.summary_back, backend)
+                               dst.stats, dst.sizes, b.summary, b.summary_back, backend, b.summary_start)
     mark("validate")
     return DevicePopulation(dst, P, total, maxima)._bred_from(parents, dst.src)
 # --8<-- [end:resident]

@@ -123,7 +123,7 @@ def run_evolve(args) -> int:
           file=tell, flush=True)
     try:
         result = evolve(market, train_days=train_days, params=params, variant=args.variant, backend=args.backend,
-                        seed=args.seed, progress=True, breeding=args.breeding)
+                        seed=args.seed, progress=True, breeding=args.breeding, reuse=not args.no_reuse)
     except EvolutionInterrupted as exc:
         result = exc.result
     paths = write(result, out, stem=args.stem, extra={"data": args.data})

@@ -34,8 +34,9 @@ SOURCE = "kernels.cu"
 CONST_BYTES = 65536
 REGISTER_BITS = 32  # the register variant's bit-stack is one uint32
 FITNESS_BLOCK = 128
-# The share of the device's memory that an evaluator's day-mask cache (two buffers of 8 bytes per
-# tree, word and stock) may take; above it, or at 0, reuse skips copied individuals only.
+# The share of the device's free memory (when an evaluator first sees a population size) that
+# its day-mask cache (two buffers of 8 bytes per tree, word and stock) may take; above it, at 0,
+# or when the allocation fails, reuse skips copied individuals only.
 MASK_CACHE_SHARE = 0.25
 
 
@@ -191,6 +192,17 @@ class Evaluator:
             b = self._buffers[key] = cuda.device_array(max(n, 1), dtype)
         return b
 
+    def _exact(self, key, n, dtype):
+        """`_buf` as a view of exactly ``n`` elements, made once per buffer (what the GP loop
+        hands on to the breeding, which reads the population's size from it)."""
+        b = self._buf(key, n, dtype)
+        if b.size == n:
+            return b
+        kept = self._buffers.get((key, "view"))
+        if kept is None or kept[0] is not b or kept[1].size != n:
+            kept = self._buffers[(key, "view")] = (b, b[:n])
+        return kept[1]
+
     def _flags(self):
         """``int32[3]`` on the device (zeroed once: the fitness kernel clears ``flags[0]`` after
         handing it to ``flags[1]``; ``flags[2]``: the listed individuals) and its pinned
@@ -219,15 +231,31 @@ class Evaluator:
 
     def _mask_cache_fits(self, P: int) -> bool:
         """Whether the two day-mask buffers for ``P`` individuals fit `MASK_CACHE_SHARE` of the
-        device's memory."""
+        device's free memory (asked once per size; the buffers this evaluator already holds count
+        as free)."""
         if P not in self._fits:
             from numba import cuda
 
             m = self.market
             need = 2 * 2 * P * m.words * m.stocks * 8
-            total = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[1]
-            self._fits[P] = need <= MASK_CACHE_SHARE * total
+            held = sum(self._buffers[k].nbytes for k in ("masks0", "masks1") if k in self._buffers)
+            free = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[0]
+            self._fits[P] = need <= MASK_CACHE_SHARE * (free + held)
         return self._fits[P]
+
+    def _masks(self, P: int, turn: int):
+        """The day-mask buffer ``turn`` for ``P`` individuals, or ``None`` (and the cache off
+        for this size from now on) when the device has no room for it."""
+        m = self.market
+        try:
+            return self._buf(f"masks{turn}", 2 * P * m.words * m.stocks, np.uint64)
+        except Exception as exc:  # noqa: BLE001 (only an allocation failure is handled)
+            if not device.is_out_of_memory(exc):
+                raise
+            self._fits[P] = False
+            for k in ("masks0", "masks1"):
+                self._buffers.pop(k, None)
+            return None
 
     # --8<-- [start:evaluate]
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None,
@@ -238,7 +266,8 @@ class Evaluator:
         its parents had takes that tree's day masks from the last evaluation: only the changed
         tree is interpreted (variants whose policy `lists`; not with ``trace`` or ``poison``).
         Then ``money`` holds only the interpreted individuals' rows, and `evaluated` says how
-        many there were."""
+        many there were. The returned fitness is also what the next call with ``reuse`` reads as
+        the parents' fitness: copy it before changing it."""
         from gpulab.checking import poisoned
 
         pol, p, K, m = self.policy, self.p, self.K, self.market
@@ -250,14 +279,17 @@ class Evaluator:
         src = self._copies(pop) if reuse else None
         # the day-mask cache: off (0), filled (1), or also read for the trees the parents had (2)
         cache = 0 if not (reuse and self._mask_cache_fits(P)) else (2 if src is not None and self._cached else 1)
+        last = self._turn
+        c_new = self._masks(P, 1 - last) if cache else None
+        if c_new is None:
+            cache = 0
         if cache == 1:  # filling the cache: every individual is interpreted (copies included) to fill it
             src = None
-        last = self._turn
         prev = self._buf(f"fitness{last}", 1, np.float64)  # the last population's fitness, if any
         self._last, self._cached, self._turn = None, False, 1 - self._turn
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
-        fit = self._buf(f"fitness{self._turn}", P, np.float64)
+        fit = self._exact(f"fitness{self._turn}", P, np.float64)
         flags, flags_back, count = self._flags()
         if poison:
             money.copy_to_device(poisoned(money.size, np.float64))
@@ -284,17 +316,21 @@ class Evaluator:
             if pol.lists:  # the individuals to interpret: all, or (reuse) those that are not copies
                 idx = self._buf("idx", P, np.int32)
                 W = m.words
-                c_new = self._buf(f"masks{self._turn}", 2 * P * W * S, np.uint64) if cache else self._buf("none", 1,
-                                                                                                          np.uint64)
+                c_new = c_new if cache else self._buf("none", 1, np.uint64)
                 c_prev = self._buf(f"masks{last}", 1, np.uint64) if cache == 2 else c_new
+                lists = (_i(src is not None), idx, count, _i(cache),
+                         self._buf("no src", 1, np.int64) if src is None else src, c_prev, c_new)
+            try:
                 if src is not None:
                     K("gp_changed", (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,), src, _i(P), idx, count)
                 if cache == 2:  # the copies' masks move to their own places (the kernel writes the others')
                     K("gp_copy_masks", (ceil_div(P * W * S, FITNESS_BLOCK),), (FITNESS_BLOCK,), src, _i(P), _i(W),
                       _i(S), c_prev, c_new)
-                lists = (_i(src is not None), idx, count, _i(cache),
-                         self._buf("no src", 1, np.int64) if src is None else src, c_prev, c_new)
-            self._launch(P, (code, offs, *lists, _i(P), _i(S), _i(D)), tail)
+                self._launch(P, (code, offs, *lists, _i(P), _i(S), _i(D)), tail)
+            except BaseException:
+                if src is not None:  # gp_changed may have counted: the fitness kernel that resets it won't run
+                    count.copy_to_device(np.zeros(1, np.int32))
+                raise
         mark("kernel")
         grid = (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,)
         if src is None:

@@ -507,7 +507,7 @@ extern "C" __global__ void gp_bitsliced(const unsigned char* code, const int* of
     const u64 THREADS = WPB * 32;
     u64 t, i, s;
     warp_task(S, t, i, s);
-    if (listed) i = i < (u64)count[0] ? (u64)idx[i] : (u64)P;
+    if (listed) i = i < (u64)count[0] && i < (u64)P ? (u64)idx[i] : (u64)P;
     u64 w = threadIdx.x / 32, lane = t % 32;
     u64 nbuy = 0, nend = 0;
     long long cb = -1, cs = -1;  // the buy / sell tree's masks from Cprev (a parent's tree), or -1: interpret it

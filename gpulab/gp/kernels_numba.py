@@ -599,7 +599,7 @@ def bitsliced_kernel(WPB: int, CODE: int, BSTACK: int, TW: int, TRADE: int = 1):
         ssell = cuda.shared.array(TSLOTS, uint64)  # ... and a sell
         t, i, s = warp_task(S)
         if listed:  # warp j evaluates individual idx[j] for j < count[0] (gp_changed's list), and no other
-            i = uint64(idx[i]) if i < uint64(count[0]) else uint64(P)
+            i = uint64(idx[i]) if i < uint64(count[0]) and i < uint64(P) else uint64(P)
         w = uint64(cuda.threadIdx.x) // U32
         lane = t % U32
         nbuy = nend = U0

@@ -191,9 +191,13 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             Both give the same children for the same seed. Recorded as ``settings["breeding"]``.
         reuse: an individual the breeding copied unchanged (reproduction, elitism, or an operator
             whose child broke a limit) keeps its parent's fitness instead of being interpreted
-            again (`gpulab.gp.host.Evaluator`'s ``reuse``, with variants that support
-            it); the same run either way. Each generation's row records the individuals
-            interpreted on the training set (``evaluated``).
+            again, and a changed individual's other tree is read from the last generation's day
+            masks instead of being interpreted (`gpulab.gp.host.Evaluator`'s ``reuse``, with
+            variants that support it; the masks take 16 bytes per tree, 64-day word and stock
+            on each of the training and test sets, where a quarter of the free device memory
+            holds them: `gpulab.gp.host.MASK_CACHE_SHARE`); the same run either way. Each
+            generation's row records the individuals interpreted on the training set
+            (``evaluated``).
 
     Returns:
         [`EvolutionResult`][gpulab.gp.loop.EvolutionResult]: per generation the best and mean training fitness, the test
@@ -207,8 +211,9 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     """
     params = _check_evolve(market, train_days, test_market, params, variant, backend, seed, progress, kernel_params)
     breeding_on = check_breeding(breeding, params.population, backend)
-    if not isinstance(reuse, bool):
+    if not isinstance(reuse, (bool, np.bool_)):
         raise GpulabError(f"reuse must be True or False, got {reuse!r}")
+    reuse = bool(reuse)
     if test_market is None:
         train, test = market.split(market.days * 3 // 4 if train_days is None else train_days)
     else:
@@ -225,7 +230,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     parents = initial_population(warm, 0)
     ev_train(parents, reuse=reuse), ev_test(parents, reuse=reuse)
     children = next_generation(parents, np.zeros(4), warm, 0, breeding_on, backend)
-    ev_train(children, reuse=reuse), ev_test(children, reuse=reuse)
+    if reuse and v.policy is not None and v.policy.lists:
+        ev_train(children, reuse=reuse), ev_test(children, reuse=reuse)
     t0 = time.perf_counter()
     pop = initial_population(params, int(rng.integers(2**31)))
     t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
@@ -266,7 +272,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 t_eval += t1 - t0
                 t_b = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
                 if g < params.generations and not stop.requested:
-                    on_device = None if isinstance(fit_device, np.ndarray) else fit_device[:len(pop)]
+                    on_device = None if isinstance(fit_device, np.ndarray) else (
+                        fit_device if fit_device.size == len(pop) else fit_device[:len(pop)])
                     pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend, on_device)
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t_b) * 1e3
@@ -291,9 +298,10 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             result.best = {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": row["train_best"],
                            "test": row["test_of_best"], "generation": row["generation"]}
         result.timing = {"total_s": time.perf_counter() - t_start, "evaluation_s": t_eval, "breeding_s": t_breed,
-                         "evaluations": 2 * len(result.history), "warmup_s": warmup_s, "upload_s": t_up,
-                         "what": "total_s: initialization (the initial population, and with breeding gpu its upload: "
-                                 "upload_s) + every generation's evaluations (train and test) and breeding + the "
+                         "evaluations": 2 * len(result.history), "warmup_s": warmup_s, "init_s": t_init,
+                         "upload_s": t_up,
+                         "what": "total_s: initialization (the initial population: init_s, and with breeding gpu its "
+                                 "upload: upload_s) + every generation's evaluations (train and test) and breeding + the "
                                  "loop's bookkeeping; breeding_s: the next_generation calls alone (the children and "
                                  "their validation: on the host, or on the device with breeding gpu); warmup_s (not "
                                  "in total_s): kernel compilation, market upload, and the device buffers for the "

@@ -62,9 +62,10 @@ class GPPolicy:
             number of bits, or ``None``.
         word_ops: evaluates 64 days per word operation (its benchmark records also count
             word operations).
-        lists: the kernel takes a list of the individuals to evaluate (``listed, idx, count``
-            after the offsets), so that an evaluation can skip the individuals a breeding copied
-            unchanged (`gpulab.gp.host.Evaluator`'s ``reuse``).
+        lists: the kernel takes a list of the individuals to evaluate and the day-mask cache
+            (``listed, idx, count, cache, src, Cprev, Cnew`` after the offsets), so that an
+            evaluation can skip the individuals a breeding copied unchanged and read the trees
+            it did not change (`gpulab.gp.host.Evaluator`'s ``reuse``).
         same_algorithm_cpu: the CPU variant running the same algorithm (the benchmark's
             ``speedup_same_algorithm``).
         bench_cap: the largest benchmark case it is timed at, or ``None``.

@@ -477,7 +477,10 @@ class Population:
     def bred(cls, code, offsets, parents: "Population", src) -> "Population":
         """Children from [`gpulab.gp.breeding.breed`][gpulab.gp.breeding.breed]: a tree that is a byte-for-byte copy of
         a parent's (``src[t] >= 0``) takes that parent's stats, already validated; every
-        changed tree goes through the typed scan. So every tree has been validated once."""
+        changed tree goes through the typed scan. So every tree has been validated once.
+        ``src`` must say what the breeding did: the evaluators give an individual whose two
+        trees ``src`` names as one parent's, in order, that parent's fitness without reading
+        its code (their ``reuse``)."""
         code = np.ascontiguousarray(code, dtype=np.uint8)
         offsets = np.ascontiguousarray(offsets, dtype=np.int32)
         stats, bad = analyze_bred(code, offsets, parents.stats, np.ascontiguousarray(src, np.int64))

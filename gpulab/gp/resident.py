@@ -36,6 +36,7 @@ import types
 import numpy as np
 from numba import cuda, int32, int64
 
+from gpulab import device
 from gpulab.gp import opcodes as oc
 from gpulab.gp import programs as _prog
 from gpulab.launch import ceil_div
@@ -120,13 +121,16 @@ def inclusive_scan(x, out, backend: str = "numba") -> None:
             add_block_totals[blocks, SCAN_BLOCK](out, sums)
 
 
-def exclusive_scan(lens, offsets, backend: str = "numba") -> int:
+def exclusive_scan(lens, offsets, backend: str = "numba", views=None) -> int:
     """``offsets[0] = 0``, ``offsets[k + 1] = lens[0] + ... + lens[k]`` on the device; returns the
     total (``offsets[-1]``, the one number copied to the host). ``offsets[0]`` must already be 0
-    (it is never written: the breeding's offset buffers are allocated zeroed)."""
+    (it is never written: the breeding's offset buffers are allocated zeroed). ``views``: the
+    caller's ``(offsets[1:], offsets[-1:], Readback(1, int32))``, made once (a numba slice and
+    a pageable copy cost tens of microseconds of host time each, every generation)."""
+    after0, last, back = views if views is not None else (offsets[1:], offsets[lens.size:lens.size + 1], None)
     if lens.size:
-        inclusive_scan(lens, offsets[1:], backend)
-    return int(offsets[lens.size:lens.size + 1].copy_to_host()[0])
+        inclusive_scan(lens, after0, backend)
+    return int((back.fetch(last) if back is not None else last.copy_to_host())[0])
 
 
 def clear_cache() -> None:
@@ -192,14 +196,18 @@ SIG_CHECK = ("void(uint8[::1], int32[::1], int64[::1], int32[:, ::1], int64, int
 
 
 def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, heights, kinds, stats, sizes,
-             summary, summary_back, backend: str = "numba") -> dict:
+             summary, summary_back, backend: str = "numba", start=None) -> dict:
     """Launch [`check_children`][gpulab.gp.resident.check_children] and read its summary (the
     one synchronization, through `summary_back`, a [`Readback`][gpulab.device.Readback] of
     `summary`); raise [`ProgramError`][gpulab.gp.programs.ProgramError] for the first
     bad tree. Returns the maxima a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] carries.
-    ``backend``: ``"numba"`` or ``"cuda-c"`` (``resident.cu``)."""
+    ``backend``: ``"numba"`` or ``"cuda-c"`` (``resident.cu``). ``start``: `SUMMARY_START` in a
+    pinned host array, copied without waiting for the device (else from pageable memory)."""
     P = sizes.size
-    summary.copy_to_device(SUMMARY_START)
+    if start is not None:
+        device.upload(summary, start)
+    else:
+        summary.copy_to_device(SUMMARY_START)
     limit, blocks = min(int(max_nodes), _prog.MAX_TREE_NODES), ceil_div(P, CHECK_THREADS)
     if backend == "cuda-c":
         from gpulab import cudac

@@ -70,13 +70,14 @@ def _host(x):
 
 
 def _poison(ev, P):
-    """NaN in the fitness buffer and all ones in the day-mask buffer the next call writes:
-    every entry it returns or keeps must be written."""
+    """NaN in the fitness buffer and random bits in the day-mask buffer the next call writes
+    (allocated here at the size it will have): every entry it returns, and every mask the
+    generation after it reads, must have been written."""
     turn = 1 - ev._turn
     ev._buf(f"fitness{turn}", P, np.float64).copy_to_device(np.full(ev._buffers[f"fitness{turn}"].size, np.nan))
-    if f"masks{turn}" in ev._buffers:
-        masks = ev._buffers[f"masks{turn}"]
-        masks.copy_to_device(np.full(masks.size, ~np.uint64(0), np.uint64))
+    m = ev.market
+    masks = ev._buf(f"masks{turn}", 2 * P * m.words * m.stocks, np.uint64)
+    masks.copy_to_device(np.random.default_rng(7).integers(0, 2**63, masks.size, dtype=np.uint64))
 
 
 MODES = {"trees": "the day-mask cache: only changed trees interpreted",
@@ -115,8 +116,17 @@ def test_the_day_masks_of_copies_reach_the_next_generation(rng, backend):
     ev = _evaluator(backend, market)
     pop = _population(rng, 23)
     ev(pop, reuse=True)
+    last_kinds = None
     for g in range(2):
-        child, kinds = _child(rng, pop, 23)
+        for _ in range(50):  # the premise: in generation 2, a changed child reads a tree of a copy
+            child, kinds = _child(rng, pop, 23)
+            src = child.copies_of(pop)
+            if last_kinds is None or any(last_kinds[int(src[t]) // 2] == "copy" and kinds[t // 2] != "copy"
+                                         for t in range(46) if src[t] >= 0):
+                break
+        else:
+            pytest.fail("no generation-2 child reads a tree of a generation-1 copy in 50 tries")
+        last_kinds = kinds
         full = _host(_evaluator(backend, market)(child)[0])[:23].copy()
         _poison(ev, 23)
         got = _host(ev(child, reuse=True)[0])[:23]
@@ -198,3 +208,87 @@ def test_a_run_that_reuses_copies_is_the_run_that_does_not(rng, backend, breedin
 def test_reuse_must_be_a_bool():
     with pytest.raises(GpulabError, match="reuse must be True or False"):
         evolve(synthetic_market(1, 80), params=GPParams(population=4, generations=1), backend="cpu", reuse="yes")
+    r = evolve(synthetic_market(1, 80), params=GPParams(population=4, generations=1), backend="cpu",
+               reuse=np.False_, progress=None)
+    assert r.settings["reuse"] is False
+
+
+def test_unchanged_trees_are_read_from_the_cache_not_interpreted(rng):
+    """Random bits written over the parents' day masks change the fitness of some child whose
+    unchanged tree the parents had: that tree was read, not interpreted (and a child of only
+    new trees keeps its true fitness)."""
+    market = synthetic_market(3, 150, seed=int(rng.integers(2**31)))
+    ev = _evaluator("numba", market)
+    parents = _population(rng, 20)
+    ev(parents, reuse=True)
+    child, kinds = _child(rng, parents, 20)
+    assert "half" in kinds and "new" in kinds
+    full = _host(_evaluator("numba", market)(child)[0])[:20].copy()
+    cache = ev._buffers[f"masks{ev._turn}"]
+    cache.copy_to_device(np.random.default_rng(3).integers(0, 2**63, cache.size, dtype=np.uint64))
+    got = _host(ev(child, reuse=True)[0])[:20]
+    half = [c for c, k in enumerate(kinds) if k == "half"]
+    new = [c for c, k in enumerate(kinds) if k == "new"]
+    assert any(got[c] != full[c] for c in half)
+    assert all(got[c] == full[c] for c in new)
+
+
+def test_a_failed_call_leaves_the_next_one_right(rng, monkeypatch):
+    """A launch that raises after `gp_changed` counted: the count is reset, and the next call
+    with reuse lists exactly its own changed children."""
+    market = synthetic_market(2, 100, seed=int(rng.integers(2**31)))
+    ev = _evaluator("numba", market)
+    parents = _population(rng, 16)
+    ev(parents, reuse=True)
+    child, kinds = _child(rng, parents, 16)
+    real = type(ev)._launch
+
+    def broken(self, *args, **kw):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(type(ev), "_launch", broken)
+    with pytest.raises(KeyboardInterrupt):
+        ev(child, reuse=True)
+    monkeypatch.setattr(type(ev), "_launch", real)
+    assert int(ev._buffers["count"].copy_to_host()[0]) == 0
+    ev(parents, reuse=True)  # the lineage again
+    full = _host(_evaluator("numba", market)(child)[0])[:16].copy()
+    got = _host(ev(child, reuse=True)[0])[:16]
+    assert ev.evaluated == 16 - kinds.count("copy")
+    assert np.array_equal(got.view(np.uint64), full.view(np.uint64))
+
+
+def test_without_room_for_the_cache_only_copies_are_skipped(rng, monkeypatch):
+    """An allocation of the day masks that fails for lack of memory turns the cache off for
+    that size: copies are still skipped, every changed child is interpreted whole."""
+    market = synthetic_market(2, 100, seed=int(rng.integers(2**31)))
+    ev = _evaluator("numba", market)
+    real = type(ev)._buf
+
+    def no_room(self, key, n, dtype):
+        if str(key).startswith("masks"):
+            raise MemoryError("out of memory (a test)")
+        return real(self, key, n, dtype)
+
+    monkeypatch.setattr(type(ev), "_buf", no_room)
+    parents = _population(rng, 14)
+    ev(parents, reuse=True)
+    assert not ev._cached and ev._fits == {14: False}
+    child, kinds = _child(rng, parents, 14)
+    full = _host(_evaluator("numba", market)(child)[0])[:14].copy()
+    got = _host(ev(child, reuse=True)[0])[:14]
+    assert ev.evaluated == 14 - kinds.count("copy")
+    assert np.array_equal(got.view(np.uint64), full.view(np.uint64))
+
+
+def test_cli_no_reuse_is_recorded(tmp_path):
+    import json
+
+    from tests.test_cli import gpulab
+
+    small = ["gp", "evolve", "--backend", "cpu", "--population", "8", "--generations", "1", "--stocks", "2",
+             "--days", "32", "--test-days", "16", "--out", str(tmp_path), "--json"]
+    for flag, want in (([], True), (["--no-reuse"], False)):
+        p = gpulab(*small, *flag, "--stem", f"r{want}", cwd=tmp_path)
+        assert p.returncode == 0, p.stderr
+        assert json.loads((tmp_path / f"r{want}.json").read_text())["settings"]["reuse"] is want
