@@ -117,7 +117,6 @@ def test_the_default_stream_fetch_is_one_synchronous_copy_and_start_queues_on_a_
     assert src.calls == [("copy", back.host, created)] and event.calls == [("record", created)]
 
 
-
 @pytest.mark.parametrize("dtype", DTYPES)
 def test_upload_copies_the_pinned_array_behind_earlier_work(rng, dtype):
     """`upload` queues its copy on the default stream: a kernel launched before it that fills
@@ -131,3 +130,20 @@ def test_upload_copies_the_pinned_array_behind_earlier_work(rng, dtype):
     _fill[(n + 127) // 128, 128](d, 200)
     upload(d, pinned)
     assert np.array_equal(d.copy_to_host(), pinned)
+
+
+def test_upload_queues_on_the_default_streams_object_not_on_stream_0():
+    """numba copies synchronously on stream 0 (waiting for the device first): `upload` passes
+    the default stream's object, which makes the copy asynchronous."""
+    from gpulab.device import upload
+
+    class Dst:
+        calls = []
+
+        def copy_to_device(self, ary, stream=0):
+            self.calls.append((ary, stream))
+
+    dst, pinned = Dst(), np.zeros(3, np.int32)
+    upload(dst, pinned)
+    (ary, s), = dst.calls
+    assert ary is pinned and s and not isinstance(s, int)

@@ -43,8 +43,8 @@ parents of the next where they are, and the evaluators read them in place (a
 device ([`gpulab.gp.resident.check_children`][gpulab.gp.resident.check_children]: the host
 validation's typed scan, one thread per child, which also computes the stats the next breeding
 and the evaluators need), and only what the host needs crosses the bus: the elites' indices in
-(the loop holds the fitness for its records and picks the elites from it; the kernels' copy of
-the fitness is made on the device from the evaluator's output); the code's length and the
+(the loop holds the fitness for its records and picks the elites from it; the kernels read the
+evaluator's fitness where it is on the device); the code's length and the
 validation's summary (bad trees, the maxima the evaluators check: 28 bytes) out; with parsimony
 and elites, the parents' sizes out too (``4P`` bytes: ties between elites go to the smaller). [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
 tests compare it with the CPU breeding byte for byte. The prefix sum and the validation have
@@ -244,7 +244,8 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
     (`gpulab.gp.resident.exclusive_scan`). Returns the children's code length. ``fitness``: a
     host array (copied into the kept buffer), or a device array of ``P`` (read where it is: the
     kernels that follow on the stream read it before any later work can write it)."""
-    if isinstance(fitness, np.ndarray) or fitness.size != P:
+    if isinstance(fitness, np.ndarray) or not (fitness.size == P and fitness.dtype == np.float64
+                                               and fitness.strides == (8,)):
         b.fitness.copy_to_device(fitness)
         fitness = b.fitness
     if elites.size:
@@ -326,11 +327,14 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] of the previous call (read where
     it is: the children go to the other of the two kept slots). ``fitness``: host array (the loop
     holds it for its records; the elites are chosen on the host from it). What crosses the bus per
-    generation: the fitness and the elites' indices up; the children's code length (4 bytes) and the
+    generation: the elites' indices up (and the fitness, unless ``fitness_device`` has it); the
+    children's code length (4 bytes) and the
     validation's summary (24 bytes) down; with ``parsimony`` and elites, the parents' sizes down
     too (``4P`` bytes: the elites' ties are broken by size). ``timings`` as in `breed`, with a
     ``validate`` stage. ``fitness_device``: the same fitness already on the device (the
-    evaluator's output, ``P`` float64): copied on the device instead of uploaded.
+    evaluator's output): read where it is when it is ``P`` contiguous float64 (the kernels that
+    read it come before any later work on the stream), else copied into the kept buffer; the
+    fitness then does not go up.
 
     Raises:
         ProgramError: the device validation found an invalid child (a bug in the breeding:

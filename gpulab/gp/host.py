@@ -327,16 +327,15 @@ class Evaluator:
                     K("gp_copy_masks", (ceil_div(P * W * S, FITNESS_BLOCK),), (FITNESS_BLOCK,), src, _i(P), _i(W),
                       _i(S), c_prev, c_new)
                 self._launch(P, (code, offs, *lists, _i(P), _i(S), _i(D)), tail)
+                mark("kernel")
+                self._fitness(P, S, money, fit, flags, src, prev, count)
             except BaseException:
-                if src is not None:  # gp_changed may have counted: the fitness kernel that resets it won't run
-                    count.copy_to_device(np.zeros(1, np.int32))
+                if src is not None:  # gp_changed counted, and the fitness kernel that resets the count did not run
+                    self._reset_count(count)
                 raise
-        mark("kernel")
-        grid = (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,)
-        if src is None:
-            K("gp_fitness", *grid, money, self.bh, _i(P), _i(S), fit, flags)
-        else:
-            K("gp_fitness_copies", *grid, money, self.bh, _i(P), _i(S), fit, flags, src, prev, count)
+        if pol.programs != "global":
+            mark("kernel")
+            self._fitness(P, S, money, fit, flags, None, prev, count)
         mark("fitness")
         back = flags_back.fetch(flags)  # the one synchronization: 12 bytes
         if int(back[1]):
@@ -344,6 +343,24 @@ class Evaluator:
         self.evaluated = P if src is None else int(back[2])
         self._last, self._cached = weakref.ref(given), bool(cache)
         return fit, money, (tr if trace else None)
+
+    def _fitness(self, P, S, money, fit, flags, src, prev, count) -> None:
+        """The fitness kernel: `gp_fitness`, or with a list (``src``) `gp_fitness_copies`, which
+        also resets ``count``."""
+        grid = (ceil_div(P, FITNESS_BLOCK),), (FITNESS_BLOCK,)
+        if src is None:
+            self.K("gp_fitness", *grid, money, self.bh, _i(P), _i(S), fit, flags)
+        else:
+            self.K("gp_fitness_copies", *grid, money, self.bh, _i(P), _i(S), fit, flags, src, prev, count)
+
+    @staticmethod
+    def _reset_count(count) -> None:
+        """``count[0] = 0`` after a call that failed between `gp_changed` and the fitness kernel
+        (a failure of this copy too, after a device error, leaves the original error to be seen)."""
+        try:
+            count.copy_to_device(np.zeros(1, np.int32))
+        except Exception:  # noqa: BLE001, S110 (the error being raised is the one that matters)
+            pass
 
     def _launch(self, individuals: int, head: tuple, tail: tuple, **constant) -> None:
         """One launch of the policy's kernel over `individuals` individuals: a thread per

@@ -145,7 +145,7 @@ def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed
     device as a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation], validated there by
     [`gpulab.gp.resident`][gpulab.gp.resident]); the same children either way.
     ``fitness_device``: ``fitness`` as the evaluator left it on the device, if it did (the GPU
-    breeding copies it there instead of uploading ``fitness``)."""
+    breeding reads it there instead of uploading ``fitness``)."""
     args = (np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
             params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
             params.p_function, bool(params.parsimony), seed)

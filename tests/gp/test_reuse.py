@@ -234,24 +234,25 @@ def test_unchanged_trees_are_read_from_the_cache_not_interpreted(rng):
 
 
 def test_a_failed_call_leaves_the_next_one_right(rng, monkeypatch):
-    """A launch that raises after `gp_changed` counted: the count is reset, and the next call
-    with reuse lists exactly its own changed children."""
+    """A launch that raises after `gp_changed` counted (the kernel's, or the fitness kernel's):
+    the count is reset, and the next call with reuse lists exactly its own changed children."""
     market = synthetic_market(2, 100, seed=int(rng.integers(2**31)))
     ev = _evaluator("numba", market)
     parents = _population(rng, 16)
     ev(parents, reuse=True)
     child, kinds = _child(rng, parents, 16)
-    real = type(ev)._launch
 
     def broken(self, *args, **kw):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(type(ev), "_launch", broken)
-    with pytest.raises(KeyboardInterrupt):
-        ev(child, reuse=True)
-    monkeypatch.setattr(type(ev), "_launch", real)
-    assert int(ev._buffers["count"].copy_to_host()[0]) == 0
-    ev(parents, reuse=True)  # the lineage again
+    for where in ("_launch", "_fitness"):  # the kernel, or the fitness kernel that resets the count
+        real = getattr(type(ev), where)
+        monkeypatch.setattr(type(ev), where, broken)
+        with pytest.raises(KeyboardInterrupt):
+            ev(child, reuse=True)
+        monkeypatch.setattr(type(ev), where, real)
+        assert int(ev._buffers["count"].copy_to_host()[0]) == 0, where
+        ev(parents, reuse=True)  # the lineage again
     full = _host(_evaluator("numba", market)(child)[0])[:16].copy()
     got = _host(ev(child, reuse=True)[0])[:16]
     assert ev.evaluated == 16 - kinds.count("copy")
@@ -273,7 +274,7 @@ def test_without_room_for_the_cache_only_copies_are_skipped(rng, monkeypatch):
     monkeypatch.setattr(type(ev), "_buf", no_room)
     parents = _population(rng, 14)
     ev(parents, reuse=True)
-    assert not ev._cached and ev._fits == {14: False}
+    assert not ev._cached and ev._fits == {14: False} and not {"masks0", "masks1"} & set(ev._buffers)
     child, kinds = _child(rng, parents, 14)
     full = _host(_evaluator("numba", market)(child)[0])[:14].copy()
     got = _host(ev(child, reuse=True)[0])[:14]
