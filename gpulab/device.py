@@ -161,14 +161,23 @@ class Readback:
         return self.host
 
 
-def upload(d_dst, pinned) -> None:
+def upload(d_dst, pinned, nbytes: int | None = None) -> None:
     """Queue the copy of `pinned` (a page-locked host array of `d_dst`'s shape, such as
     `Readback.host` or `cuda.pinned_array`) into `d_dst` on the default stream and return at
-    once: numba's copy on stream `0` would wait for the device first. The caller must not
-    change `pinned` until the device has passed the copy (a later synchronization)."""
+    once: numba's copy on stream `0` would wait for the device first. `nbytes`: copy only the
+    first `nbytes` bytes (of byte arrays: a buffer's used part, without slicing either array,
+    which costs tens of microseconds of host time). The caller must not change `pinned` until
+    the device has passed the copy (a later synchronization)."""
     from numba import cuda
 
-    d_dst.copy_to_device(pinned, stream=cuda.default_stream())
+    if nbytes is None:
+        d_dst.copy_to_device(pinned, stream=cuda.default_stream())
+    elif on_simulator():
+        d_dst[:nbytes].copy_to_device(pinned[:nbytes])
+    else:
+        from numba.cuda.cudadrv.driver import host_to_device
+
+        host_to_device(d_dst, pinned, nbytes, stream=cuda.default_stream())
 
 
 @dataclass(frozen=True)

@@ -147,3 +147,17 @@ def test_upload_queues_on_the_default_streams_object_not_on_stream_0():
     upload(dst, pinned)
     (ary, s), = dst.calls
     assert ary is pinned and s and not isinstance(s, int)
+
+
+def test_upload_of_nbytes_copies_only_the_first_bytes(rng):
+    """`upload(..., nbytes)` (a buffer's used part): the bytes after it keep what was there."""
+    from gpulab.device import upload
+
+    n = int(rng.integers(2, 300))
+    k = int(rng.integers(1, n))
+    d = cuda.to_device(np.full(n, 200, np.uint8))
+    pinned = cuda.pinned_array(n, np.uint8)
+    pinned[:] = _random(rng, n, np.uint8)
+    upload(d, pinned, k)
+    got = d.copy_to_host()
+    assert np.array_equal(got[:k], pinned[:k]) and np.all(got[k:] == 200)

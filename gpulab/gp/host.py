@@ -434,21 +434,9 @@ class ProgramBuffer:
         no = 4 * (2 * P + 1)
         self.host[:no] = pop.offsets.view(np.uint8)
         self.host[self.code0:self.code0 + n] = pop.code
-        copy_async(self.device, self.host, self.code0 + n)
+        device.upload(self.device, self.host, self.code0 + n)  # (the used bytes only)
         return self.code, self.offs
 # --8<-- [end:upload]
-
-
-def copy_async(dst, src, nbytes: int) -> None:
-    """``nbytes`` from pinned host memory ``src`` to the device array ``dst`` on the default
-    stream (asynchronous with respect to the host; ordered with the launches on that stream)."""
-    if device.on_simulator():
-        dst[:nbytes].copy_to_device(src[:nbytes])
-        return
-    from numba import cuda
-    from numba.cuda.cudadrv.driver import host_to_device
-
-    host_to_device(dst, src, nbytes, stream=cuda.default_stream())
 
 
 def overflow_message(variant: str) -> str:
