@@ -298,6 +298,39 @@ extern "C" __global__ void breed_write(const u8 *code, const int *offsets, const
     }
 }
 
+// --8<-- [start:init]
+// tree t of the initial population (breeding.py's _init_tree): stream t of seed, its depth ramped
+// with t / 2, grown or full by its parity, redrawn while longer than max_nodes
+__device__ i64 init_tree(i64 t, i64 min_depth, i64 max_depth, i64 max_nodes, double p_leaf, i64 seed, u8 *buf,
+                         int *ops, int *left) {
+    u64 s;
+    seed_stream(s, seed, t);
+    i64 depth = min_depth + (t / 2) % (max_depth - min_depth + 1);
+    bool full = (t / 2) % 2 == 1;
+    i64 m = -1;
+    while (m < 0) m = grow(s, buf, 0, max_nodes, false, depth, full, p_leaf, ops, left);
+    return m;
+}
+
+// thread t = tree t: its code into grown row t, its length into lens[t], src[t] = -1 (a new tree)
+extern "C" __global__ void init_trees(i64 min_depth, i64 max_depth, i64 max_nodes, double p_leaf, i64 seed,
+                                      u8 *grown, i64 grown_stride, int *ops, int *left, i64 ops_stride, int *lens,
+                                      i64 *src, i64 T) {
+    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= T) return;
+    lens[t] = (int)init_tree(t, min_depth, max_depth, max_nodes, p_leaf, seed, grown + t * grown_stride,
+                             ops + t * ops_stride, left + t * ops_stride);
+    src[t] = -1;
+}
+
+// thread t = tree t: grown row t copied to its place in code (offsets: the lengths' prefix sum)
+extern "C" __global__ void init_write(const u8 *grown, i64 grown_stride, const int *offsets, u8 *code, i64 T) {
+    i64 t = (i64)blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= T) return;
+    copy(code, offsets[t], grown + t * grown_stride, 0, offsets[t + 1] - offsets[t]);
+}
+// --8<-- [end:init]
+
 // the 2P tree lengths of the children, from their plan rows: what the offsets' prefix sum needs
 extern "C" __global__ void plan_lengths(const i64 *plan, int *lens, i64 P) {
     i64 c = (i64)blockIdx.x * blockDim.x + threadIdx.x;

@@ -160,15 +160,26 @@ def ramped_half_and_half(P, min_depth, max_depth, max_nodes, p_leaf, seed):
         left = np.empty(max_depth + 2, np.int32)
         buf = np.empty(max_nodes + 8, np.uint8)
         for t in range(task * CHUNK, min(T, (task + 1) * CHUNK)):
-            _seed_stream(rng, seed, t)
-            depth = min_depth + (t // 2) % (max_depth - min_depth + 1)
-            full = (t // 2) % 2 == 1
-            m = -1
-            while m < 0:
-                m = _grow(rng, buf, 0, max_nodes, False, depth, full, p_leaf, ops, left)
+            m = _init_tree(t, min_depth, max_depth, max_nodes, p_leaf, seed, rng, buf, ops, left)
             slots[t * max_nodes:t * max_nodes + m] = buf[:m]
             lengths[t] = m
     return _compact(slots, max_nodes, lengths)
+
+
+@njit(inline="always")
+def _init_tree(t, min_depth, max_depth, max_nodes, p_leaf, seed, rng, buf, ops, left):
+    """Tree ``t`` of the initial population into ``buf[:m]``; returns ``m``. Its depth is
+    ramped with ``t // 2`` over [min_depth, max_depth], grown or full by its parity; a tree
+    longer than ``max_nodes`` is redrawn from the same stream (stream ``t`` of ``seed``).
+    ``buf``: ``max_nodes + 8`` bytes; ``ops``, ``left``: ``max_depth + 2``. (The GPU's
+    initialization runs the same function, one thread per tree.)"""
+    _seed_stream(rng, seed, t)
+    depth = min_depth + (t // 2) % (max_depth - min_depth + 1)
+    full = (t // 2) % 2 == 1
+    m = -1
+    while m < 0:
+        m = _grow(rng, buf, 0, max_nodes, False, depth, full, p_leaf, ops, left)
+    return m
 # --8<-- [end:init]
 
 

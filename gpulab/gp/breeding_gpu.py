@@ -15,7 +15,8 @@ thread per child:
    and child ``c``'s two tree lengths;
 3. `plan_lengths` gathers the children's ``2P`` tree lengths from the plan rows; their prefix sum
    gives the children's offsets, on the device (`gpulab.gp.resident.exclusive_scan`: only the
-   total, 4 bytes, goes to the host, to size the children's code buffer);
+   total, 4 bytes, goes to the host; read after the write pass when the children's code buffer
+   has room for any children, `CODE_ROOM_SHARE`, else first, to size that buffer);
 4. `breed_write`: thread ``c`` writes its two trees (a copy, a splice of two spans, or a splice
    of a subtree regrown from the stream state pass 2 saved).
 
@@ -31,6 +32,11 @@ cannot call a CPU-compiled one). One source, two targets: nothing to keep in ste
 **CUDA C.** ``breeding.cu`` holds the same kernels (and `plan_lengths`) written in CUDA C, a line-for-line
 translation of the same functions (``backend="cuda-c"``: the loop uses them with the
 ``cuda-c`` evaluators); its children are the same bit for bit (the tests compare them on a GPU).
+
+**The initial population** too ([`initial_population`][gpulab.gp.breeding_gpu.initial_population]):
+thread ``t`` runs the CPU's per-tree function (`gpulab.gp.breeding._init_tree`), a prefix sum
+places the trees, and the device validation computes their stats: the CPU's
+`ramped_half_and_half`, bit for bit, already in the slot the first breeding reads.
 
 The buffers (plan, scratch, lengths, the populations' arrays) are kept from one generation to
 the next (`_Buffers`, in a [`PlanCache`][gpulab.launch.PlanCache]; `clear_cache()` frees them).
@@ -68,10 +74,10 @@ from gpulab.launch import PlanCache, ceil_div
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
 _OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
-              "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child")
+              "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child", "_init_tree")
 
 
-_ENTRIES = ("_plan_child", "_write_child")  # what the kernels call
+_ENTRIES = ("_plan_child", "_write_child", "_init_tree")  # what the kernels call
 
 
 def _quiet(f):
@@ -98,7 +104,7 @@ def _device_twins() -> dict:
 
 
 _DEV = _device_twins()
-plan_child, write_child = _DEV["_plan_child"], _DEV["_write_child"]
+plan_child, write_child, init_tree, copy_bytes = _DEV["_plan_child"], _DEV["_write_child"], _DEV["_init_tree"], _DEV["_copy"]
 THREADS = 128  # threads (children) per block
 # the kernels' signatures as `breed` launches them (for the PTX check, gpulab.compilecheck)
 SIG_PLAN = ("void(uint8[::1], int32[::1], int32[::1], float64[::1], int32[::1], int64[::1], int64, float64, float64, "
@@ -142,7 +148,31 @@ def plan_lengths(plan, lens):
 # --8<-- [end:kernels]
 
 
+# --8<-- [start:init-kernels]
+@cuda.jit
+def init_trees(min_depth, max_depth, max_nodes, p_leaf, seed, grown, ops, left, lens, src):
+    """The initial population, thread ``t`` = tree ``t`` (the CPU's `ramped_half_and_half`, one
+    tree per thread): its code into row ``t`` of ``grown``, its length into ``lens[t]``, and
+    ``src[t] = -1`` (a new tree)."""
+    t = int64(cuda.grid(1))
+    if t < lens.size:
+        rng = cuda.local.array(1, uint64)
+        lens[t] = init_tree(t, min_depth, max_depth, max_nodes, p_leaf, seed, rng, grown[t], ops[t], left[t])
+        src[t] = -1
+
+
+@cuda.jit
+def init_write(grown, offsets, code):
+    """Thread ``t``: row ``t`` of ``grown`` to its place in ``code`` (``offsets``: the lengths' prefix sum)."""
+    t = int64(cuda.grid(1))
+    if t < grown.shape[0]:
+        copy_bytes(code, offsets[t], grown[t], 0, offsets[t + 1] - offsets[t])
+# --8<-- [end:init-kernels]
+
+
 SIG_LENGTHS = "void(int64[:, ::1], int32[::1])"
+SIG_INIT = "void(int64, int64, int64, float64, int64, uint8[:, ::1], int32[:, ::1], int32[:, ::1], int32[::1], int64[::1])"
+SIG_INIT_WRITE = "void(uint8[:, ::1], int32[::1], uint8[::1])"
 
 
 class _Slot:
@@ -169,12 +199,13 @@ class _Slot:
         self.epoch += 1
         return self
 
-    def room(self, nbytes: int):
-        """The code buffer, with room for ``nbytes`` (grown by a quarter more than asked). A new
+    def room(self, nbytes: int, spare: bool = True):
+        """The code buffer, with room for ``nbytes`` (grown by a quarter more than asked, unless
+        not ``spare``). A new
         buffer holds no population: the epoch moves on, so a `DevicePopulation` written into the
         old one refuses to be read instead of reading the new one's garbage."""
         if self.code.size < nbytes:
-            self.code = cuda.device_array(nbytes + nbytes // 4, np.uint8)
+            self.code = cuda.device_array(nbytes + (nbytes // 4 if spare else 0), np.uint8)
             self.epoch += 1
         return self.code
 
@@ -205,12 +236,33 @@ class _Buffers:
         self.summary = cuda.device_array(resident.NSUMMARY, np.int32)
         self.summary_back = device.Readback(resident.NSUMMARY, np.int32)
 
+    def init_scratch(self, depth: int, max_nodes: int):
+        """The initialization's scratch for ``2P`` trees of at most ``depth`` levels (made once
+        per depth): ``grown`` (a row of ``max_nodes + 8`` bytes per tree), ``ops``, ``left``,
+        ``lens``."""
+        T = 2 * self.slots[0].sizes.size
+        key = (int(depth), int(max_nodes))
+        if getattr(self, "_init", (None,))[0] != key:
+            self._init = (key, cuda.device_array((T, int(max_nodes) + 8), np.uint8),
+                          cuda.device_array((T, int(depth) + 2), np.int32), cuda.device_array((T, int(depth) + 2), np.int32),
+                          cuda.device_array(T, np.int32))
+        return self._init[1:]
+
+    def drop_init_scratch(self) -> None:
+        """Let the initialization's scratch go (it serves once a run)."""
+        self._init = (None,)
+
     def holds(self, pop) -> bool:
         """``pop`` is a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] in one of
         these slots, not yet overwritten."""
         return (isinstance(pop, DevicePopulation) and any(pop._slot is s for s in self.slots)
                 and pop._slot.epoch == pop._epoch)
 
+
+# The share of the free device memory the two slots' code buffers may take to hold any children
+# the limits allow (2 * P * max_nodes bytes each: 12.8 MB at the paper's 25,000 × 255): then a
+# breeding queues its write pass without waiting for the children's code length.
+CODE_ROOM_SHARE = 0.1
 
 _BUFFERS = PlanCache(maxsize=1, after_evict=device.release_memory)  # one population size at a time
 
@@ -239,9 +291,14 @@ def _upload(slot: _Slot, code, offsets, depth, sizes, stats=None) -> None:
 
 
 def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P, width, tournament, p_cross, p_mut,
-                max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark) -> int:
+                max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark):
     """The two passes from ``parents`` into ``children``; the offsets' prefix sum on the device
-    (`gpulab.gp.resident.exclusive_scan`). Returns the children's code length. ``fitness``: a
+    (`gpulab.gp.resident.exclusive_scan`). Returns a function that returns the children's code
+    length: when ``children``'s code buffer already has room for any ``P`` children (two trees of
+    ``width - 2`` nodes each, what [`reserve`][gpulab.gp.breeding_gpu.reserve] allocates where
+    it fits) the host does not wait for the length before the write pass, and the function
+    waits for it (call it after a later synchronization: it is then free); otherwise the length
+    was read first, to size the buffer. ``fitness``: a
     host array (copied into the kept buffer), or a device array of ``P`` (read where it is: the
     kernels that follow on the stream read it before any later work can write it)."""
     if isinstance(fitness, np.ndarray) or not (fitness.size == P and fitness.dtype == np.float64
@@ -269,8 +326,13 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                                     int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
         plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
-    total = resident.exclusive_scan(b.lens, children.offsets, backend, children.scan_views)
-    out = children.room(max(total, 1))
+    if children.code.size >= 2 * P * (width - 2):  # room for any children: the total is read later, no wait
+        total = resident.exclusive_scan(b.lens, children.offsets, backend, children.scan_views, wait=False)
+        out = children.code
+    else:
+        n = resident.exclusive_scan(b.lens, children.offsets, backend, children.scan_views)
+        out = children.room(max(n, 1))
+        total = lambda: n  # noqa: E731
     mark("offsets")
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at,
@@ -307,7 +369,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     mark("host")
     _upload(parents, code, offsets, tree_depth, sizes)
     total = _breed_into(b, parents, children, fitness, elites, P, width, tournament, p_cross, p_mut, max_depth,
-                        max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
+                        max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)()
     result = (children.code[:total].copy_to_host() if total else np.zeros(0, np.uint8), children.offsets.copy_to_host(),
               children.src.copy_to_host())
     mark("download")
@@ -317,7 +379,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
 # --8<-- [start:resident]
 def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
                    p_leaf, p_func, parsimony, seed, backend: str = "numba",
-                   timings: dict | None = None, fitness_device=None) -> DevicePopulation:
+                   timings: dict | None = None, fitness_device=None, wait: bool = True):
     """One generation bred on the GPU, kept there: the children of
     [`breed`][gpulab.gp.breeding_gpu.breed] (the same, bit for bit), validated on the device
     ([`gpulab.gp.resident`][gpulab.gp.resident]), as a
@@ -334,7 +396,11 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     ``validate`` stage. ``fitness_device``: the same fitness already on the device (the
     evaluator's output): read where it is when it is ``P`` contiguous float64 (the kernels that
     read it come before any later work on the stream), else copied into the kept buffer; the
-    fitness then does not go up.
+    fitness then does not go up. ``wait=False``: every kernel is queued, and a function is
+    returned that waits for the validation's summary and returns the children (the host is free
+    meanwhile: the GP loop reads the test period's fitness); call it before anything else
+    reads or breeds these populations. (With ``parsimony`` and elites the parents' sizes are
+    read first, which waits for the work queued before.)
 
     Raises:
         ProgramError: the device validation found an invalid child (a bug in the breeding:
@@ -357,9 +423,15 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
                         mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
     maxima = resident.validate(dst.code, dst.offsets, dst.src, src.stats, max_nodes, max_depth, b.st, b.grown,
-                               dst.stats, dst.sizes, b.summary, b.summary_back, backend, b.summary_start)
-    mark("validate")
-    return DevicePopulation(dst, P, total, maxima)._bred_from(parents, dst.src)
+                               dst.stats, dst.sizes, b.summary, b.summary_back, backend, b.summary_start, wait=False)
+    epoch = dst.epoch  # (written at this epoch: a claim before children() is called makes them stale)
+
+    def children() -> DevicePopulation:
+        m = maxima()  # (the one wait: the code length arrived before the summary)
+        mark("validate")
+        return DevicePopulation(dst, P, total(), m, epoch=epoch)._bred_from(parents, dst.src)
+
+    return children() if wait else children
 # --8<-- [end:resident]
 
 
@@ -378,18 +450,18 @@ def _place(b: _Buffers, host: Population) -> tuple[_Slot, np.ndarray]:
 
 def reserve(pop: Population, elite, max_nodes, mut_depth, backend: str = "numba") -> None:
     """Allocate now what breeding ``pop``'s size on the GPU keeps: the buffers (`_Buffers`), both
-    slots' code buffers (room for twice ``pop``'s code, so that the trees' growth over a run
-    seldom reallocates them), the prefix sum's block totals, and run the prefix sum once at this
+    slots' code buffers (room for any ``P`` children the limits allow, where two such buffers fit
+    `CODE_ROOM_SHARE` of the free device memory, so that a breeding never waits for the
+    children's length; else twice ``pop``'s code, so that the trees' growth over a run seldom
+    reallocates them), the prefix sum's block totals, and run the prefix sum once at this
     size (its kernels loaded, or compiled by numba, the deeper levels included). A run's
     warm-up ([`evolve`][gpulab.gp.loop.evolve] calls it before starting its clock): the first
     timed breeding then allocates nothing, as the later ones. Changes no population."""
     P = len(pop)
-    b = _buffers(P, max_nodes, mut_depth, _width(max_nodes, pop), min(int(elite), P))
-    for slot in b.slots:
-        slot.room(2 * max(pop.total_nodes, 1))
-    b.lens.copy_to_device(np.zeros(2 * P, np.int32))
-    resident.inclusive_scan(b.lens, b.lens, backend)  # (scratch only: no population lives in lens)
-    cuda.synchronize()
+    width = _width(max_nodes, pop)
+    b = _buffers(P, max_nodes, mut_depth, width, min(int(elite), P))
+    _room(b, P, width, pop.total_nodes)  # (room for any P children: the breeding never waits for their length)
+    _scan_once(b, P, backend)
 
 
 def to_device(pop: Population, elite, max_nodes, mut_depth) -> DevicePopulation:
@@ -411,6 +483,89 @@ def to_device(pop: Population, elite, max_nodes, mut_depth) -> DevicePopulation:
     return DevicePopulation(slot, P, pop.total_nodes, {"stack": pop.max_stack_depth, "bools": pop.max_bool_depth,
                                                        "tree_nodes": pop.max_tree_nodes,
                                                        "program_nodes": pop.max_program_nodes}, host=pop)
+
+
+# --8<-- [start:initial]
+def initial_population(P: int, min_depth: int, max_depth: int, max_nodes: int, p_leaf: float, seed: int, elite: int,
+                       mut_depth: int, backend: str = "numba") -> DevicePopulation:
+    """[`gpulab.gp.breeding.ramped_half_and_half`][gpulab.gp.breeding.ramped_half_and_half] on
+    the GPU, into the first slot of the breeding's kept buffers for these settings (those of
+    [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident] with the same ``elite``,
+    ``max_nodes``, ``mut_depth``): the same population, bit for bit, validated on the device,
+    as the [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] that the evaluators and the
+    first breeding read in place. Thread ``t`` runs the CPU's per-tree function (`_init_tree`)
+    into its own row, a prefix sum of the lengths places the trees, a second kernel copies them
+    there, and the validation computes the stats and maxima: nothing crosses the bus but the
+    code's length and the validation's summary. `reserve_initial` (off a run's clock) makes the
+    buffers first. ``backend``: ``"numba"`` or ``"cuda-c"`` (``breeding.cu``).
+    (``max_nodes`` must be at most `MAX_TREE_NODES`; `GPParams.check` has checked the rest.)"""
+    width = int(max_nodes) + 2
+    b = _buffers(P, max_nodes, mut_depth, width, min(int(elite), P))
+    grown, ops, left, lens = b.init_scratch(max_depth, max_nodes)
+    slot = b.slots[0].claim()
+    T, blocks = 2 * P, ceil_div(2 * P, THREADS)
+    if backend == "cuda-c":
+        from gpulab import cudac
+
+        i = np.int64
+        cudac.launch(cuda_c_kernel("init_trees"), (blocks,), (THREADS,), i(min_depth), i(max_depth), i(max_nodes),
+                     np.float64(p_leaf), i(seed), grown, i(grown.shape[1]), ops, left, i(ops.shape[1]), lens, slot.src,
+                     i(T))
+    else:
+        init_trees[blocks, THREADS](int(min_depth), int(max_depth), int(max_nodes), float(p_leaf), int(seed), grown, ops,
+                                    left, lens, slot.src)
+    if slot.code.size >= T * int(max_nodes):  # room for any trees: the length is read later, no wait
+        total = resident.exclusive_scan(lens, slot.offsets, backend, slot.scan_views, wait=False)
+    else:
+        n = resident.exclusive_scan(lens, slot.offsets, backend, slot.scan_views)
+        slot.room(max(n, 1))
+        total = lambda: n  # noqa: E731
+    if backend == "cuda-c":
+        cudac.launch(cuda_c_kernel("init_write"), (blocks,), (THREADS,), grown, np.int64(grown.shape[1]), slot.offsets,
+                     slot.code, np.int64(T))
+    else:
+        init_write[blocks, THREADS](grown, slot.offsets, slot.code)
+    maxima = resident.validate(slot.code, slot.offsets, slot.src, slot.stats, max_nodes, max_depth, b.st, b.grown,
+                               slot.stats, slot.sizes, b.summary, b.summary_back, backend, b.summary_start)
+    b.drop_init_scratch()  # (used once a run: its memory goes back; the kernels that read it are done)
+    return DevicePopulation(slot, P, total(), maxima)
+# --8<-- [end:initial]
+
+
+def initial_fits(P: int, max_depth: int, max_nodes: int) -> bool:
+    """Whether the initialization's scratch for ``P`` individuals (``2P`` rows of
+    ``max_nodes + 8`` bytes, and ``2P`` of ``2(max_depth + 2)`` int32) fits `CODE_ROOM_SHARE`
+    of the free device memory (else [`evolve`][gpulab.gp.loop.evolve] initializes on the host)."""
+    need = 2 * P * (int(max_nodes) + 8 + 8 * (int(max_depth) + 2) + 4)
+    free = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[0]
+    return need <= CODE_ROOM_SHARE * free
+
+
+def reserve_initial(P: int, max_depth: int, max_nodes: int, elite: int, mut_depth: int, backend: str = "numba") -> None:
+    """[`reserve`][gpulab.gp.breeding_gpu.reserve] for a run whose initial population
+    [`initial_population`][gpulab.gp.breeding_gpu.initial_population] makes on the GPU: the
+    buffers for ``P`` individuals, both slots' code buffers, the initialization's scratch, the
+    prefix sum run once at this size. Changes no population."""
+    width = int(max_nodes) + 2
+    b = _buffers(P, max_nodes, mut_depth, width, min(int(elite), P))
+    _room(b, P, width)
+    b.init_scratch(max_depth, max_nodes)
+    _scan_once(b, P, backend)
+
+
+def _room(b: _Buffers, P: int, width: int, nodes: int = 0) -> None:
+    """Both slots' code buffers: room for any ``P`` children (``2P(width - 2)`` bytes) where two
+    of them fit `CODE_ROOM_SHARE` of the free memory, else twice ``nodes``."""
+    most = 2 * P * (width - 2)
+    free = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[0]
+    for slot in b.slots:
+        slot.room(most if 2 * most <= CODE_ROOM_SHARE * free else 2 * max(nodes, 1), spare=False)
+
+
+def _scan_once(b: _Buffers, P: int, backend: str) -> None:
+    b.lens.copy_to_device(np.zeros(2 * P, np.int32))
+    resident.inclusive_scan(b.lens, b.lens, backend)  # (scratch only: no population lives in lens)
+    cuda.synchronize()
 
 
 def _stage_clock(timings: dict | None):

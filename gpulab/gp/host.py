@@ -183,6 +183,7 @@ class Evaluator:
         self._turn = 0
         self._fits: dict = {}
         self.evaluated = 0  # individuals the last call interpreted (fewer than P when it reused copies)
+        self.fitness_host = None  # the last launch's fitness on the host, when it asked (to_host)
 
     def _buf(self, key, n, dtype):
         from numba import cuda
@@ -260,7 +261,22 @@ class Evaluator:
     # --8<-- [start:evaluate]
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None,
                  reuse: bool = False):
-        """``reuse``: an individual the breeding copied unchanged from the population this
+        """Evaluate ``pop``: [`launch`][gpulab.gp.host.Evaluator.launch], then wait for it.
+        Returns ``(fitness, money, trace)`` on the device (``trace`` only with ``trace=True``)."""
+        return self.launch(pop, trace, poison, timeline, reuse)()
+
+    def launch(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None,
+               reuse: bool = False, to_host: bool = False):
+        """Queue ``pop``'s evaluation on the device and return at once with ``finish``, the
+        function that waits for it (the call's one synchronization: 12 bytes of flags, and with
+        ``to_host`` the fitness, into pinned buffers), raises `LimitError` on an overflow, and
+        returns ``(fitness, money, trace)``; with ``to_host``, ``fitness_host`` then holds the
+        fitness on the host too (a pinned buffer the next launch reuses: copy it to keep it).
+        Between the two the host is free: the GP loop queues the test period's evaluation
+        behind the training one's before it waits for either. Call ``finish`` before this
+        evaluator's next launch.
+
+        ``reuse``: an individual the breeding copied unchanged from the population this
         evaluator evaluated last takes that parent's fitness instead of being interpreted again,
         and (where the day-mask cache fits, `MASK_CACHE_SHARE`) a changed individual's tree that
         its parents had takes that tree's day masks from the last evaluation: only the changed
@@ -337,12 +353,28 @@ class Evaluator:
             mark("kernel")
             self._fitness(P, S, money, fit, flags, None, prev, count)
         mark("fitness")
-        back = flags_back.fetch(flags)  # the one synchronization: 12 bytes
-        if int(back[1]):
-            raise LimitError(overflow_message(self.name))
-        self.evaluated = P if src is None else int(back[2])
-        self._last, self._cached = weakref.ref(given), bool(cache)
-        return fit, money, (tr if trace else None)
+        arrived = flags_back.start(flags)  # queued behind the kernels, waited for in finish
+        if to_host:
+            fit_back = self._fit_back(P)
+            fit_back.start(fit)
+
+        def finish():
+            back = arrived()  # the one synchronization: 12 bytes (and the fitness behind them)
+            if int(back[1]):
+                raise LimitError(overflow_message(self.name))
+            self.evaluated = P if src is None else int(back[2])
+            self._last, self._cached = weakref.ref(given), bool(cache)
+            self.fitness_host = fit_back.wait() if to_host else None
+            return fit, money, (tr if trace else None)
+
+        return finish
+
+    def _fit_back(self, P: int):
+        """The pinned [`Readback`][gpulab.device.Readback] of ``P`` fitness values (made once per size)."""
+        back = self._buffers.get("fit_back")
+        if back is None or back.host.size != P:
+            back = self._buffers["fit_back"] = device.Readback(P, np.float64)
+        return back
 
     def _fitness(self, P, S, money, fit, flags, src, prev, count) -> None:
         """The fitness kernel: `gp_fitness`, or with a list (``src``) `gp_fitness_copies`, which
@@ -455,6 +487,7 @@ class CpuEvaluator:
         self.variant, self.name, self.market, self.p = variant, variant.name, market, dict(params)
         self.compile_ms = 0.0
         self.evaluated = 0
+        self.fitness_host = None
 
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False, reuse: bool = False):
         """``reuse`` is accepted and ignored: the CPU variants interpret every individual."""
@@ -462,6 +495,13 @@ class CpuEvaluator:
         out = CPU_KERNELS[self.variant.policy.kernel](self, pop, trace)
         self.evaluated = len(pop)
         return out
+
+    def launch(self, pop: Population, trace: bool = False, poison: bool = False, timeline: list | None = None,
+               reuse: bool = False, to_host: bool = False):
+        """`Evaluator.launch`'s interface: the evaluation runs now, ``finish`` returns it."""
+        out = self(pop, trace, poison, reuse)
+        self.fitness_host = out[0] if to_host else None
+        return lambda: out
 
 
 def _cpu_reference(ev: CpuEvaluator, pop: Population, trace: bool):

@@ -28,7 +28,7 @@ from gpulab.errors import GpulabError
 from gpulab.gp import breeding
 from gpulab.gp.host import check_int, check_market_arg, check_variant_args
 from gpulab.gp.market import Market
-from gpulab.gp.programs import STAT_DEPTH, Population
+from gpulab.gp.programs import STAT_DEPTH, DevicePopulation, Population
 from gpulab.gp.variants import REGISTRY
 
 
@@ -73,7 +73,9 @@ class GPParams:
 @dataclass
 class EvolutionResult:
     """A run's record: one entry per generation, the best rule, and where the time went.
-    ``interrupted``: the run was stopped (Ctrl-C) and holds the generations it finished."""
+    ``interrupted``: the run was stopped (Ctrl-C) and holds the generations it finished; its
+    ``best`` is then the last finished generation's, or the best on training of the generation
+    it stopped in (``best["test"]`` None) when that generation's breeding had already started."""
 
     settings: dict
     history: list = field(default_factory=list)
@@ -107,6 +109,30 @@ def initial_population(params: GPParams, seed: int) -> Population:
     return Population(code, offsets)
 
 
+def _initial_on_gpu(params: GPParams, breeding_on: str) -> bool:
+    """Whether [`evolve`][gpulab.gp.loop.evolve] makes its initial population on the GPU: with
+    the GPU breeding, whose buffers it goes into, when the trees fit the device validation's
+    limit (`MAX_TREE_NODES`; a longer limit is the host's to report, as it does) and its scratch
+    fits the device's free memory ([`initial_fits`][gpulab.gp.breeding_gpu.initial_fits])."""
+    from gpulab.gp import breeding_gpu
+    from gpulab.gp.programs import MAX_TREE_NODES
+
+    return (breeding_on == "gpu" and params.max_nodes <= MAX_TREE_NODES
+            and breeding_gpu.initial_fits(params.population, params.init_depth[1], params.max_nodes))
+
+
+def _gpu_initial(params: GPParams, seed: int, backend: str):
+    """[`initial_population`][gpulab.gp.loop.initial_population] made on the GPU
+    ([`breeding_gpu.initial_population`][gpulab.gp.breeding_gpu.initial_population]): the same
+    population, already where the evaluators and the GPU breeding read it."""
+    from gpulab.gp import breeding_gpu
+
+    lo, hi = params.init_depth
+    return breeding_gpu.initial_population(params.population, lo, hi, params.max_nodes, params.p_leaf, seed,
+                                           params.elite, params.mutation_depth,
+                                           "cuda-c" if backend == "cuda-c" else "numba")
+
+
 BREEDINGS = ("gpu", "cpu")
 
 
@@ -137,7 +163,7 @@ def default_breeding(population: int | None = None, backend: str | None = None) 
 
 
 def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
-                    breeding_on: str = "cpu", backend: str = "numba", fitness_device=None) -> Population:
+                    breeding_on: str = "cpu", backend: str = "numba", fitness_device=None, wait: bool = True):
     """Selection, crossover, mutation, elitism: one call into compiled code, on the host
     (``breeding_on="cpu"``: the reference, validated on the host with
     [`Population.bred`][gpulab.gp.programs.Population.bred]) or the GPU (``"gpu"``: CUDA C
@@ -145,7 +171,9 @@ def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed
     device as a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation], validated there by
     [`gpulab.gp.resident`][gpulab.gp.resident]); the same children either way.
     ``fitness_device``: ``fitness`` as the evaluator left it on the device, if it did (the GPU
-    breeding reads it there instead of uploading ``fitness``)."""
+    breeding reads it there instead of uploading ``fitness``). ``wait=False``: returns a function
+    that returns the children: the GPU breeding's kernels are queued and the function waits for
+    them (the host breeding is done at once)."""
     args = (np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
             params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
             params.p_function, bool(params.parsimony), seed)
@@ -153,13 +181,10 @@ def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed
         from gpulab.gp import breeding_gpu
 
         return breeding_gpu.breed_resident(pop, *args, backend="cuda-c" if backend == "cuda-c" else "numba",
-                                           fitness_device=fitness_device)
+                                           fitness_device=fitness_device, wait=wait)
     code, offsets, src = breeding.breed(pop.code, pop.offsets, np.ascontiguousarray(pop.stats[:, STAT_DEPTH]), *args)
-    return Population.bred(code, offsets, pop, src)
-
-
-def _host(x) -> np.ndarray:
-    return x if isinstance(x, np.ndarray) else x.copy_to_host()
+    children = Population.bred(code, offsets, pop, src)
+    return children if wait else lambda: children
 
 
 # --8<-- [start:evolve]
@@ -232,34 +257,66 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     children = next_generation(parents, np.zeros(4), warm, 0, breeding_on, backend)
     if reuse and v.policy is not None and v.policy.lists:
         ev_train(children, reuse=reuse), ev_test(children, reuse=reuse)
-    t0 = time.perf_counter()
-    pop = initial_population(params, int(rng.integers(2**31)))
-    t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
-    # (a variant that compiles each population into its kernels compiles generation 0 on the clock)
-    evals = (ev_train, ev_test) if backend != "cpu" and not (v.policy and v.policy.compiled) else ()
-    pop, t_up = _warm_at_size(pop, params, evals, breeding_on, backend, reuse)
-    t_start = time.perf_counter() - t_init - t_up
-    warmup_s = t_start - t_warm  # the compile warm-up, then the one at the run's size
-    settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
-                "variant": variant, "backend": backend, "breeding": breeding_on, "reuse": bool(reuse), "seed": seed,
-                "stocks": train.stocks,
-                "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
-                "initial_mean_nodes": pop.total_nodes / len(pop)}
-    result = EvolutionResult(settings)
-    per100_train, per100_test = 100.0 / train.days, 100.0 / test.days
-    t_eval = t_breed = 0.0
-    last = None  # (population, index of its best, row) of the last generation evaluated
-    pbar = _progress.bar(total=params.generations + 1, desc="generations", unit="gen",
-                         disable=None if progress is True else True)
+    children[0].buy.sexpr()  # (the best rule's way out, as the run's end takes it: its one-tree check compiled)
+    on_gpu = _initial_on_gpu(params, breeding_on)
+    if on_gpu:  # (its kernels compiled too)
+        _gpu_initial(warm, 0, backend)
+    thaw = _gc_frozen()
+    try:
+        seed0 = int(rng.integers(2**31))
+        if on_gpu:  # (its buffers made off the clock)
+            from gpulab.gp import breeding_gpu
+
+            breeding_gpu.reserve_initial(params.population, params.init_depth[1], params.max_nodes, params.elite,
+                                         params.mutation_depth, "cuda-c" if backend == "cuda-c" else "numba")
+        t0 = time.perf_counter()
+        pop = _gpu_initial(params, seed0, backend) if on_gpu else initial_population(params, seed0)
+        t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
+        # (a variant that compiles each population into its kernels compiles generation 0 on the clock)
+        evals = (ev_train, ev_test) if backend != "cpu" and not (v.policy and v.policy.compiled) else ()
+        pop, t_up = _warm_at_size(pop, params, evals, breeding_on, backend, reuse)
+        t_start = time.perf_counter() - t_init - t_up
+        warmup_s = t_start - t_warm  # the compile warm-up, then the one at the run's size
+        settings = {**{k: (list(x) if isinstance(x, tuple) else x) for k, x in asdict(params).items()},
+                    "variant": variant, "backend": backend, "breeding": breeding_on, "reuse": bool(reuse), "seed": seed,
+                    "stocks": train.stocks,
+                    "train_days": train.days, "test_days": test.days, "test_stocks": test.stocks,
+                    "initial_mean_nodes": pop.total_nodes / len(pop)}
+        result = EvolutionResult(settings)
+        per100_train, per100_test = 100.0 / train.days, 100.0 / test.days
+        t_eval = t_breed = 0.0
+        last = None  # (population, index of its best, row) of the last generation evaluated
+        current = None  # (population, index of its best on training, generation, its training fitness)
+        pbar = _progress.bar(total=params.generations + 1, desc="generations", unit="gen",
+                             disable=None if progress is True else True)
+    except BaseException:
+        thaw()
+        raise
     try:
         with pbar, _progress.interruptible("this generation") as stop:
             for g in range(params.generations + 1):
                 t0 = time.perf_counter()
-                fit_device = ev_train(pop, reuse=reuse)[0]
-                fit = _host(fit_device)[:len(pop)].copy()
-                fit_test = _host(ev_test(pop, reuse=reuse)[0])[:len(pop)].copy()
-                t1 = time.perf_counter()
+                # both periods queued before the host waits for either; then, with the training
+                # fitness back, the breeding is queued behind the test period's evaluation, so
+                # the device runs one while the host queues the other (t_q: the queueing, counted
+                # as breeding), and the host waits once more, for the children
+                train_done = ev_train.launch(pop, reuse=reuse, to_host=True)
+                test_done = ev_test.launch(pop, reuse=reuse, to_host=True)
+                fit_device = train_done()[0]
+                fit = ev_train.fitness_host[:len(pop)].copy()
                 best = int(np.argmax(fit))
+                current = (pop, best, g, float(fit[best]))
+                t_q = time.perf_counter()
+                children = None
+                if g < params.generations and not stop.requested:
+                    on_device = None if isinstance(fit_device, np.ndarray) else (
+                        fit_device if fit_device.size == len(pop) else fit_device[:len(pop)])
+                    children = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend,
+                                               on_device, wait=False)
+                t_q = time.perf_counter() - t_q
+                test_done()
+                fit_test = ev_test.fitness_host[:len(pop)].copy()
+                t1 = time.perf_counter() - t_q
                 row = {"generation": g, "train_best": float(fit[best]), "train_mean": float(fit.mean()),
                        "test_of_best": float(fit_test[best]), "test_mean": float(fit_test.mean()),
                        "train_best_per100": float(fit[best] * per100_train),
@@ -270,11 +327,9 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 last = (pop, best, row)
                 result.history.append(row)  # (with the best it names: an interrupt in breeding keeps both)
                 t_eval += t1 - t0
-                t_b = time.perf_counter()  # breeding alone: the row's bookkeeping above is in total_s only
-                if g < params.generations and not stop.requested:
-                    on_device = None if isinstance(fit_device, np.ndarray) else (
-                        fit_device if fit_device.size == len(pop) else fit_device[:len(pop)])
-                    pop = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend, on_device)
+                t_b = time.perf_counter() - t_q  # breeding alone: the row's bookkeeping above is in total_s only
+                if children is not None:
+                    pop = children()
                 t2 = time.perf_counter()
                 row["breed_ms"] = (t2 - t_b) * 1e3
                 t_breed += t2 - t_b
@@ -293,36 +348,75 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         result.interrupted = True
         raise EvolutionInterrupted(result) from None
     finally:  # an interrupted run keeps its best so far and its times
-        if last is not None:
-            p, best, row = last
-            result.best = {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": row["train_best"],
-                           "test": row["test_of_best"], "generation": row["generation"]}
+        thaw()
+        result.best = _best_record(last, current)
         result.timing = {"total_s": time.perf_counter() - t_start, "evaluation_s": t_eval, "breeding_s": t_breed,
                          "evaluations": 2 * len(result.history), "warmup_s": warmup_s, "init_s": t_init,
                          "upload_s": t_up,
-                         "what": "total_s: initialization (the initial population: init_s, and with breeding gpu its "
-                                 "upload: upload_s) + every generation's evaluations (train and test) and breeding + the "
-                                 "loop's bookkeeping; breeding_s: the next_generation calls alone (the children and "
-                                 "their validation: on the host, or on the device with breeding gpu); warmup_s (not "
-                                 "in total_s): kernel compilation, market upload, and the device buffers for the "
-                                 "run's size (one evaluation of the initial population, two with reuse; the GPU breeding's "
-                                 "buffers)"}
+                         "what": "total_s: initialization (the initial population: init_s, made on the device with "
+                                 "breeding gpu where it fits, else on the host and then, with breeding gpu, uploaded: "
+                                 "upload_s) + every generation's evaluations (train and test) and breeding + the loop's "
+                                 "bookkeeping; breeding_s: the next_generation calls alone (the children and their "
+                                 "validation: on the host, or on the device with breeding gpu), called while the test "
+                                 "period's evaluation runs on the device: the host's time in the call (with breeding "
+                                 "gpu, queueing the kernels) plus, after the test fitness is back, its wait for the "
+                                 "children; evaluation_s: the rest of the host's time until both fitnesses are back; "
+                                 "warmup_s (not in total_s): kernel compilation, market upload, and the device buffers "
+                                 "for the run's size (one evaluation of the initial population, two with reuse; the GPU "
+                                 "breeding's and initialization's buffers)"}
     return result
 # --8<-- [end:evolve]
 
 
+def _best_record(last, current) -> dict:
+    """The run's ``best``: the best rule of the last generation recorded (``last``: population,
+    index, row). A run stopped (an error, a second Ctrl-C) while the test period of the next
+    generation was being evaluated has already queued that generation's breeding, which writes
+    over the recorded generation's device buffers: then the best on training of the generation
+    being evaluated (``current``: population, index, generation, training fitness), whose test
+    fitness is not known (``None``). Empty before any fitness came back."""
+    if last is not None:
+        p, best, row = last
+        if not (isinstance(p, DevicePopulation) and isinstance(p.device_or_host(), DevicePopulation)
+                and not p.on_device):
+            return {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": row["train_best"],
+                    "test": row["test_of_best"], "generation": row["generation"]}
+    if current is not None:
+        p, best, g, train = current
+        return {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": train, "test": None,
+                "generation": g}
+    return {}
+
+
+def _gc_frozen() -> Callable[[], None]:
+    """Python's cyclic garbage collector told to skip every object alive now (`gc.freeze`), until
+    the returned function is called (`gc.unfreeze`): the objects of the warm-up's compilations
+    (numba's: over a hundred thousand) are then not traversed by a full collection during the
+    run (one took 39 ms on the 2-core development machine in such a process). A guard: whether
+    a full collection fell inside a timed run was not measured. New objects are collected as
+    usual. Does nothing when the collector is off or something froze objects already (the
+    caller's freeze is left alone)."""
+    import gc
+
+    if not gc.isenabled() or gc.get_freeze_count():
+        return lambda: None
+    gc.freeze()
+    return gc.unfreeze
+
+
 def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: str, backend: str, reuse: bool = False):
     """[`evolve`][gpulab.gp.loop.evolve]'s warm-up at the run's size, off the clock: what the
-    first generation would otherwise do once and no other does. With the GPU breeding, its kept
-    buffers for this population size ([`reserve`][gpulab.gp.breeding_gpu.reserve]), then the
-    initial population uploaded into them ([`to_device`][gpulab.gp.breeding_gpu.to_device]: on
-    the clock, returned as its seconds), so that the evaluators and the first breeding read it in
-    place; then one call of each of ``evaluators`` (the GPU ones) on the initial population (two
+    first generation would otherwise do once and no other does. With the GPU breeding and a host
+    initial population, its kept buffers for this population size
+    ([`reserve`][gpulab.gp.breeding_gpu.reserve]), then the initial population uploaded into
+    them ([`to_device`][gpulab.gp.breeding_gpu.to_device]: on the clock, returned as its
+    seconds), so that the evaluators and the first breeding read it in place (an initial
+    population made on the GPU is there already: nothing to do); then one call of each of ``evaluators`` (the GPU ones) on the initial population (two
     with ``reuse``: its fitness and day-mask buffers are used in turn), the results dropped, which
     allocates their buffers for this size. Changes no result.
     Returns ``(population, upload seconds)``."""
     t_up = 0.0
-    if breeding_on == "gpu":
+    if breeding_on == "gpu" and not isinstance(pop, DevicePopulation):
         from gpulab.gp import breeding_gpu
 
         breeding_gpu.reserve(pop, params.elite, params.max_nodes, params.mutation_depth,
@@ -332,7 +426,7 @@ def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: st
         t_up = time.perf_counter() - t0
     for ev in evaluators:  # (twice with reuse: both of its fitness and day-mask buffers)
         for _ in range(2 if reuse else 1):
-            ev(pop, reuse=reuse)
+            ev.launch(pop, reuse=reuse, to_host=True)()  # (and the pinned buffer the fitness comes back in)
     return pop, t_up
 
 

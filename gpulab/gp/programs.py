@@ -590,8 +590,9 @@ class DevicePopulation(Population):
     keep it longer. One that has a host copy is then evaluated (and bred, and uploaded again by
     `breeding_gpu.to_device`) from that copy."""
 
-    def __init__(self, slot, P: int, total: int, maxima: dict, host: Population | None = None):
-        self._slot, self._epoch = slot, slot.epoch
+    def __init__(self, slot, P: int, total: int, maxima: dict, host: Population | None = None,
+                 epoch: int | None = None):
+        self._slot, self._epoch = slot, slot.epoch if epoch is None else epoch  # (epoch: when it was written)
         self._P, self._total = int(P), int(total)
         self._host: Population | None = host  # (a population uploaded from the host keeps it: nothing to download)
         self.max_stack_depth, self.max_bool_depth = int(maxima["stack"]), int(maxima["bools"])

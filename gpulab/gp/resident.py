@@ -121,16 +121,22 @@ def inclusive_scan(x, out, backend: str = "numba") -> None:
             add_block_totals[blocks, SCAN_BLOCK](out, sums)
 
 
-def exclusive_scan(lens, offsets, backend: str = "numba", views=None) -> int:
+def exclusive_scan(lens, offsets, backend: str = "numba", views=None, wait: bool = True):
     """``offsets[0] = 0``, ``offsets[k + 1] = lens[0] + ... + lens[k]`` on the device; returns the
     total (``offsets[-1]``, the one number copied to the host). ``offsets[0]`` must already be 0
     (it is never written: the breeding's offset buffers are allocated zeroed). ``views``: the
     caller's ``(offsets[1:], offsets[-1:], Readback(1, int32))``, made once (a numba slice and
-    a pageable copy cost tens of microseconds of host time each, every generation)."""
+    a pageable copy cost tens of microseconds of host time each, every generation).
+    ``wait=False`` (with ``views``): the total's copy is queued and a function returned that
+    waits for it and returns it (the host goes on queueing work meanwhile)."""
     after0, last, back = views if views is not None else (offsets[1:], offsets[lens.size:lens.size + 1], None)
     if lens.size:
         inclusive_scan(lens, after0, backend)
-    return int((back.fetch(last) if back is not None else last.copy_to_host())[0])
+    if not wait and back is not None:
+        arrived = back.start(last)
+        return lambda: int(arrived()[0])
+    total = int((back.fetch(last) if back is not None else last.copy_to_host())[0])
+    return total if wait else (lambda: total)
 
 
 def clear_cache() -> None:
@@ -196,13 +202,15 @@ SIG_CHECK = ("void(uint8[::1], int32[::1], int64[::1], int32[:, ::1], int64, int
 
 
 def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, heights, kinds, stats, sizes,
-             summary, summary_back, backend: str = "numba", start=None) -> dict:
+             summary, summary_back, backend: str = "numba", start=None, wait: bool = True):
     """Launch [`check_children`][gpulab.gp.resident.check_children] and read its summary (the
     one synchronization, through `summary_back`, a [`Readback`][gpulab.device.Readback] of
     `summary`); raise [`ProgramError`][gpulab.gp.programs.ProgramError] for the first
     bad tree. Returns the maxima a [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] carries.
     ``backend``: ``"numba"`` or ``"cuda-c"`` (``resident.cu``). ``start``: `SUMMARY_START` in a
-    pinned host array, copied without waiting for the device (else from pageable memory)."""
+    pinned host array, copied without waiting for the device (else from pageable memory).
+    ``wait=False``: the summary's copy is queued and a function returned that waits for it, checks
+    it and returns the maxima (the host goes on meanwhile)."""
     P = sizes.size
     if start is not None:
         device.upload(summary, start)
@@ -219,12 +227,17 @@ def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, h
     else:
         check_children[blocks, CHECK_THREADS](code, offsets, src, parent_stats, limit, int(max_depth), heights, kinds,
                                               stats, sizes, summary)
-    summary_host = summary_back.fetch(summary)
-    if summary_host[BAD]:
-        raise _prog.ProgramError(bad_tree_message(code, offsets, src, stats, int(summary_host[BAD]),
-                                                  int(summary_host[FIRST_BAD]), max_nodes, max_depth))
-    return {"stack": summary_host[MAX_STACK], "bools": summary_host[MAX_BOOLS], "tree_nodes": summary_host[MAX_TREE],
-            "program_nodes": summary_host[MAX_PROGRAM]}
+    arrived = summary_back.start(summary) if not wait else lambda: summary_back.fetch(summary)
+
+    def maxima() -> dict:
+        summary_host = arrived()
+        if summary_host[BAD]:
+            raise _prog.ProgramError(bad_tree_message(code, offsets, src, stats, int(summary_host[BAD]),
+                                                      int(summary_host[FIRST_BAD]), max_nodes, max_depth))
+        return {"stack": summary_host[MAX_STACK], "bools": summary_host[MAX_BOOLS],
+                "tree_nodes": summary_host[MAX_TREE], "program_nodes": summary_host[MAX_PROGRAM]}
+
+    return maxima() if wait else maxima
 
 
 def bad_tree_message(code, offsets, src, stats, bad: int, t: int, max_nodes: int, max_depth: int) -> str:

@@ -154,6 +154,12 @@ extern "C" void run_plan(const u8 *code, const int *off, const int *td, const do
   LOOP(P, breed_plan(code, off, td, fit, sizes, el, ne, P, nt, pc, pm, md, mn, mut, pl, pf, par, seed, st, sts, ops,
                      left, grown, plan, ga))
 }
+extern "C" void run_init(i64 lo, i64 hi, i64 mn, double pl, i64 seed, u8 *grown, int *ops, int *left, int *lens,
+    i64 *src, i64 T, int *off, u8 *code) {
+  LOOP(T, init_trees(lo, hi, mn, pl, seed, grown, mn + 8, ops, left, hi + 2, lens, src, T))
+  for (i64 t = 0; t < T; t++) off[t + 1] = off[t] + lens[t];
+  LOOP(T, init_write(grown, mn + 8, off, code, T))
+}
 extern "C" void run_write(const u8 *code, const int *off, const i64 *plan, const u64 *ga, const int *oo, u8 *out,
     i64 *src, i64 P, i64 mn, double pl, i64 mut, int *ops, int *left) {
   LOOP(P, breed_write(code, off, plan, ga, oo, out, src, P, mn, pl, mut, ops, left))
@@ -189,6 +195,48 @@ def _host_compiled_twin(tmp_path):
 
 def test_cuda_c_twin_compiled_for_the_host_gives_the_cpu_children(rng, tmp_path):
     assert _generations_agree(rng, _host_compiled_twin(tmp_path)) > 0
+
+
+def _init_settings(rng, redraw: bool = False):
+    """Random initialization settings ``(P, lo, hi, max_nodes, p_leaf, seed)``. With ``redraw``:
+    settings (and a seed found for them) in which some tree's first draw is over ``max_nodes``,
+    so that the redraw loop runs; otherwise any, the population sizes 1, 31, 32, 33 among them."""
+    if not redraw:
+        lo = int(rng.integers(1, 4))
+        hi = int(rng.integers(lo, 7))
+        return (int(rng.choice([1, 2, 31, 32, 33, int(rng.integers(3, 60))])), lo, hi, int(rng.integers(8, 40)),
+                float(rng.uniform(0.1, 0.5)), int(rng.integers(2**31)))
+    P, mn, pl = int(rng.integers(20, 60)), int(rng.integers(8, 16)), float(rng.uniform(0.1, 0.3))
+    for _ in range(100):
+        seed = int(rng.integers(2**31))
+        if _redrawn(P, 2, 6, mn, pl, seed):
+            return P, 2, 6, mn, pl, seed
+    raise AssertionError("no seed of 100 redraws a tree: the settings cannot test the redraw")
+
+
+def _redrawn(P, lo, hi, mn, pl, seed) -> bool:
+    """Whether some tree of this initialization was redrawn (its first draw passed ``mn``):
+    against a limit no tree of ``hi`` levels reaches (``2**(hi + 2)`` nodes)."""
+    return bool(breeding.ramped_half_and_half(P, lo, hi, 2 ** (hi + 2), pl, seed)[1].tolist()
+                != breeding.ramped_half_and_half(P, lo, hi, mn, pl, seed)[1].tolist())
+
+
+def test_cuda_c_initialization_compiled_for_the_host_gives_the_cpu_population(rng, tmp_path):
+    """breeding.cu's init_trees / init_write, compiled as C++ for the host: the CPU's initial
+    population byte for byte, redrawn trees included, over several settings."""
+    lib = compile_for_host(tmp_path, breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES, _HARNESS)
+    i, f = ctypes.c_longlong, ctypes.c_double
+    for k in range(6):
+        P, lo, hi, mn, pl, seed = _init_settings(rng, redraw=k == 0)
+        T = 2 * P
+        grown, lens = np.zeros((T, mn + 8), np.uint8), np.full(T, -7, np.int32)
+        ops, left, src = np.zeros((T, hi + 2), np.int32), np.zeros((T, hi + 2), np.int32), np.zeros(T, np.int64)
+        off, code = np.zeros(T + 1, np.int32), np.full(T * mn, 0xEE, np.uint8)
+        lib.run_init(i(lo), i(hi), i(mn), f(pl), i(seed), ptr(grown), ptr(ops), ptr(left), ptr(lens), ptr(src), i(T),
+                     ptr(off), ptr(code))
+        want_code, want_off = breeding.ramped_half_and_half(P, lo, hi, mn, pl, seed)
+        assert np.array_equal(off, want_off) and np.array_equal(code[:off[-1]], want_code)
+        assert (src == -1).all()
 
 
 def test_cuda_c_breeding_on_the_gpu_gives_the_cpu_children(rng):

@@ -316,11 +316,14 @@ def test_cuda_c_validation_compiled_for_the_host_equals_the_numba_kernel(rng, tm
             assert summary[resident.MAX_PROGRAM] == pop.max_program_nodes
 
 
-def test_evolve_allocates_and_uploads_before_its_clock(rng, monkeypatch):
-    """With the GPU breeding, `evolve` allocates the kept buffers at the run's size, runs the
-    prefix sum at that size and uploads the initial population before its clock starts: no
-    breeding in the timed loop builds buffers or uploads a population, each reads a
-    DevicePopulation, and the upload's seconds are reported apart (timing.upload_s)."""
+@pytest.mark.parametrize("init", ["gpu", "host"])
+def test_evolve_allocates_and_uploads_before_its_clock(rng, monkeypatch, init):
+    """With the GPU breeding, `evolve` allocates the kept buffers at the run's size and runs the
+    prefix sum at that size before its clock starts; the initial population is made on the GPU
+    (``gpu``: nothing is uploaded) or, where its scratch would not fit (``host``,
+    `initial_fits` made False), made on the host and uploaded once, its seconds reported apart
+    (timing.upload_s). No breeding in the timed loop builds buffers or uploads a population; each
+    reads a DevicePopulation."""
     events = []
     real_buffers, real_upload, real_breed = breeding_gpu._Buffers, breeding_gpu._upload, breeding_gpu.breed_resident
 
@@ -340,6 +343,8 @@ def test_evolve_allocates_and_uploads_before_its_clock(rng, monkeypatch):
     monkeypatch.setattr(breeding_gpu, "_Buffers", Counted)
     monkeypatch.setattr(breeding_gpu, "_upload", upload)
     monkeypatch.setattr(breeding_gpu, "breed_resident", breed)
+    if init == "host":
+        monkeypatch.setattr(breeding_gpu, "initial_fits", lambda *a: False)
     breeding_gpu.clear_cache()
     P = int(rng.integers(6, 12))
     params = GPParams(population=P, generations=2, elite=1, max_nodes=40)
@@ -348,6 +353,9 @@ def test_evolve_allocates_and_uploads_before_its_clock(rng, monkeypatch):
     breeds = [i for i, e in enumerate(events) if e[0] == "breed"]
     assert len(breeds) == 3  # the compile warm-up's (4 individuals), then the run's two generations
     assert events[breeds[0]][1] == "Population" and ("buffers", P) in events[breeds[0]:breeds[1]]
+    sized = events.index(("buffers", P))  # (before it, the warm-up's 4 parents go up: a host population)
+    assert events[sized:breeds[1]].count(("upload",)) == (1 if init == "host" else 0)
     timed = events[breeds[1]:]
     assert timed == [("breed", "DevicePopulation", True)] * 2, timed
-    assert r.timing["upload_s"] > 0 and r.settings["breeding"] == "gpu"
+    assert r.settings["breeding"] == "gpu" and r.timing["init_s"] > 0
+    assert (r.timing["upload_s"] > 0) if init == "host" else r.timing["upload_s"] == 0.0

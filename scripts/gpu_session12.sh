@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Issue 29, the GP loop's host synchronizations, on a GPU; one stage per word:
+#   tests  the GP tests that touch the evaluator, the breeding and the loop, both backends (xdist)
+#   ab     scripts/gp_loop_ab.py: an earlier package (_ab_old/gpulab, made by
+#          `git archive <commit> gpulab | tar -x -C _ab_old`, first on PYTHONPATH) and the working one,
+#          in separate processes, in turn (AB_TURNS times each; AB_RUNS, AB_ROUNDS)
+#   initprobe  scripts/gp_init_probe.py: evolve's initialization, its parts, faults and preemptions
+#   ncu    Nsight Compute on one late generation's breeding kernels (scripts/gp_breeding_profile.py)
+set -uo pipefail
+stages="${*:-tests ab}"
+source "$(dirname "$0")/gpu_stages.sh"
+if [[ " $stages " == *" tests "* ]]; then
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${TESTS_T:-300} $py -m pytest -q -n 8 --dist loadfile -p no:cacheprovider \
+    tests/gp/test_reuse.py tests/gp/test_device_population.py tests/gp/test_evolve.py tests/test_readback.py \
+    tests/gp/test_breeding_gpu.py tests/test_gp_dispatch.py tests/gp/test_pipeline.py > "$OUT/tests.log" 2>&1
+  say "tests exit $? ($(el) s): $(tail -1 "$OUT/tests.log")"
+  grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -20 | tee -a "$summary"
+fi
+if [[ " $stages " == *" ab "* ]]; then
+  for turn in $(seq ${AB_TURNS:-3}); do
+    for tag in before after; do
+      root="$PWD"; [[ $tag == before ]] && root="$PWD/_ab_old"
+      PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" timeout ${AB_T:-200} $py scripts/gp_loop_ab.py --runs ${AB_RUNS:-25000x50} \
+        --backends cuda-c numba --rounds ${AB_ROUNDS:-3} --tag $tag --json "$FINAL/loop-ab-$tag-$turn.json" \
+        > "$OUT/ab-$tag-$turn.txt" 2>&1
+      say "$tag turn $turn exit $? ($(el) s)"; grep -E "round|^\{" "$OUT/ab-$tag-$turn.txt" | tee -a "$summary"
+    done
+  done
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" $py scripts/gp_loop_ab.py --combine "$FINAL"/loop-ab-before-*.json \
+    "$FINAL"/loop-ab-after-*.json --json "$FINAL/gp-loop-ab.json" | tee -a "$summary"
+fi
+if [[ " $stages " == *" ncu "* ]]; then
+  # one late generation's breeding kernels (7 launches a generation match; the warm-up's come first)
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${NCU_T:-240} ncu \
+    --kernel-name regex:"^(breed_plan|plan_lengths|scan_blocks|add_block_totals|breed_write|check_children)$" \
+    --launch-skip ${NCU_SKIP:-150} --launch-count ${NCU_COUNT:-14} --section SpeedOfLight \
+    --metrics dram__bytes_read.sum,dram__bytes_write.sum $py scripts/gp_breeding_profile.py 30 > "$FINAL/ncu-breeding.txt" 2>&1
+  say "ncu exit $? ($(el) s)"
+  grep -E "^  [a-z_]+\(|Duration|DRAM Throughput|Memory Throughput|dram__bytes|mean nodes" "$FINAL/ncu-breeding.txt" | head -80 | tee -a "$summary"
+fi
+if [[ " $stages " == *" initprobe "* ]]; then
+  for b in cuda-c numba; do
+    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout 150 $py scripts/gp_init_probe.py $b > "$OUT/initprobe-$b.txt" 2>&1
+    say "init probe $b exit $? ($(el) s)"; grep -E "init_s|median" "$OUT/initprobe-$b.txt" | tee -a "$summary"
+  done
+fi
+stages_end
