@@ -303,6 +303,16 @@ def is_out_of_memory(exc: BaseException) -> bool:
     return isinstance(exc, MemoryError) or "OUT_OF_MEMORY" in str(exc) or "out of memory" in str(exc).lower()
 
 
+def free_bytes() -> int:
+    """The device's free memory in bytes (numba's context); on the simulator ``2**40``, so that
+    a check of whether something fits the device never refuses there."""
+    if on_simulator():
+        return 2**40
+    from numba import cuda
+
+    return int(cuda.current_context().get_memory_info()[0])
+
+
 def free_memory_text() -> str:
     """``"1.7 of 139.8 GiB free"`` on a GPU (for out-of-memory messages), ``""`` on the simulator."""
     if on_simulator():

@@ -326,13 +326,7 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                                     int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
         plan_lengths[blocks, THREADS](b.plan, b.lens)
     mark("plan")
-    if children.code.size >= 2 * P * (width - 2):  # room for any children: the total is read later, no wait
-        total = resident.exclusive_scan(b.lens, children.offsets, backend, children.scan_views, wait=False)
-        out = children.code
-    else:
-        n = resident.exclusive_scan(b.lens, children.offsets, backend, children.scan_views)
-        out = children.room(max(n, 1))
-        total = lambda: n  # noqa: E731
+    out, total = _place_trees(children, b.lens, 2 * P * (width - 2), backend)
     mark("offsets")
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("breed_write"), (blocks,), (THREADS,), d_code, d_off, b.plan, b.grown_at,
@@ -343,6 +337,19 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                                      float(p_leaf), b.ops, b.left)
     mark("write")
     return total
+
+
+def _place_trees(slot: _Slot, lens, most: int, backend: str):
+    """The prefix sum of the trees' ``lens`` into ``slot``'s offsets, and the code buffer the
+    trees are then written to, with a function that returns their total length. When the
+    buffer already has room for ``most`` bytes (any trees the limits allow), the total's copy is
+    only queued: the host does not wait for it before the write pass, and the function waits
+    (free after a later synchronization). Otherwise the total is read first and the buffer grown
+    to it."""
+    if slot.code.size >= most:
+        return slot.code, resident.exclusive_scan(lens, slot.offsets, backend, slot.scan_views, wait=False)
+    n = resident.exclusive_scan(lens, slot.offsets, backend, slot.scan_views)
+    return slot.room(max(n, 1)), (lambda: n)
 
 
 def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut, max_depth, max_nodes, mut_depth,
@@ -514,17 +521,12 @@ def initial_population(P: int, min_depth: int, max_depth: int, max_nodes: int, p
     else:
         init_trees[blocks, THREADS](int(min_depth), int(max_depth), int(max_nodes), float(p_leaf), int(seed), grown, ops,
                                     left, lens, slot.src)
-    if slot.code.size >= T * int(max_nodes):  # room for any trees: the length is read later, no wait
-        total = resident.exclusive_scan(lens, slot.offsets, backend, slot.scan_views, wait=False)
-    else:
-        n = resident.exclusive_scan(lens, slot.offsets, backend, slot.scan_views)
-        slot.room(max(n, 1))
-        total = lambda: n  # noqa: E731
+    code, total = _place_trees(slot, lens, T * int(max_nodes), backend)
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("init_write"), (blocks,), (THREADS,), grown, np.int64(grown.shape[1]), slot.offsets,
-                     slot.code, np.int64(T))
+                     code, np.int64(T))
     else:
-        init_write[blocks, THREADS](grown, slot.offsets, slot.code)
+        init_write[blocks, THREADS](grown, slot.offsets, code)
     maxima = resident.validate(slot.code, slot.offsets, slot.src, slot.stats, max_nodes, max_depth, b.st, b.grown,
                                slot.stats, slot.sizes, b.summary, b.summary_back, backend, b.summary_start)
     b.drop_init_scratch()  # (used once a run: its memory goes back; the kernels that read it are done)
@@ -537,8 +539,7 @@ def initial_fits(P: int, max_depth: int, max_nodes: int) -> bool:
     ``max_nodes + 8`` bytes, and ``2P`` of ``2(max_depth + 2)`` int32) fits `CODE_ROOM_SHARE`
     of the free device memory (else [`evolve`][gpulab.gp.loop.evolve] initializes on the host)."""
     need = 2 * P * (int(max_nodes) + 8 + 8 * (int(max_depth) + 2) + 4)
-    free = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[0]
-    return need <= CODE_ROOM_SHARE * free
+    return need <= CODE_ROOM_SHARE * device.free_bytes()
 
 
 def reserve_initial(P: int, max_depth: int, max_nodes: int, elite: int, mut_depth: int, backend: str = "numba") -> None:
@@ -557,9 +558,8 @@ def _room(b: _Buffers, P: int, width: int, nodes: int = 0) -> None:
     """Both slots' code buffers: room for any ``P`` children (``2P(width - 2)`` bytes) where two
     of them fit `CODE_ROOM_SHARE` of the free memory, else twice ``nodes``."""
     most = 2 * P * (width - 2)
-    free = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[0]
     for slot in b.slots:
-        slot.room(most if 2 * most <= CODE_ROOM_SHARE * free else 2 * max(nodes, 1), spare=False)
+        slot.room(most if 2 * most <= CODE_ROOM_SHARE * device.free_bytes() else 2 * max(nodes, 1), spare=False)
 
 
 def _scan_once(b: _Buffers, P: int, backend: str) -> None:

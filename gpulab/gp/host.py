@@ -235,12 +235,10 @@ class Evaluator:
         device's free memory (asked once per size; the buffers this evaluator already holds count
         as free)."""
         if P not in self._fits:
-            from numba import cuda
-
             m = self.market
             need = 2 * 2 * P * m.words * m.stocks * 8
             held = sum(self._buffers[k].nbytes for k in ("masks0", "masks1") if k in self._buffers)
-            free = 2**40 if device.on_simulator() else cuda.current_context().get_memory_info()[0]
+            free = device.free_bytes()
             self._fits[P] = need <= MASK_CACHE_SHARE * (free + held)
         return self._fits[P]
 

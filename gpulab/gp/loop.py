@@ -109,6 +109,12 @@ def initial_population(params: GPParams, seed: int) -> Population:
     return Population(code, offsets)
 
 
+def _breeding_kernels(backend: str) -> str:
+    """The GPU breeding's kernels for an evaluation ``backend``: its CUDA C ones with
+    ``"cuda-c"``, its numba ones otherwise."""
+    return "cuda-c" if backend == "cuda-c" else "numba"
+
+
 def _initial_on_gpu(params: GPParams, breeding_on: str) -> bool:
     """Whether [`evolve`][gpulab.gp.loop.evolve] makes its initial population on the GPU: with
     the GPU breeding, whose buffers it goes into, when the trees fit the device validation's
@@ -130,7 +136,7 @@ def _gpu_initial(params: GPParams, seed: int, backend: str):
     lo, hi = params.init_depth
     return breeding_gpu.initial_population(params.population, lo, hi, params.max_nodes, params.p_leaf, seed,
                                            params.elite, params.mutation_depth,
-                                           "cuda-c" if backend == "cuda-c" else "numba")
+                                           _breeding_kernels(backend))
 
 
 BREEDINGS = ("gpu", "cpu")
@@ -180,7 +186,7 @@ def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed
     if breeding_on == "gpu":
         from gpulab.gp import breeding_gpu
 
-        return breeding_gpu.breed_resident(pop, *args, backend="cuda-c" if backend == "cuda-c" else "numba",
+        return breeding_gpu.breed_resident(pop, *args, backend=_breeding_kernels(backend),
                                            fitness_device=fitness_device, wait=wait)
     code, offsets, src = breeding.breed(pop.code, pop.offsets, np.ascontiguousarray(pop.stats[:, STAT_DEPTH]), *args)
     children = Population.bred(code, offsets, pop, src)
@@ -268,7 +274,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
             from gpulab.gp import breeding_gpu
 
             breeding_gpu.reserve_initial(params.population, params.init_depth[1], params.max_nodes, params.elite,
-                                         params.mutation_depth, "cuda-c" if backend == "cuda-c" else "numba")
+                                         params.mutation_depth, _breeding_kernels(backend))
         t0 = time.perf_counter()
         pop = _gpu_initial(params, seed0, backend) if on_gpu else initial_population(params, seed0)
         t_init = time.perf_counter() - t0  # (the clock: initialization + the generations; the warm-up apart)
@@ -420,7 +426,7 @@ def _warm_at_size(pop: Population, params: GPParams, evaluators, breeding_on: st
         from gpulab.gp import breeding_gpu
 
         breeding_gpu.reserve(pop, params.elite, params.max_nodes, params.mutation_depth,
-                             "cuda-c" if backend == "cuda-c" else "numba")
+                             _breeding_kernels(backend))
         t0 = time.perf_counter()
         pop = breeding_gpu.to_device(pop, params.elite, params.max_nodes, params.mutation_depth)
         t_up = time.perf_counter() - t0
