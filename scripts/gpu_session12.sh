@@ -6,13 +6,18 @@
 #          in separate processes, in turn (AB_TURNS times each; AB_RUNS, AB_ROUNDS)
 #   initprobe  scripts/gp_init_probe.py: evolve's initialization, its parts, faults and preemptions
 #   ncu    Nsight Compute on one late generation's breeding kernels (scripts/gp_breeding_profile.py)
+#   profile  scripts/gp_loop_profile.py: timed runs, then one under cProfile, each backend
+#   launch   scripts/launch_numba_ab.py: host time per numba launch, numba's own and gpulab's
+# Environment: TESTS (the test files), AB_BACKENDS, AB_TURNS, AB_RUNS, AB_ROUNDS, *_T (timeouts).
 set -uo pipefail
 stages="${*:-tests ab}"
 source "$(dirname "$0")/gpu_stages.sh"
 if [[ " $stages " == *" tests "* ]]; then
+  # shellcheck disable=SC2086
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${TESTS_T:-300} $py -m pytest -q -n 8 --dist loadfile -p no:cacheprovider \
-    tests/gp/test_reuse.py tests/gp/test_device_population.py tests/gp/test_evolve.py tests/test_readback.py \
-    tests/gp/test_breeding_gpu.py tests/test_gp_dispatch.py tests/gp/test_pipeline.py > "$OUT/tests.log" 2>&1
+    ${TESTS:-tests/test_launch_numba.py tests/gp/test_reuse.py tests/gp/test_device_population.py tests/gp/test_evolve.py \
+    tests/test_readback.py tests/gp/test_breeding_gpu.py tests/test_gp_dispatch.py tests/gp/test_pipeline.py} \
+    > "$OUT/tests.log" 2>&1
   say "tests exit $? ($(el) s): $(tail -1 "$OUT/tests.log")"
   grep -E "^(FAILED|ERROR)" "$OUT/tests.log" | head -20 | tee -a "$summary"
 fi
@@ -21,7 +26,7 @@ if [[ " $stages " == *" ab "* ]]; then
     for tag in before after; do
       root="$PWD"; [[ $tag == before ]] && root="$PWD/_ab_old"
       PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" timeout ${AB_T:-200} $py scripts/gp_loop_ab.py --runs ${AB_RUNS:-25000x50} \
-        --backends cuda-c numba --rounds ${AB_ROUNDS:-3} --tag $tag --json "$FINAL/loop-ab-$tag-$turn.json" \
+        --backends ${AB_BACKENDS:-cuda-c numba} --rounds ${AB_ROUNDS:-3} --tag $tag --json "$FINAL/loop-ab-$tag-$turn.json" \
         > "$OUT/ab-$tag-$turn.txt" 2>&1
       say "$tag turn $turn exit $? ($(el) s)"; grep -E "round|^\{" "$OUT/ab-$tag-$turn.txt" | tee -a "$summary"
     done
@@ -43,5 +48,14 @@ if [[ " $stages " == *" initprobe "* ]]; then
     PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout 150 $py scripts/gp_init_probe.py $b > "$OUT/initprobe-$b.txt" 2>&1
     say "init probe $b exit $? ($(el) s)"; grep -E "init_s|median" "$OUT/initprobe-$b.txt" | tee -a "$summary"
   done
+fi
+if [[ " $stages " == *" profile "* ]]; then
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${PROF_T:-240} $py scripts/gp_loop_profile.py --runs 3 --top 45 \
+    --out "$OUT/profile" > "$OUT/profile.txt" 2>&1
+  say "profile exit $? ($(el) s)"; grep -E "run [0-9]|profiled" "$OUT/profile.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" launch "* ]]; then
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${LAUNCH_T:-120} $py scripts/launch_numba_ab.py --n 200 --rounds 21 \
+    --json "$FINAL/launch-numba-ab.json" 2>&1 | tee -a "$summary"
 fi
 stages_end

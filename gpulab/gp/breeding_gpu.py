@@ -70,7 +70,7 @@ from gpulab.gp import breeding as _cpu
 from gpulab.gp import opcodes as oc
 from gpulab.gp import resident
 from gpulab.gp.programs import STAT_DEPTH, DevicePopulation, Population
-from gpulab.launch import PlanCache, ceil_div
+from gpulab.launch import PlanCache, ceil_div, launch_numba
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
 _OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
@@ -321,10 +321,10 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                      np.int32(bool(parsimony)), i(seed), b.st, i(width), b.ops, b.left, b.grown, b.plan, b.grown_at)
         cudac.launch(cuda_c_kernel("plan_lengths"), (blocks,), (THREADS,), b.plan, b.lens, i(P))
     else:
-        breed_plan[blocks, THREADS](*inputs, int(tournament), float(p_cross), float(p_mut), int(max_depth),
-                                    int(max_nodes), int(mut_depth), float(p_leaf), float(p_func), bool(parsimony),
-                                    int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
-        plan_lengths[blocks, THREADS](b.plan, b.lens)
+        launch_numba(breed_plan, blocks, THREADS, *inputs, int(tournament), float(p_cross), float(p_mut),
+                     int(max_depth), int(max_nodes), int(mut_depth), float(p_leaf), float(p_func), bool(parsimony),
+                     int(seed), b.st, b.ops, b.left, b.grown, b.plan, b.grown_at)
+        launch_numba(plan_lengths, blocks, THREADS, b.plan, b.lens)
     mark("plan")
     out, total = _place_trees(children, b.lens, 2 * P * (width - 2), backend)
     mark("offsets")
@@ -333,8 +333,8 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                      children.offsets, out, children.src, np.int64(P), np.int64(max_nodes), np.float64(p_leaf),
                      np.int64(mut_depth), b.ops, b.left)
     else:
-        breed_write[blocks, THREADS](d_code, d_off, b.plan, b.grown_at, children.offsets, out, children.src, int(max_nodes),
-                                     float(p_leaf), b.ops, b.left)
+        launch_numba(breed_write, blocks, THREADS, d_code, d_off, b.plan, b.grown_at, children.offsets, out,
+                     children.src, int(max_nodes), float(p_leaf), b.ops, b.left)
     mark("write")
     return total
 
@@ -519,14 +519,14 @@ def initial_population(P: int, min_depth: int, max_depth: int, max_nodes: int, p
                      np.float64(p_leaf), i(seed), grown, i(grown.shape[1]), ops, left, i(ops.shape[1]), lens, slot.src,
                      i(T))
     else:
-        init_trees[blocks, THREADS](int(min_depth), int(max_depth), int(max_nodes), float(p_leaf), int(seed), grown, ops,
-                                    left, lens, slot.src)
+        launch_numba(init_trees, blocks, THREADS, int(min_depth), int(max_depth), int(max_nodes), float(p_leaf),
+                     int(seed), grown, ops, left, lens, slot.src)
     code, total = _place_trees(slot, lens, T * int(max_nodes), backend)
     if backend == "cuda-c":
         cudac.launch(cuda_c_kernel("init_write"), (blocks,), (THREADS,), grown, np.int64(grown.shape[1]), slot.offsets,
                      code, np.int64(T))
     else:
-        init_write[blocks, THREADS](grown, slot.offsets, code)
+        launch_numba(init_write, blocks, THREADS, grown, slot.offsets, code)
     maxima = resident.validate(slot.code, slot.offsets, slot.src, slot.stats, max_nodes, max_depth, b.st, b.grown,
                                slot.stats, slot.sizes, b.summary, b.summary_back, backend, b.summary_start)
     b.drop_init_scratch()  # (used once a run: its memory goes back; the kernels that read it are done)

@@ -39,7 +39,7 @@ from numba import cuda, int32, int64
 from gpulab import device
 from gpulab.gp import opcodes as oc
 from gpulab.gp import programs as _prog
-from gpulab.launch import ceil_div
+from gpulab.launch import ceil_div, launch_numba
 
 SCAN_BLOCK = 256  # lengths per block of the scan (a power of two)
 CHECK_THREADS = 128  # children per block of the validation
@@ -112,13 +112,13 @@ def inclusive_scan(x, out, backend: str = "numba") -> None:
 
         cudac.launch(cuda_c_kernel("scan_blocks"), (blocks,), (SCAN_BLOCK,), x, out, sums, np.int64(n))
     else:
-        scan_blocks[blocks, SCAN_BLOCK](x, out, sums)
+        launch_numba(scan_blocks, blocks, SCAN_BLOCK, x, out, sums)
     if blocks > 1:
         inclusive_scan(sums, sums, backend)
         if backend == "cuda-c":
             cudac.launch(cuda_c_kernel("add_block_totals"), (blocks,), (SCAN_BLOCK,), out, sums, np.int64(n))
         else:
-            add_block_totals[blocks, SCAN_BLOCK](out, sums)
+            launch_numba(add_block_totals, blocks, SCAN_BLOCK, out, sums)
 
 
 def exclusive_scan(lens, offsets, backend: str = "numba", views=None, wait: bool = True):
@@ -225,8 +225,8 @@ def validate(code, offsets, src, parent_stats, max_nodes: int, max_depth: int, h
                      i(limit), i(max_depth), heights, i(heights.shape[1]), kinds, i(kinds.shape[1]), stats, sizes,
                      summary, i(P))
     else:
-        check_children[blocks, CHECK_THREADS](code, offsets, src, parent_stats, limit, int(max_depth), heights, kinds,
-                                              stats, sizes, summary)
+        launch_numba(check_children, blocks, CHECK_THREADS, code, offsets, src, parent_stats, limit, int(max_depth),
+                     heights, kinds, stats, sizes, summary)
     arrived = summary_back.start(summary) if not wait else lambda: summary_back.fetch(summary)
 
     def maxima() -> dict:

@@ -1,0 +1,101 @@
+"""`gpulab.launch.launch_numba`: numba's launch with the arguments flattened by gpulab after
+the first call. Every call must do what ``kernel[grid, block, stream, shared](*args)`` does:
+the same results for arrays of every layout it takes (1-D, 2-D C and F order, slices that
+start inside their buffer, empty arrays), scalars of every width, on the default stream and
+another; and numba's own launch for what it does not flatten (host arrays, which numba copies
+back). On the simulator it is numba's launch; on a GPU the second and later calls take the
+fast path, which these tests check by calling each case three times with fresh inputs."""
+
+import numpy as np
+import pytest
+
+from gpulab import launch
+from gpulab.device import on_simulator
+
+from numba import cuda  # noqa: E402  (after gpulab)
+
+
+@cuda.jit
+def _mix(out, a, b2, f2, n, scale, shift, flag, k8):
+    """out[i] = a[i] * scale + shift + row sums of b2 and f2 (2-D, C and F order) + k8, or
+    -out[i] when flag is False; threads past n write nothing."""
+    i = cuda.grid(1)
+    if i < n:
+        s = a[i] * scale + shift + k8
+        for j in range(b2.shape[1]):
+            s += b2[i, j]
+        for j in range(f2.shape[1]):
+            s += f2[i, j]
+        out[i] = s if flag else -s
+
+
+@cuda.jit
+def _count(x, out):
+    """out[0] = x.size, out[1] = x[0] if any (an empty array's launch must not fault)."""
+    if cuda.grid(1) == 0:
+        out[0] = x.size
+        out[1] = x[0] if x.size else -1
+
+
+def _case(rng, n):
+    a = rng.random(n + 7)
+    b2 = rng.random((n, 3))
+    f2 = np.asfortranarray(rng.random((n, 2)))
+    return a, b2, f2
+
+
+@pytest.mark.parametrize("n", [1, 31, 32, 33, 257])
+@pytest.mark.parametrize("stream_kind", ["default", "stream"])
+def test_every_call_matches_numbas_launch(rng, n, stream_kind):
+    stream = 0 if stream_kind == "default" else cuda.stream()
+    for call in range(3):  # the first call is numba's launch; later ones the flattened arguments (on a GPU)
+        a, b2, f2 = _case(rng, n)
+        off = int(rng.integers(1, 7))  # a slice starting inside its buffer: the pointer must carry the offset
+        d_a = cuda.to_device(a)[off:off + n]
+        d_b2, d_f2 = cuda.to_device(b2), cuda.to_device(f2)
+        d_out = cuda.to_device(np.full(n + 1, np.nan))  # poisoned, one element past n to see overruns
+        scale, shift, flag = np.float32(rng.random() + 0.5), float(rng.random()), bool(call % 2 == 0)
+        k8 = np.int8(rng.integers(-100, 100))
+        launch.launch_numba(_mix, (n + 31) // 32, 32, d_out, d_a, d_b2, d_f2, np.int32(n), scale, shift, flag, k8,
+                            stream=stream)
+        if stream:
+            stream.synchronize()
+        want = a[off:off + n] * np.float64(scale) + shift + k8 + b2.sum(axis=1) + f2.sum(axis=1)
+        got = d_out.copy_to_host()
+        np.testing.assert_allclose(got[:n], want if flag else -want, rtol=1e-6)
+        assert np.isnan(got[n]), "a thread past n wrote"
+
+
+def test_empty_and_one_element_arrays(rng):
+    for x in (np.zeros(0, np.int64), rng.integers(1, 99, 1), np.zeros(0, np.int64), rng.integers(1, 99, 5)):
+        out = cuda.to_device(np.full(2, -7, np.int64))
+        launch.launch_numba(_count, 1, 32, cuda.to_device(x), out)
+        assert out.copy_to_host().tolist() == [x.size, x[0] if x.size else -1]
+
+
+def test_host_arrays_take_numbas_launch_and_come_back(rng):
+    """A numpy argument is numba's to copy to the device and back: never flattened."""
+    for _ in range(3):
+        n = int(rng.integers(1, 50))
+        a, b2, f2 = _case(rng, n)
+        out = np.full(n, np.nan)
+        launch.launch_numba(_mix, 1, 64, out, a, b2, f2, n, 1.0, 0.0, True, 0)
+        np.testing.assert_allclose(out, a[:n] + b2.sum(axis=1) + f2.sum(axis=1), rtol=1e-12)
+
+
+@pytest.mark.skipif(on_simulator(), reason="the flattened launch runs on a GPU; the simulator takes numba's")
+def test_a_plan_is_kept_per_argument_types(rng):
+    """After the first call with given types the fast path's plan is kept (not None); a host
+    array in the same position has no plan (numba's launch, always)."""
+    n = 40
+    a, b2, f2 = _case(rng, n)
+    args = (cuda.to_device(np.zeros(n)), cuda.to_device(a), cuda.to_device(b2), cuda.to_device(f2), np.int32(n),
+            np.float32(1), 0.0, True, np.int8(0))
+    for _ in range(2):
+        launch.launch_numba(_mix, 2, 32, *args)
+    key = (_mix, *[x._numba_type_ if hasattr(x, "_numba_type_") else type(x) for x in args])
+    assert launch._FAST_PLANS[key] is not None
+    host = (np.zeros(n),) + args[1:]
+    launch.launch_numba(_mix, 2, 32, *host)
+    key = (_mix, *[x._numba_type_ if hasattr(x, "_numba_type_") else type(x) for x in host])
+    assert launch._FAST_PLANS[key] is None
