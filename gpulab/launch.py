@@ -5,6 +5,7 @@ of the plans the public functions keep."""
 
 from __future__ import annotations
 
+import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -57,33 +58,63 @@ def u32(x) -> np.uint32:
 # ----------------------------------------------------------------------------- numba launches
 
 
-# (dispatcher, argument types) -> the compiled kernel's argument converters, or None: the
-# standard launch (an argument the fast path does not know)
-_FAST_PLANS: dict = {}
+# kernel -> {argument types: (overload, converters), or None: numba's launch (an argument the
+# fast path does not flatten)}; weak in the kernel, so that a kernel dropped by its owner (the
+# subset chapter's kernels baked per Q) is freed with its module
+_FAST_PLANS = weakref.WeakKeyDictionary()
 _CONFIGS: dict = {}
+_INT64 = (-(2 ** 63), 2 ** 63)
+
+
+def _type_key(a):
+    """What numba's type for ``a`` depends on, cheaply: a device array's numba type (kept on the
+    array), a Python int's class while it fits int64 (numba types larger ones as uint64), else
+    the class."""
+    t = getattr(a, "_numba_type_", None)
+    if t is not None:
+        return t
+    if type(a) is int and not _INT64[0] <= a < _INT64[1]:
+        return ("int beyond int64", a >= 0)
+    return type(a)
 
 
 def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) -> None:
     """``kernel[grid, block, stream, shared_bytes](*args)`` for a numba ``@cuda.jit`` kernel,
-    with less host work per call on a GPU. numba wraps each array argument in a memory view,
-    checks it and rebuilds the launch configuration at every call: 10 to 20 µs per
-    argument on the GPU hosts of the GP loop, where a generation launches a dozen kernels of up
-    to 26 arguments. Here the first call with given argument types is numba's own launch (which
-    compiles); later calls flatten the arguments as numba's `_Kernel._prepare_args` does
-    (an array: meminfo, parent, size, itemsize, pointer, shape, strides in bytes; a scalar: its
-    C type) straight from the device arrays and launch through the same `cuda.core.launch`
-    that numba calls, with a launch configuration kept per (grid, block, shared bytes). Any
-    argument it does not know (a host array, which numba copies; a record, a tuple), numba's
-    simulator, or a kernel compiled with ``debug``: numba's launch, always. Grid and block are
-    tuples or whole numbers, as numba takes them."""
+    with less host work per call on a GPU. At every call numba wraps each array argument in a
+    memory view, checks it and builds the launch configuration again: 145.5 µs for a launch of
+    26 arguments (15 arrays) against 29.4 µs for 2 arrays, on an H100 host
+    (`docs/benchmarks/ab-runs/launch-numba-ab-h100.json`), where a GP generation launches
+    a dozen kernels of up to 22 arguments. Here the first call with given argument types is
+    numba's own launch (which compiles); later calls flatten the arguments as numba's
+    `_Kernel._prepare_args` does (an array: meminfo, parent, size, itemsize, pointer, shape,
+    strides in bytes; a scalar: its C type) straight from the device arrays and launch through
+    the same `cuda.core.launch` that numba calls, with a launch configuration kept per (grid,
+    block, shared bytes): 59.9 µs for the 26 arguments. Any argument it does not flatten (a
+    host array, which numba copies; an array of layout 'A'; a record, a tuple), an overload
+    numba would reach by converting a type, numba's simulator, a kernel compiled with ``debug``
+    or sensitive to its launch configuration: numba's launch, always. Unlike numba's launch
+    it does not run a launch configuration's ``pre_launch_callbacks`` (gpulab registers none)
+    nor warn of a grid under 128 blocks. Grid and block are whole numbers or sequences of
+    them, as numba takes them."""
     if device.on_simulator():
         kernel[grid, block, stream, shared_bytes](*args)
         return
-    key = (kernel, *[a._numba_type_ if hasattr(a, "_numba_type_") else type(a) for a in args])
-    plan = _FAST_PLANS.get(key, False)
+    if isinstance(grid, list):
+        grid = tuple(grid)
+    if isinstance(block, list):
+        block = tuple(block)
+    try:
+        plans = _FAST_PLANS.get(kernel)
+        if plans is None:
+            plans = _FAST_PLANS[kernel] = {}
+    except TypeError:  # (a kernel that cannot be referenced weakly: numba's launch)
+        kernel[grid, block, stream, shared_bytes](*args)
+        return
+    key = tuple(map(_type_key, args))
+    plan = plans.get(key, False)
     if plan is False:  # the first call with these types: numba's launch, which compiles
         kernel[grid, block, stream, shared_bytes](*args)
-        _FAST_PLANS[key] = _fast_plan(kernel, args)
+        plans[key] = _fast_plan(kernel, args)
         return
     if plan is None:
         kernel[grid, block, stream, shared_bytes](*args)

@@ -2,9 +2,13 @@
 individuals, 32 stocks x 768 days, 50 generations, GPU breeding, reuse on): per backend, one
 run to warm the process, RUNS timed runs (their `timing`), then one run under cProfile, whose
 functions are printed by their own time and by their cumulative time (gpulab's only).
-Profiling slows Python code, so its shares, not its totals, are the point.
+Profiling slows Python code, so its shares, not its totals, are the point. ``--per-generation``:
+instead, a run of 0 generations and one of GENERATIONS are profiled (each after a warm run), and
+each function's calls and own time per generation are the difference over GENERATIONS: the
+loop's cost without the warm-up's.
 
     python scripts/gp_loop_profile.py [--backends cuda-c numba] [--runs 3] [--top 40] [--out DIR]
+    python scripts/gp_loop_profile.py --per-generation [--top 40]
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ def main() -> None:
     ap.add_argument("--population", type=int, default=25_000)
     ap.add_argument("--generations", type=int, default=50)
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--per-generation", action="store_true")
     a = ap.parse_args()
     market = market_from("synthetic", 32, 768, 256, 0)
     params = GPParams(population=a.population, generations=a.generations)
@@ -34,6 +39,8 @@ def main() -> None:
     def run(backend):
         return evolve(market, train_days=768, params=params, backend=backend, breeding="gpu", seed=0, progress=None)
 
+    if a.per_generation:
+        return per_generation(market, a)
     for backend in a.backends:
         run(backend)
         for r in range(a.runs):
@@ -60,6 +67,36 @@ def main() -> None:
             if a.out:
                 a.out.mkdir(parents=True, exist_ok=True)
                 (a.out / f"profile-{backend}-{key}.txt").write_text(text)
+
+
+def per_generation(market, a) -> None:
+    """Each function's calls and own time per generation: a profiled run of ``a.generations``
+    generations minus one of 0, over ``a.generations``."""
+
+    def profiled(backend, G):
+        params = GPParams(population=a.population, generations=G)
+        evolve(market, train_days=768, params=params, backend=backend, breeding="gpu", seed=0, progress=None)
+        prof = cProfile.Profile()
+        prof.enable()
+        evolve(market, train_days=768, params=params, backend=backend, breeding="gpu", seed=0, progress=None)
+        prof.disable()
+        return {f"{k[0].rsplit('/', 1)[-1]}:{k[1]}({k[2]})": (v[1], v[2]) for k, v in pstats.Stats(prof).stats.items()}
+
+    for backend in a.backends:
+        zero, full = profiled(backend, 0), profiled(backend, a.generations)
+        rows = []
+        for name, (calls, own) in full.items():
+            c0, t0 = zero.get(name, (0, 0.0))
+            rows.append((name, (calls - c0) / a.generations, (own - t0) / a.generations * 1e6))
+        rows.sort(key=lambda r: -r[2])
+        total = sum(r[2] for r in rows)
+        lines = [f"== {backend}: per generation, profiled ({a.generations} generations minus 0): {total:.0f} us own time",
+                 f"{'calls':>8} {'own us':>9}  function"]
+        lines += [f"{c:8.1f} {t:9.1f}  {n}" for n, c, t in rows[:a.top]]
+        print("\n".join(lines), flush=True)
+        if a.out:
+            a.out.mkdir(parents=True, exist_ok=True)
+            (a.out / f"per-generation-{backend}.txt").write_text("\n".join(lines) + "\n")
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """Host time per launch of a numba kernel: numba's ``kernel[grid, block](*args)`` against
-`gpulab.launch.launch_numba`, on kernels shaped like the GP loop's (the breeding's
-`breed_plan`: 15 device arrays and 11 scalars; `plan_lengths`: 2 arrays), each the median
+`gpulab.launch.launch_numba`, on a kernel of 26 arguments (15 device arrays and 11 scalars:
+more than the breeding's `breed_plan`, 12 arrays and 10 scalars) and one of 2 arrays (as
+`plan_lengths`), each the median
 over ROUNDS rounds of N launches (the device synchronized before each round, the host's clock
 around the launches alone), the two ways alternating round by round.
 

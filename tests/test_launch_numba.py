@@ -6,6 +6,8 @@ another; and numba's own launch for what it does not flatten (host arrays, which
 back). On the simulator it is numba's launch; on a GPU the second and later calls take the
 fast path, which these tests check by calling each case three times with fresh inputs."""
 
+import weakref
+
 import numpy as np
 import pytest
 
@@ -83,19 +85,79 @@ def test_host_arrays_take_numbas_launch_and_come_back(rng):
         np.testing.assert_allclose(out, a[:n] + b2.sum(axis=1) + f2.sum(axis=1), rtol=1e-12)
 
 
+@cuda.jit
+def _store(out, v):
+    if cuda.grid(1) == 0:
+        out[0] = v
+
+
+def test_python_ints_beyond_int64_are_typed_again(rng):
+    """numba types a Python int by its value: int64, or uint64 from 2**63. Small ints first,
+    then large ones, then small again: every value arrives whole (a plan made for int64 must
+    not carry 2**63 + x, which would wrap to a negative number)."""
+    out = cuda.to_device(np.zeros(1, np.uint64))
+    small = [int(x) for x in rng.integers(0, 2**62, 3)]
+    large = [2**63 + int(x) for x in rng.integers(0, 2**62, 3)]
+    for v in small + large + small:
+        launch.launch_numba(_store, 1, 32, out, v)
+        assert int(out.copy_to_host()[0]) == v
+
+
+def test_strided_arrays_take_numbas_launch(rng):
+    """A strided view (layout 'A') is numba's to pass: the same result on every call."""
+    for _ in range(3):
+        n = int(rng.integers(1, 60))
+        a, b2, f2 = _case(rng, 2 * n)
+        d_a = cuda.to_device(a)[: 2 * n: 2]
+        out = cuda.to_device(np.full(n, np.nan))
+        launch.launch_numba(_mix, 1, 128, out, d_a, cuda.to_device(b2[:n]), cuda.to_device(np.asfortranarray(f2[:n])),
+                            np.int32(n), np.float32(1), 0.0, True, np.int8(0))
+        np.testing.assert_allclose(out.copy_to_host(), a[: 2 * n: 2] + b2[:n].sum(axis=1) + f2[:n].sum(axis=1),
+                                   rtol=1e-12)
+
+
+def _plan(kernel, args):
+    return launch._FAST_PLANS[kernel][tuple(map(launch._type_key, args))]
+
+
 @pytest.mark.skipif(on_simulator(), reason="the flattened launch runs on a GPU; the simulator takes numba's")
-def test_a_plan_is_kept_per_argument_types(rng):
-    """After the first call with given types the fast path's plan is kept (not None); a host
-    array in the same position has no plan (numba's launch, always)."""
+def test_a_plan_is_kept_per_argument_types_and_none_where_numba_must_launch(rng):
+    """After the first call with given types the fast path's plan is kept; a host array or a
+    strided view in the same position has none (numba's launch, always)."""
     n = 40
     a, b2, f2 = _case(rng, n)
     args = (cuda.to_device(np.zeros(n)), cuda.to_device(a), cuda.to_device(b2), cuda.to_device(f2), np.int32(n),
             np.float32(1), 0.0, True, np.int8(0))
     for _ in range(2):
         launch.launch_numba(_mix, 2, 32, *args)
-    key = (_mix, *[x._numba_type_ if hasattr(x, "_numba_type_") else type(x) for x in args])
-    assert launch._FAST_PLANS[key] is not None
-    host = (np.zeros(n),) + args[1:]
-    launch.launch_numba(_mix, 2, 32, *host)
-    key = (_mix, *[x._numba_type_ if hasattr(x, "_numba_type_") else type(x) for x in host])
-    assert launch._FAST_PLANS[key] is None
+    assert _plan(_mix, args) is not None
+    for other in (np.zeros(n), cuda.to_device(np.zeros(2 * n))[::2]):
+        changed = (other,) + args[1:]
+        launch.launch_numba(_mix, 2, 32, *changed)
+        assert _plan(_mix, changed) is None
+
+
+@pytest.mark.skipif(on_simulator(), reason="the flattened launch runs on a GPU; the simulator takes numba's")
+def test_the_plans_hold_their_kernels_weakly():
+    """The plans add no strong reference to a kernel: neither the table (weak in its keys) nor
+    a plan (the compiled overload and the converters) refers to it, so a kernel its owner
+    drops is kept alive by nothing of gpulab's. (numba-cuda 0.30.4 itself keeps a launched
+    kernel alive: measured on an H100 host, with numba's own launch too.)"""
+    import gc
+
+    def body(out):
+        if cuda.grid(1) == 0:
+            out[0] = 7
+
+    kern = cuda.jit(body)
+    out = cuda.to_device(np.zeros(1, np.int64))
+    for _ in range(2):
+        launch.launch_numba(kern, 1, 32, out)
+    assert out.copy_to_host()[0] == 7
+    plans = launch._FAST_PLANS[kern]
+    assert isinstance(launch._FAST_PLANS, weakref.WeakKeyDictionary) and plans
+    for plan in plans.values():
+        assert plan is not None
+        overload, converters = plan
+        assert all(x is not kern for x in gc.get_referents(overload)) and kern not in converters
+    assert all(x is not kern for x in gc.get_referents(launch._FAST_PLANS.data))

@@ -82,25 +82,29 @@ def test_two_copies_into_views_of_the_buffer_behind_one_event(rng):
 
 
 class _Spy:
-    """Stands in for a device array and for the event: records what they were asked to do."""
+    """Stands in for the copy (`gpulab.device._copy_back`, called with the device array) and for
+    the event: records what they were asked to do."""
 
     def __init__(self):
         self.calls = []
 
-    def copy_to_host(self, ary, stream=0):
+    def copy(self, d_src, ary, stream):
         self.calls.append(("copy", ary, stream))
 
     def record(self, stream):
         self.calls.append(("record", stream))
 
 
-def test_the_default_stream_fetch_is_one_synchronous_copy_and_start_queues_on_a_stream_object():
-    """`fetch` on stream 0 is numba's synchronous copy (no stream, no event: the subset and GP
+def test_the_default_stream_fetch_is_one_synchronous_copy_and_start_queues_on_a_stream_object(monkeypatch):
+    """`fetch` on stream 0 is one synchronous copy (no stream, no event: the subset and GP
     reads stay one driver call); `start` on stream 0/None copies asynchronously on the default
     stream's object (numba would copy synchronously on 0) and records the event there."""
+    from gpulab import device
+
     back = Readback(3, np.int32)
     back.arrived = event = _Spy()
     src = _Spy()
+    monkeypatch.setattr(device, "_copy_back", src.copy)
     back.fetch(src)
     back.fetch(src, None)
     assert src.calls == [("copy", back.host, 0)] * 2 and event.calls == []
@@ -161,3 +165,19 @@ def test_upload_of_nbytes_copies_only_the_first_bytes(rng):
     upload(d, pinned, k)
     got = d.copy_to_host()
     assert np.array_equal(got[:k], pinned[:k]) and np.all(got[k:] == 200)
+
+
+def test_a_readback_of_another_size_or_a_strided_array_is_refused(rng):
+    """The copy is one driver call of the host buffer's bytes, without numba's per-call checks:
+    its own check refuses a device array of another size or one that is not contiguous
+    (never a partial or overrunning copy)."""
+    n = int(rng.integers(2, 50))
+    back = Readback(n, np.int32)
+    for bad in (cuda.to_device(np.zeros(n + 1, np.int32)), cuda.to_device(np.zeros(n - 1, np.int32)),
+                cuda.to_device(np.zeros(n, np.int64)), cuda.to_device(np.zeros(2 * n, np.int32))[::2]):
+        with pytest.raises(ValueError, match="must match"):
+            back.start(bad)
+        with pytest.raises(ValueError, match="must match"):
+            back.fetch(bad)
+    good = _random(rng, n, np.int32)
+    assert np.array_equal(back.fetch(cuda.to_device(good)), good)
