@@ -163,15 +163,18 @@ class Readback:
 
 def _copy_back(d_src, dst, stream) -> None:
     """``d_src.copy_to_host(dst, stream=stream)`` for a contiguous numba device array of
-    ``dst``'s size in bytes, as one driver call: numba's copy checks and reshapes both arrays
-    at every call (tens of microseconds of host time, six times a GP generation), which a
-    `Readback`'s fixed buffer does not need. A size or layout that does not match is a
-    `ValueError` (what numba's checks would have caught), on a GPU and on the simulator (where
-    the copy is then numba's)."""
+    ``dst``'s dtype and size, as one driver call: numba's copy checks and reshapes both arrays
+    at every call, which a `Readback`'s fixed buffer does not need (six copies a GP
+    generation; the saving per copy was not timed alone). Another dtype or size, or either
+    array not contiguous, is a `ValueError`, on a GPU and on the simulator (where the copy is
+    then numba's). Shapes may differ where dtype and size agree (numba's copy required them
+    to match after squeezing)."""
     n = dst.nbytes
-    if d_src.nbytes != n or not d_src.is_c_contiguous() or not dst.flags.c_contiguous:
-        raise ValueError(f"a readback of {d_src.nbytes} device bytes (contiguous: {d_src.is_c_contiguous()}) "
-                         f"into {n} host bytes (contiguous: {dst.flags.c_contiguous}): they must match")
+    if (d_src.dtype != dst.dtype or d_src.nbytes != n or not d_src.is_c_contiguous()
+            or not dst.flags.c_contiguous):
+        raise ValueError(f"a readback of {d_src.size} {d_src.dtype} on the device (contiguous: "
+                         f"{d_src.is_c_contiguous()}) into {dst.size} {dst.dtype} on the host (contiguous: "
+                         f"{dst.flags.c_contiguous}): dtype, size and layout must match")
     if on_simulator():
         d_src.copy_to_host(dst, stream=stream)
     elif n:

@@ -174,10 +174,23 @@ def test_a_readback_of_another_size_or_a_strided_array_is_refused(rng):
     n = int(rng.integers(2, 50))
     back = Readback(n, np.int32)
     for bad in (cuda.to_device(np.zeros(n + 1, np.int32)), cuda.to_device(np.zeros(n - 1, np.int32)),
-                cuda.to_device(np.zeros(n, np.int64)), cuda.to_device(np.zeros(2 * n, np.int32))[::2]):
+                cuda.to_device(np.zeros(n, np.int64)), cuda.to_device(np.zeros(2 * n, np.int32))[::2],
+                cuda.to_device(np.zeros(n, np.float32)), cuda.to_device(np.zeros(2 * n, np.int16))):  # (same bytes)
         with pytest.raises(ValueError, match="must match"):
             back.start(bad)
         with pytest.raises(ValueError, match="must match"):
             back.fetch(bad)
     good = _random(rng, n, np.int32)
     assert np.array_equal(back.fetch(cuda.to_device(good)), good)
+
+
+def test_a_view_that_starts_inside_its_buffer_is_read_from_there(rng):
+    """The callers read views such as ``offsets[2P:]`` or ``pos[n-1:n]``: the copy starts at the
+    view's first element, on the default stream and on a created one."""
+    for stream in _streams():
+        n, k = int(rng.integers(1, 20)), int(rng.integers(1, 30))
+        big = _random(rng, n + k + int(rng.integers(0, 5)), np.int32)
+        back = Readback(n, np.int32)
+        back.host[:] = 200  # (no value of _random)
+        got = back.fetch(cuda.to_device(big)[k:k + n], stream)
+        assert np.array_equal(got, big[k:k + n])
