@@ -304,8 +304,7 @@ def copy_bandwidth_GBps(nbytes: int = COPY_BYTES) -> float | None:
     if device.on_simulator():
         return None
     device.release_memory()
-    free, _ = cuda.current_context().get_memory_info()
-    n = max(1 << 20, min(int(nbytes), int(free) // 4) // 4)
+    n = max(1 << 20, min(int(nbytes), device.free_bytes() // 4) // 4)
     a = cuda.device_array(n, np.int32)
     b = cuda.device_array(n, np.int32)
     a.copy_to_device(np.zeros(n, np.int32))

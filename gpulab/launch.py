@@ -113,12 +113,10 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
         return
     key = tuple(map(_type_key, args))
     plan = plans.get(key, False)
-    if plan is False:  # the first call with these types: numba's launch, which compiles
+    if not plan:  # numba's launch: the first call with these types (it compiles), or no plan
         kernel[grid, block, stream, shared_bytes](*args)
-        plans[key] = _fast_plan(kernel, args)
-        return
-    if plan is None:
-        kernel[grid, block, stream, shared_bytes](*args)
+        if plan is False:
+            plans[key] = _fast_plan(kernel, args)
         return
     from cuda.core import launch
     from numba.cuda.cudadrv import driver

@@ -235,6 +235,7 @@ class _Buffers:
         self.slots = (_Slot(P), _Slot(P))
         self.summary = cuda.device_array(resident.NSUMMARY, np.int32)
         self.summary_back = device.Readback(resident.NSUMMARY, np.int32)
+        self._init: tuple = (None,)  # (the initialization's scratch: its key, then the arrays)
 
     def init_scratch(self, depth: int, max_nodes: int):
         """The initialization's scratch for ``2P`` trees of at most ``depth`` levels (made once
@@ -242,7 +243,7 @@ class _Buffers:
         ``lens``."""
         T = 2 * self.slots[0].sizes.size
         key = (int(depth), int(max_nodes))
-        if getattr(self, "_init", (None,))[0] != key:
+        if self._init[0] != key:
             self._init = (key, cuda.device_array((T, int(max_nodes) + 8), np.uint8),
                           cuda.device_array((T, int(depth) + 2), np.int32), cuda.device_array((T, int(depth) + 2), np.int32),
                           cuda.device_array(T, np.int32))
@@ -558,8 +559,9 @@ def _room(b: _Buffers, P: int, width: int, nodes: int = 0) -> None:
     """Both slots' code buffers: room for any ``P`` children (``2P(width - 2)`` bytes) where two
     of them fit `CODE_ROOM_SHARE` of the free memory, else twice ``nodes``."""
     most = 2 * P * (width - 2)
+    nbytes = most if 2 * most <= CODE_ROOM_SHARE * device.free_bytes() else 2 * max(nodes, 1)
     for slot in b.slots:
-        slot.room(most if 2 * most <= CODE_ROOM_SHARE * device.free_bytes() else 2 * max(nodes, 1), spare=False)
+        slot.room(nbytes, spare=False)
 
 
 def _scan_once(b: _Buffers, P: int, backend: str) -> None:
