@@ -8,6 +8,8 @@
 #   ncu    Nsight Compute on one late generation's breeding kernels (scripts/gp_breeding_profile.py)
 #   profile  scripts/gp_loop_profile.py: timed runs, then one under cProfile, each backend
 #   launch   scripts/launch_numba_ab.py: host time per numba launch, numba's own and gpulab's
+#   busy     scripts/gp_device_busy.py: the device's busy time and idle gaps in a paper-scale run,
+#            with the earlier package (_ab_old) and the working one
 # Environment: TESTS (the test files), AB_BACKENDS, AB_TURNS, AB_RUNS, AB_ROUNDS, *_T (timeouts).
 set -uo pipefail
 stages="${*:-tests ab}"
@@ -57,5 +59,13 @@ fi
 if [[ " $stages " == *" launch "* ]]; then
   PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${LAUNCH_T:-120} $py scripts/launch_numba_ab.py --n 200 --rounds 21 \
     --json "$FINAL/launch-numba-ab.json" 2>&1 | tee -a "$summary"
+fi
+if [[ " $stages " == *" busy "* ]]; then
+  for tag in before after; do
+    root="$PWD"; [[ $tag == before ]] && root="$PWD/_ab_old"
+    PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" timeout ${BUSY_T:-200} $py scripts/gp_device_busy.py --runs 3 \
+      --out "$OUT/busy-$tag" > "$OUT/busy-$tag.txt" 2>&1
+    say "busy $tag exit $? ($(el) s)"; grep -vi warn "$OUT/busy-$tag.txt" | grep -E "run [0-9]|profiled|idle|->|\|" | tee -a "$summary"
+  done
 fi
 stages_end

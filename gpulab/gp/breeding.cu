@@ -338,3 +338,38 @@ extern "C" __global__ void plan_lengths(const i64 *plan, int *lens, i64 P) {
     lens[2 * c] = (int)plan[c * NPLAN + LEN0];
     lens[2 * c + 1] = (int)plan[c * NPLAN + LEN1];
 }
+
+// --8<-- [start:elites]
+// c goes before b among the elites: better (fitness, then size with parsimony), or as good and
+// earlier: the order in which the CPU's scan (_elites) keeps the first of equals. -1 is last.
+__device__ __forceinline__ bool ahead(i64 c, i64 b, const double *fitness, const int *sizes, bool parsimony) {
+    if (c < 0 || b < 0) return b < 0 && c >= 0;
+    if (better(c, b, fitness, sizes, parsimony)) return true;
+    return !better(b, c, fitness, sizes, parsimony) && c < b;
+}
+
+// the n best of P, in order, into elites[0..n): one block (a power of two threads, at most
+// ELITE_THREADS); per elite, each thread keeps its best of a strided share, then a tree reduction
+extern "C" __global__ void select_elites(const double *fitness, const int *sizes, i64 P, int parsimony_, i64 *elites,
+                                         i64 n) {
+    __shared__ i64 best[ELITE_THREADS];
+    bool parsimony = parsimony_ != 0;
+    i64 t = threadIdx.x;
+    for (i64 k = 0; k < n; k++) {
+        i64 mine = -1;
+        for (i64 c = t; c < P; c += blockDim.x) {
+            bool taken = false;
+            for (i64 j = 0; j < k; j++) taken |= elites[j] == c;
+            if (!taken && ahead(c, mine, fitness, sizes, parsimony)) mine = c;
+        }
+        best[t] = mine;
+        __syncthreads();
+        for (i64 h = blockDim.x / 2; h > 0; h /= 2) {
+            if (t < h && ahead(best[t + h], best[t], fitness, sizes, parsimony)) best[t] = best[t + h];
+            __syncthreads();
+        }
+        if (t == 0) elites[k] = best[0];
+        __syncthreads();  // (elites[k] seen by every thread before the next pass skips it)
+    }
+}
+// --8<-- [end:elites]

@@ -8,9 +8,11 @@ number of threads do not matter. The GPU breeding runs **the same per-child func
 Koza's 90% internal-node rule, subtree walks, grow), compiled as CUDA device functions, one
 thread per child:
 
-1. on the host, the ``elite`` best (O(elite × P), from the fitness the loop already holds on the
-   host) and, for `breed`, each individual's size (`sizes_and_elites`; `breed_resident` has the
-   sizes on the device already, from the previous generation's validation);
+1. the ``elite`` best, in the CPU's order (`_elites`: fitness, then size with parsimony, then
+   index): on the device (`select_elites`, one block, a pass over the population per elite) for
+   up to `DEVICE_ELITES_MAX` elites, else on the host; for `breed`, each individual's size on
+   the host (`sizes_and_elites`; `breed_resident` has the sizes on the device already, from the
+   previous generation's validation);
 2. `breed_plan`: thread ``c`` decides parent(s), operator, crossover points / mutation subtree,
    and child ``c``'s two tree lengths;
 3. `plan_lengths` gathers the children's ``2P`` tree lengths from the plan rows; their prefix sum
@@ -48,11 +50,12 @@ parents of the next where they are, and the evaluators read them in place (a
 [`DevicePopulation`][gpulab.gp.programs.DevicePopulation]). The children are validated on the
 device ([`gpulab.gp.resident.check_children`][gpulab.gp.resident.check_children]: the host
 validation's typed scan, one thread per child, which also computes the stats the next breeding
-and the evaluators need), and only what the host needs crosses the bus: the elites' indices in
-(the loop holds the fitness for its records and picks the elites from it; the kernels read the
-evaluator's fitness where it is on the device); the code's length and the
-validation's summary (bad trees, the maxima the evaluators check: 28 bytes) out; with parsimony
-and elites, the parents' sizes out too (``4P`` bytes: ties between elites go to the smaller). [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
+and the evaluators need), and only what the host needs crosses the bus: nothing in (the kernels
+read the evaluator's fitness where it is on the device and pick the elites there, so the GP
+loop queues a breeding before it has read the fitness; with more than `DEVICE_ELITES_MAX`
+elites, or the fitness not on the device, the host picks them and they go up, with the
+parents' sizes down first under parsimony); the code's length and the validation's summary (bad
+trees, the maxima the evaluators check: 28 bytes) out. [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
 tests compare it with the CPU breeding byte for byte. The prefix sum and the validation have
 their CUDA C twins too (``resident.cu``), used with ``backend="cuda-c"``.
 """
@@ -66,6 +69,7 @@ import numpy as np
 from numba import cuda, int64, uint64
 
 from gpulab import device
+from gpulab.errors import GpulabError
 from gpulab.gp import breeding as _cpu
 from gpulab.gp import opcodes as oc
 from gpulab.gp import resident
@@ -146,6 +150,57 @@ def plan_lengths(plan, lens):
         lens[2 * c] = plan[c, _cpu._LEN0]
         lens[2 * c + 1] = plan[c, _cpu._LEN1]
 # --8<-- [end:kernels]
+
+
+better = _DEV["_better"]
+ELITE_THREADS = 1024  # select_elites' block (the most it may have: a power of two)
+# the most elites chosen on the device (each is a pass over the population; more: on the host)
+DEVICE_ELITES_MAX = 64
+
+
+# --8<-- [start:elites]
+@cuda.jit(device=True, inline=True)
+def ahead(c, b, fitness, sizes, parsimony):
+    """Individual ``c`` goes before ``b`` among the elites: better (`_better`: fitness, then
+    size with parsimony), or as good and earlier, the order in which the CPU's scan (`_elites`)
+    keeps the first of equals. -1 goes last."""
+    if c < 0 or b < 0:
+        return b < 0 and c >= 0
+    if better(c, b, fitness, sizes, parsimony):
+        return True
+    return not better(b, c, fitness, sizes, parsimony) and c < b
+
+
+@cuda.jit
+def select_elites(fitness, sizes, parsimony, elites):
+    """The ``elites.size`` best individuals, in order, as the CPU's `_elites` picks them: one
+    block of a power of two threads; for each elite, every thread keeps the best of its strided
+    share not yet taken, and a tree reduction in shared memory finds the best of the bests."""
+    best = cuda.shared.array(ELITE_THREADS, int64)
+    t = cuda.threadIdx.x
+    for k in range(elites.size):
+        mine = int64(-1)
+        for c in range(t, fitness.size, cuda.blockDim.x):
+            taken = False
+            for j in range(k):
+                taken = taken or elites[j] == c
+            if not taken and ahead(c, mine, fitness, sizes, parsimony):
+                mine = c
+        best[t] = mine
+        cuda.syncthreads()
+        h = cuda.blockDim.x // 2
+        while h > 0:
+            if t < h and ahead(best[t + h], best[t], fitness, sizes, parsimony):
+                best[t] = best[t + h]
+            cuda.syncthreads()
+            h //= 2
+        if t == 0:
+            elites[k] = best[0]
+        cuda.syncthreads()  # (elites[k] seen by every thread before the next pass skips it)
+# --8<-- [end:elites]
+
+
+SIG_ELITES = "void(float64[::1], int32[::1], boolean, int64[::1])"
 
 
 # --8<-- [start:init-kernels]
@@ -291,9 +346,10 @@ def _upload(slot: _Slot, code, offsets, depth, sizes, stats=None) -> None:
     slot.sizes.copy_to_device(sizes)
 
 
-def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P, width, tournament, p_cross, p_mut,
+def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, P, width, tournament, p_cross, p_mut,
                 max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark):
-    """The two passes from ``parents`` into ``children``; the offsets' prefix sum on the device
+    """The two passes from ``parents`` into ``children``, the elites in ``b.elites_in`` already
+    (`_elites_up` or `_select_elites`); the offsets' prefix sum on the device
     (`gpulab.gp.resident.exclusive_scan`). Returns a function that returns the children's code
     length: when ``children``'s code buffer already has room for any ``P`` children (two trees of
     ``width - 2`` nodes each, what [`reserve`][gpulab.gp.breeding_gpu.reserve] allocates where
@@ -302,13 +358,9 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
     was read first, to size the buffer. ``fitness``: a
     host array (copied into the kept buffer), or a device array of ``P`` (read where it is: the
     kernels that follow on the stream read it before any later work can write it)."""
-    if isinstance(fitness, np.ndarray) or not (fitness.size == P and fitness.dtype == np.float64
-                                               and fitness.strides == (8,)):
+    if not _in_place(fitness, P):
         b.fitness.copy_to_device(fitness)
         fitness = b.fitness
-    if elites.size:
-        b.elites_host[:] = elites
-        device.upload(b.elites_in, b.elites_host)
     d_code, d_off = parents.code, parents.offsets
     inputs = (d_code, d_off, parents.depth, fitness, parents.sizes, b.elites_in)
     blocks = ceil_div(P, THREADS)
@@ -317,7 +369,7 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
         from gpulab import cudac
 
         i, f = np.int64, np.float64
-        cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(elites.size), i(P), i(tournament),
+        cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(b.elites_in.size), i(P), i(tournament),
                      f(p_cross), f(p_mut), i(max_depth), i(max_nodes), i(mut_depth), f(p_leaf), f(p_func),
                      np.int32(bool(parsimony)), i(seed), b.st, i(width), b.ops, b.left, b.grown, b.plan, b.grown_at)
         cudac.launch(cuda_c_kernel("plan_lengths"), (blocks,), (THREADS,), b.plan, b.lens, i(P))
@@ -338,6 +390,42 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, elites, P
                      children.src, int(max_nodes), float(p_leaf), b.ops, b.left)
     mark("write")
     return total
+
+
+def _in_place(fitness, P: int) -> bool:
+    """``fitness`` is a device array the kernels read where it is: ``P`` contiguous float64."""
+    return (not isinstance(fitness, np.ndarray) and fitness.size == P and fitness.dtype == np.float64
+            and fitness.strides == (8,))
+
+
+def elites_on_device(fitness_device, P: int, elite) -> bool:
+    """Whether [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident] chooses the elites on
+    the device (`select_elites`), with no host fitness needed: ``fitness_device`` is ``P``
+    contiguous float64 on the device and there are at most `DEVICE_ELITES_MAX` elites."""
+    return fitness_device is not None and _in_place(fitness_device, P) and min(int(elite), P) <= DEVICE_ELITES_MAX
+
+
+def _elites_up(b: _Buffers, elites: np.ndarray) -> None:
+    """The elites the host chose into ``b.elites_in`` (from a pinned buffer, without a wait)."""
+    if elites.size:
+        b.elites_host[:] = elites
+        device.upload(b.elites_in, b.elites_host)
+
+
+def _select_elites(b: _Buffers, fitness, sizes, parsimony, backend: str) -> None:
+    """``b.elites_in`` chosen on the device from ``fitness`` and ``sizes`` (``P`` each, on the
+    device): `select_elites`, one block (32 threads on the simulator, whose threads are Python's)."""
+    n = b.elites_in.size
+    if not n:
+        return
+    threads = 32 if device.on_simulator() else ELITE_THREADS
+    if backend == "cuda-c":
+        from gpulab import cudac
+
+        cudac.launch(cuda_c_kernel("select_elites"), (1,), (threads,), fitness, sizes, np.int64(fitness.size),
+                     np.int32(bool(parsimony)), b.elites, np.int64(n))
+    else:
+        launch_numba(select_elites, 1, threads, fitness, sizes, bool(parsimony), b.elites_in)
 
 
 def _place_trees(slot: _Slot, lens, most: int, backend: str):
@@ -376,7 +464,13 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     parents, children = b.slots[0].claim(), b.slots[1].claim()
     mark("host")
     _upload(parents, code, offsets, tree_depth, sizes)
-    total = _breed_into(b, parents, children, fitness, elites, P, width, tournament, p_cross, p_mut, max_depth,
+    if elites.size <= DEVICE_ELITES_MAX:  # chosen on the device, as breed_resident does (the tests compare them)
+        b.fitness.copy_to_device(fitness)
+        fitness = b.fitness
+        _select_elites(b, fitness, parents.sizes, parsimony, backend)
+    else:
+        _elites_up(b, elites)
+    total = _breed_into(b, parents, children, fitness, P, width, tournament, p_cross, p_mut, max_depth,
                         max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)()
     result = (children.code[:total].copy_to_host() if total else np.zeros(0, np.uint8), children.offsets.copy_to_host(),
               children.src.copy_to_host())
@@ -395,41 +489,53 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
 
     ``parents``: a host [`Population`][gpulab.gp.programs.Population] (uploaded) or the
     [`DevicePopulation`][gpulab.gp.programs.DevicePopulation] of the previous call (read where
-    it is: the children go to the other of the two kept slots). ``fitness``: host array (the loop
-    holds it for its records; the elites are chosen on the host from it). What crosses the bus per
-    generation: the elites' indices up (and the fitness, unless ``fitness_device`` has it); the
-    children's code length (4 bytes) and the
-    validation's summary (24 bytes) down; with ``parsimony`` and elites, the parents' sizes down
-    too (``4P`` bytes: the elites' ties are broken by size). ``timings`` as in `breed`, with a
-    ``validate`` stage. ``fitness_device``: the same fitness already on the device (the
-    evaluator's output): read where it is when it is ``P`` contiguous float64 (the kernels that
-    read it come before any later work on the stream), else copied into the kept buffer; the
-    fitness then does not go up. ``wait=False``: every kernel is queued, and a function is
-    returned that waits for the validation's summary and returns the children (the host is free
-    meanwhile: the GP loop reads the test period's fitness); call it before anything else
-    reads or breeds these populations. (With ``parsimony`` and elites the parents' sizes are
-    read first, which waits for the work queued before.)
+    it is: the children go to the other of the two kept slots). ``fitness``: the parents'
+    fitness as a host array, or ``None`` where ``fitness_device`` serves
+    ([`elites_on_device`][gpulab.gp.breeding_gpu.elites_on_device]). ``fitness_device``: the
+    same fitness on the device (the evaluator's output): read where it is when it is ``P``
+    contiguous float64 (the kernels that read it come before any later work on the stream), and
+    then the elites are chosen from it on the device (`select_elites`, up to `DEVICE_ELITES_MAX`
+    of them), with the parents' sizes where they are; otherwise the host picks the elites from
+    ``fitness`` and they go up (under ``parsimony``, after the parents' sizes come down, which
+    waits for the work queued before), and the fitness is copied into the kept buffer. What
+    crosses the bus per generation, with the fitness on the device: the children's code length
+    (4 bytes) and the validation's summary (24 bytes) down, nothing up. ``timings`` as in
+    `breed`, with a ``validate`` stage. ``wait=False``: every kernel is queued, and a function
+    is returned that waits for the validation's summary and returns the children (the host is
+    free meanwhile: the GP loop reads both periods' fitness); call it before anything else reads
+    or breeds these populations.
 
     Raises:
         ProgramError: the device validation found an invalid child (a bug in the breeding:
-            never returned); the message names the individual, the tree and what is wrong."""
+            never returned); the message names the individual, the tree and what is wrong.
+        GpulabError: ``fitness`` is ``None`` where the elites cannot be chosen on the device."""
     mark = _stage_clock(timings)
-    fitness = np.ascontiguousarray(fitness, np.float64)
     P = len(parents)
+    on_device = elites_on_device(fitness_device, P, elite)
+    if not on_device:
+        if fitness is None:
+            raise GpulabError(f"breed_resident: fitness=None needs the fitness on the device (fitness_device: {P} "
+                              f"contiguous float64) and at most {DEVICE_ELITES_MAX} elites, got elite={elite}")
+        fitness = np.ascontiguousarray(fitness, np.float64)
     width = _width(max_nodes, parents)
     n_elites = min(int(elite), P)
     b = _buffers(P, max_nodes, mut_depth, width, n_elites)
     if b.holds(parents):
         src = parents._slot
-        sizes = src.sizes.copy_to_host() if parsimony and n_elites else np.zeros(P, np.int32)
+        sizes = None if on_device or not (parsimony and n_elites) else src.sizes.copy_to_host()
     else:
         src, sizes = _place(b, parents.to_host() if isinstance(parents, DevicePopulation) else parents)
     dst = b.slots[1] if src is b.slots[0] else b.slots[0]
     dst.claim()
-    elites = _cpu._elites(fitness, sizes, int(elite), bool(parsimony))
+    if on_device:
+        _select_elites(b, fitness_device, src.sizes, parsimony, backend)
+    else:
+        _elites_up(b, _cpu._elites(fitness, np.zeros(P, np.int32) if sizes is None else sizes, int(elite),
+                                   bool(parsimony)))
     mark("host")
-    total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, elites, P, width, tournament, p_cross, p_mut, max_depth, max_nodes,
-                        mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)
+    total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, P, width, tournament,
+                        p_cross, p_mut, max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend,
+                        mark)
     maxima = resident.validate(dst.code, dst.offsets, dst.src, src.stats, max_nodes, max_depth, b.st, b.grown,
                                dst.stats, dst.sizes, b.summary, b.summary_back, backend, b.summary_start, wait=False)
     epoch = dst.epoch  # (written at this epoch: a claim before children() is called makes them stale)
@@ -588,7 +694,8 @@ def _stage_clock(timings: dict | None):
 
 
 CUDA_SOURCE = "breeding.cu"
-CUDA_DEFINES = {"NF": oc.NF, "NB": oc.NB, "OP_AND": oc.OP_AND, "OP_NOT": oc.OP_NOT, "OP_LT": oc.OP_LT}
+CUDA_DEFINES = {"NF": oc.NF, "NB": oc.NB, "OP_AND": oc.OP_AND, "OP_NOT": oc.OP_NOT, "OP_LT": oc.OP_LT,
+                "ELITE_THREADS": ELITE_THREADS}
 
 
 def cuda_c_kernel(name: str):

@@ -184,6 +184,9 @@ class Evaluator:
         self._fits: dict = {}
         self.evaluated = 0  # individuals the last call interpreted (fewer than P when it reused copies)
         self.fitness_host = None  # the last launch's fitness on the host, when it asked (to_host)
+        # the device array the last launch's fitness kernel writes: work queued after the launch on
+        # the same stream may read it before `finish` (the GP loop queues the breeding on it)
+        self.fitness_device = None
 
     def _buf(self, key, n, dtype):
         from numba import cuda
@@ -272,7 +275,10 @@ class Evaluator:
         fitness on the host too (a pinned buffer the next launch reuses: copy it to keep it).
         Between the two the host is free: the GP loop queues the test period's evaluation
         behind the training one's before it waits for either. Call ``finish`` before this
-        evaluator's next launch.
+        evaluator's next launch. `fitness_device` is the device array the fitness goes into, set
+        before ``launch`` returns: work queued after it on the stream may read it before
+        ``finish`` (the GP loop queues the breeding on it; should ``finish`` then raise, what
+        that work made is dropped with the run).
 
         ``reuse``: an individual the breeding copied unchanged from the population this
         evaluator evaluated last takes that parent's fitness instead of being interpreted again,
@@ -303,7 +309,7 @@ class Evaluator:
         self._last, self._cached, self._turn = None, False, 1 - self._turn
         money = self._buf("money", P * S, np.float64)
         tr = self._buf("trace", P * S * D if trace else 1, np.uint8)
-        fit = self._exact(f"fitness{self._turn}", P, np.float64)
+        fit = self.fitness_device = self._exact(f"fitness{self._turn}", P, np.float64)
         flags, flags_back, count = self._flags()
         if poison:
             money.copy_to_device(poisoned(money.size, np.float64))
@@ -486,6 +492,7 @@ class CpuEvaluator:
         self.compile_ms = 0.0
         self.evaluated = 0
         self.fitness_host = None
+        self.fitness_device = None  # (never: the fitness is a host array)
 
     def __call__(self, pop: Population, trace: bool = False, poison: bool = False, reuse: bool = False):
         """``reuse`` is accepted and ignored: the CPU variants interpret every individual."""

@@ -156,6 +156,14 @@ BREEDINGS = ("gpu", "cpu")
 GPU_BREEDING_FROM = 10_000
 
 
+def _elites_on_device(fitness_device, params: GPParams) -> bool:
+    """Whether the GPU breeding can pick the elites from ``fitness_device`` on the device (then
+    it needs no host fitness: [`breeding_gpu.elites_on_device`][gpulab.gp.breeding_gpu.elites_on_device])."""
+    from gpulab.gp import breeding_gpu
+
+    return breeding_gpu.elites_on_device(fitness_device, params.population, params.elite)
+
+
 def default_breeding(population: int | None = None, backend: str | None = None) -> str:
     """The faster breeding as measured: ``"gpu"`` on a GPU (not numba's simulator) for
     ``population`` >= `GPU_BREEDING_FROM` (10,000) when the evaluation runs there too
@@ -179,8 +187,10 @@ def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed
     ``fitness_device``: ``fitness`` as the evaluator left it on the device, if it did (the GPU
     breeding reads it there instead of uploading ``fitness``). ``wait=False``: returns a function
     that returns the children: the GPU breeding's kernels are queued and the function waits for
-    them (the host breeding is done at once)."""
-    args = (np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
+    them (the host breeding is done at once). ``fitness=None``: the GPU breeding with the elites
+    chosen on the device ([`breeding_gpu.elites_on_device`][gpulab.gp.breeding_gpu.elites_on_device]),
+    which reads only ``fitness_device``."""
+    args = (None if fitness is None else np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
             params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
             params.p_function, bool(params.parsimony), seed)
     if breeding_on == "gpu":
@@ -260,7 +270,9 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
     warm = GPParams(**{**asdict(params), "population": 4, "elite": min(params.elite, 4)})
     parents = initial_population(warm, 0)
     ev_train(parents, reuse=reuse), ev_test(parents, reuse=reuse)
-    children = next_generation(parents, np.zeros(4), warm, 0, breeding_on, backend)
+    # (the breeding as the run calls it: reading the evaluator's fitness on the device, with the
+    # elites chosen there too, which compiles their kernel: 0.38 s on the clock otherwise)
+    children = next_generation(parents, np.zeros(4), warm, 0, breeding_on, backend, ev_train.fitness_device)
     if reuse and v.policy is not None and v.policy.lists:
         ev_train(children, reuse=reuse), ev_test(children, reuse=reuse)
     children[0].buy.sexpr()  # (the best rule's way out, as the run's end takes it: its one-tree check compiled)
@@ -302,24 +314,31 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
         with pbar, _progress.interruptible("this generation") as stop:
             for g in range(params.generations + 1):
                 t0 = time.perf_counter()
-                # both periods queued before the host waits for either; then, with the training
-                # fitness back, the breeding is queued behind the test period's evaluation, so
-                # the device runs one while the host queues the other (t_q: the queueing, counted
-                # as breeding), and the host waits once more, for the children
+                # both periods queued before the host waits for either, and the breeding behind
+                # them where it reads the fitness on the device and picks the elites there (the
+                # GPU breeding, up to DEVICE_ELITES_MAX elites); otherwise it is queued once the
+                # training fitness is back, while the device evaluates the test period (t_q: the
+                # queueing, counted as breeding). The host then waits for the training fitness,
+                # the test fitness and the children, in turn
                 train_done = ev_train.launch(pop, reuse=reuse, to_host=True)
                 test_done = ev_test.launch(pop, reuse=reuse, to_host=True)
-                fit_device = train_done()[0]
+                breed = g < params.generations and not stop.requested
+                t_q, children = time.perf_counter(), None
+                early = breed and breeding_on == "gpu" and _elites_on_device(ev_train.fitness_device, params)
+                if early:  # (a stop from here on finds the last generation's population overwritten)
+                    current = (pop, None, g, lambda: (train_done(), ev_train.fitness_host[:len(pop)].copy())[1])
+                    children = next_generation(pop, None, params, int(rng.integers(2**31)), breeding_on, backend,
+                                               ev_train.fitness_device, wait=False)
+                t_q = time.perf_counter() - t_q
+                train_done()
                 fit = ev_train.fitness_host[:len(pop)].copy()
                 best = int(np.argmax(fit))
                 current = (pop, best, g, float(fit[best]))
-                t_q = time.perf_counter()
-                children = None
-                if g < params.generations and not stop.requested:
-                    on_device = None if isinstance(fit_device, np.ndarray) else (
-                        fit_device if fit_device.size == len(pop) else fit_device[:len(pop)])
+                if breed and not early:
+                    t_late = time.perf_counter()
                     children = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend,
-                                               on_device, wait=False)
-                t_q = time.perf_counter() - t_q
+                                               ev_train.fitness_device, wait=False)
+                    t_q += time.perf_counter() - t_late
                 test_done()
                 fit_test = ev_test.fitness_host[:len(pop)].copy()
                 t1 = time.perf_counter() - t_q
@@ -363,10 +382,11 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                                  "breeding gpu where it fits, else on the host and then, with breeding gpu, uploaded: "
                                  "upload_s) + every generation's evaluations (train and test) and breeding + the loop's "
                                  "bookkeeping; breeding_s: the next_generation calls alone (the children and their "
-                                 "validation: on the host, or on the device with breeding gpu), called while the test "
-                                 "period's evaluation runs on the device: the host's time in the call (with breeding "
-                                 "gpu, queueing the kernels) plus, after the test fitness is back, its wait for the "
-                                 "children; evaluation_s: the rest of the host's time until both fitnesses are back; "
+                                 "validation: on the host, or on the device with breeding gpu), called while the device "
+                                 "evaluates (with breeding gpu and the elites chosen on the device, right after both "
+                                 "evaluations are queued; otherwise once the training fitness is back): the host's "
+                                 "time in the call (with breeding gpu, queueing the kernels) plus, after the test "
+                                 "fitness is back, its wait for the children; evaluation_s: the rest of the host's time until both fitnesses are back; "
                                  "warmup_s (not in total_s): kernel compilation, market upload, and the device buffers "
                                  "for the run's size (one evaluation of the initial population, two with reuse; the GPU "
                                  "breeding's and initialization's buffers)"}
@@ -376,11 +396,13 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
 
 def _best_record(last, current) -> dict:
     """The run's ``best``: the best rule of the last generation recorded (``last``: population,
-    index, row). A run stopped (an error, a second Ctrl-C) while the test period of the next
-    generation was being evaluated has already queued that generation's breeding, which writes
-    over the recorded generation's device buffers: then the best on training of the generation
-    being evaluated (``current``: population, index, generation, training fitness), whose test
-    fitness is not known (``None``). Empty before any fitness came back."""
+    index, row). A run stopped (an error, a second Ctrl-C) while the next generation was being
+    evaluated may have queued that generation's breeding, which writes over the recorded
+    generation's device buffers: then the best on training of the generation being evaluated
+    (``current``: population, index, generation, training fitness), whose test fitness is not
+    known (``None``); when its index is ``None`` (stopped before its training fitness came
+    back), the fourth item is a function that waits for that fitness, and the record is empty
+    if it fails. Empty before any fitness came back."""
     if last is not None:
         p, best, row = last
         if not (isinstance(p, DevicePopulation) and isinstance(p.device_or_host(), DevicePopulation)
@@ -389,6 +411,13 @@ def _best_record(last, current) -> dict:
                     "test": row["test_of_best"], "generation": row["generation"]}
     if current is not None:
         p, best, g, train = current
+        if best is None:
+            try:
+                fit = train()
+            except Exception:  # noqa: BLE001 (the error that stopped the run is the one raised)
+                return {}
+            best = int(np.argmax(fit))
+            train = float(fit[best])
         return {"buy": p[best].buy.sexpr(), "sell": p[best].sell.sexpr(), "train": train, "test": None,
                 "generation": g}
     return {}

@@ -146,6 +146,8 @@ static dim blockIdx, blockDim = {1}, threadIdx = {0};
 #define __device__
 #define __forceinline__ inline
 #define __global__
+#define __shared__
+#define __syncthreads()
 #include "breeding.cu"
 #define LOOP(P, call) for (i64 c = 0; c < P; c++) { blockIdx.x = (unsigned)c; call; }
 extern "C" void run_plan(const u8 *code, const int *off, const int *td, const double *fit, const int *sizes,
@@ -159,6 +161,9 @@ extern "C" void run_init(i64 lo, i64 hi, i64 mn, double pl, i64 seed, u8 *grown,
   LOOP(T, init_trees(lo, hi, mn, pl, seed, grown, mn + 8, ops, left, hi + 2, lens, src, T))
   for (i64 t = 0; t < T; t++) off[t + 1] = off[t] + lens[t];
   LOOP(T, init_write(grown, mn + 8, off, code, T))
+}
+extern "C" void run_elites(const double *fit, const int *sizes, i64 P, int par, i64 *el, i64 n) {
+  select_elites(fit, sizes, P, par, el, n);  // (one thread: the reduction has nothing to combine)
 }
 extern "C" void run_write(const u8 *code, const int *off, const i64 *plan, const u64 *ga, const int *oo, u8 *out,
     i64 *src, i64 P, i64 mn, double pl, i64 mut, int *ops, int *left) {
@@ -266,3 +271,134 @@ def test_gpu_breeding_keeps_its_buffers_between_generations(rng):
         assert (cpu[2] < 0).any()  # the premise: some trees changed, so the next parents differ
         pop = gp.Population.bred(*cpu[:2], pop, cpu[2])
     assert len(kept[0]) == len(kept[1]) == 1 and kept[0][0] is kept[1][0]
+
+
+def _tied_fitness(rng, P: int, n: int):
+    """Fitness and sizes for choosing ``n`` elites of ``P`` where the choice needs the tie rules:
+    ``n + 1`` individuals (more where ``P`` allows) share the best fitness, among them some of
+    one size, the rest is drawn from three lower values; sizes from two values."""
+    fitness = rng.integers(0, 3, P).astype(np.float64) / 4 - 1.0
+    top = rng.choice(P, size=min(P, n + 1 + int(rng.integers(0, 3))), replace=False)
+    fitness[top] = 0.5
+    sizes = rng.integers(5, 7, P).astype(np.int32)
+    sizes[top[: max(1, len(top) // 2)]] = 5
+    return fitness, sizes
+
+
+def _elite_cases(rng):
+    """``(P, n, parsimony)``: populations of 1 to 257 with 1, 2 or 5 elites, and the most
+    elites chosen on the device (`DEVICE_ELITES_MAX`) of a few more individuals."""
+    for P in (1, 2, 31, 32, 33, 97, 257):
+        for n in sorted({1, min(P, 2), min(P, 5)}):
+            yield P, n, bool(rng.integers(2))
+    yield breeding_gpu.DEVICE_ELITES_MAX + 3, breeding_gpu.DEVICE_ELITES_MAX, bool(rng.integers(2))
+
+
+def test_select_elites_is_the_cpu_choice_with_ties_at_every_block_size(rng):
+    """select_elites (numba: the simulator, or the GPU) picks the CPU's `_elites`, in order, where
+    the best fitness is shared (ties broken by size with parsimony, then by index), for
+    populations of 1 to 257 and blocks of 1 to 64 threads (each case on a GPU, in turn on the
+    simulator)."""
+    from numba import cuda
+
+    from gpulab.launch import launch_numba
+
+    from gpulab import device
+
+    blocks = (1, 2, 32, 64)
+    for k, (P, n, parsimony) in enumerate(_elite_cases(rng)):
+        fitness, sizes = _tied_fitness(rng, P, n)
+        want = breeding._elites(fitness, sizes, n, parsimony)
+        assert (fitness[want] == fitness[want[0]]).all() and (fitness == fitness[want[0]]).sum() >= min(P, n + 1)  # (ties)
+        # (the simulator's threads are Python's, and slow: there each case takes one block size in turn)
+        for threads in blocks if not device.on_simulator() else (blocks[k % 4] if n < 8 else 4,):
+            out = cuda.to_device(np.full(n, -7, np.int64))
+            launch_numba(breeding_gpu.select_elites, 1, threads, cuda.to_device(fitness), cuda.to_device(sizes),
+                         parsimony, out)
+            assert out.copy_to_host().tolist() == want.tolist(), (P, n, parsimony, threads)
+
+
+def test_select_elites_cuda_c_compiled_for_the_host_is_the_cpu_choice(rng, tmp_path):
+    lib = compile_for_host(tmp_path, breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES, _HARNESS)
+    i = ctypes.c_longlong
+    for P, n, parsimony in _elite_cases(rng):
+        fitness, sizes = _tied_fitness(rng, P, n)
+        out = np.full(n, -7, np.int64)
+        lib.run_elites(ptr(fitness), ptr(sizes), i(P), ctypes.c_int(int(parsimony)), ptr(out), i(n))
+        assert out.tolist() == breeding._elites(fitness, sizes, n, parsimony).tolist(), (P, n, parsimony)
+
+
+def test_select_elites_cuda_c_on_the_gpu_is_the_cpu_choice(rng):
+    from numba import cuda
+
+    from gpulab import cudac
+
+    reason = cudac.unavailable_reason()
+    if reason:
+        pytest.skip(f"select_elites in CUDA C: {reason}")
+    for P, n, parsimony in [*_elite_cases(rng), (25_000, 2, True), (100_003, 64, False)]:
+        fitness, sizes = _tied_fitness(rng, P, n)
+        out = cuda.to_device(np.full(n, -7, np.int64))
+        cudac.launch(breeding_gpu.cuda_c_kernel("select_elites"), (1,), (breeding_gpu.ELITE_THREADS,),
+                     cuda.to_device(fitness), cuda.to_device(sizes), np.int64(P), np.int32(parsimony), out,
+                     np.int64(n))
+        assert out.copy_to_host().tolist() == breeding._elites(fitness, sizes, n, parsimony).tolist(), (P, n)
+
+
+def test_breed_resident_without_host_fitness_needs_the_device_elites(rng):
+    """fitness=None (the loop's early queueing) is one clear error where the elites cannot be
+    chosen on the device: over DEVICE_ELITES_MAX of them, or no fitness on the device."""
+    from numba import cuda
+
+    params = GPParams(population=breeding_gpu.DEVICE_ELITES_MAX + 3, elite=breeding_gpu.DEVICE_ELITES_MAX + 1,
+                      max_nodes=40, max_depth=6, init_depth=(2, 3))
+    pop = initial_population(params, int(rng.integers(2**31)))
+    fit = cuda.to_device(rng.normal(size=len(pop)))
+    args = (params.elite, params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
+            params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function, params.parsimony, 1)
+    for fitness_device in (fit, None):
+        with pytest.raises(GpulabError, match="DEVICE_ELITES_MAX|at most"):
+            breeding_gpu.breed_resident(pop, None, *args, fitness_device=fitness_device)
+
+
+def test_best_record_of_a_run_stopped_before_its_training_fitness_came_back():
+    """A stop between the early queueing of a breeding and the training fitness: the record
+    waits for that fitness (the best of it, test unknown); if that fails, it is empty."""
+    from gpulab.gp.loop import _best_record
+
+    pop = initial_population(GPParams(population=5, max_nodes=30, init_depth=(2, 3)), 3)
+    fit = np.array([0.1, 0.7, -0.2, 0.7, 0.0])
+    rec = _best_record(None, (pop, None, 4, lambda: fit))
+    assert rec["generation"] == 4 and rec["train"] == 0.7 and rec["test"] is None
+    assert rec["buy"] == pop[1].buy.sexpr()
+
+    def fails():
+        raise RuntimeError("device lost")
+
+    assert _best_record(None, (pop, None, 4, fails)) == {}
+
+
+@pytest.mark.parametrize("elite", [1, 5])
+def test_warm_up_breeds_as_the_run_does_and_the_run_queues_it_early(rng, monkeypatch, elite):
+    """The compile warm-up's breeding takes the device path the run's generations take (the
+    elites chosen on the device where the run's are, so their kernel is compiled before the
+    clock); with the elites on the device, each generation's breeding is queued before the
+    host waits for the training fitness (no host fitness passed), otherwise after it."""
+    from gpulab.gp import loop
+
+    calls, real = [], loop.next_generation
+
+    def spy(pop, fitness, params, seed, breeding_on="cpu", backend="numba", fitness_device=None, wait=True):
+        calls.append((len(pop), fitness is None,
+                      breeding_gpu.elites_on_device(fitness_device, len(pop), params.elite)))
+        return real(pop, fitness, params, seed, breeding_on, backend, fitness_device, wait)
+
+    monkeypatch.setattr(loop, "next_generation", spy)
+    monkeypatch.setattr(breeding_gpu, "DEVICE_ELITES_MAX", 3)  # (a small population can pass it)
+    P = int(rng.integers(6, 12))
+    params = GPParams(population=P, generations=2, elite=elite, max_nodes=40, init_depth=(2, 3))
+    evolve(synthetic_market(2, 40, seed=int(rng.integers(1000))), train_days=30, params=params, backend="numba",
+           seed=int(rng.integers(1000)), progress=None, breeding="gpu")
+    early = elite <= 3
+    assert calls[0] == (4, False, min(elite, 4) <= 3)  # the warm-up: 4 individuals, at most 4 elites
+    assert calls[1:] == [(P, early, early)] * 2, calls
