@@ -2,8 +2,9 @@
 generations, GPU breeding, reuse on) the device is busy. Per backend: a warm run, RUNS timed runs
 (their `timing`), then one run with CUPTI's activity records on (through PyTorch's profiler, which
 records every kernel and copy of the process, numba's and pycuda's included): the union of the
-device's busy intervals between the run's first and last activity, the sum per kernel name, and
-the run's wall time. What the wall time has beyond the busy time is the device waiting for the
+device's busy intervals in the run's timed part (the last ``total_s`` of activity: the profiled
+call includes its warm-up), the sum per kernel name there, the idle gaps by the activities around
+them, and the run's wall time. What the wall time has beyond the busy time is the device waiting for the
 host: the most that queueing generations ahead could save.
 
     python scripts/gp_device_busy.py [--backends cuda-c numba] [--runs 3] [--out DIR]
@@ -74,15 +75,13 @@ def main() -> None:
                   f"breed {t['breeding_s'] * 1e3:6.1f}", flush=True)
         with profile(activities=[ProfilerActivity.CUDA]) as prof:
             res = run(backend)
-        ivs, acts, per = [], [], defaultdict(lambda: [0, 0.0])
+        ivs, acts = [], []
         for e in prof.events():
             if e.device_type != DeviceType.CUDA:
                 continue
             s, en = e.time_range.start, e.time_range.end
             ivs.append((s, en))
             acts.append((s, en, e.name))
-            per[e.name][0] += 1
-            per[e.name][1] += en - s
         wall = res.timing["total_s"] * 1e3
         # the profiled call includes its warm-up: the timed part is the last `wall` ms of activity
         # (the clock stops just after the last validation comes back)
@@ -103,9 +102,14 @@ def main() -> None:
                 gaps[key][0] += 1
                 gaps[key][1] += s1 - reach
         idle = sorted(gaps.items(), key=lambda kv: -kv[1][1])[:12]
-        print(f"   idle gaps over 1 us, by the activities before -> after (total {sum(v[1] for v in gaps.values()) / 1e3:.1f} ms):")
+        total_gaps = sum(v[1] for v in gaps.values()) / 1e3
+        print(f"   idle gaps over 1 us, by the activities before -> after (total {total_gaps:.1f} ms):")
         for k, (n, us) in idle:
             print(f"   {us / 1e3:8.2f} ms  {n:5d}x  {k}")
+        per = defaultdict(lambda: [0, 0.0])  # (per kernel or copy: the timed part only)
+        for st, en, nm in named:
+            per[short(nm)][0] += 1
+            per[short(nm)][1] += en - st
         top = sorted(per.items(), key=lambda kv: -kv[1][1])[:20]
         for name, (n, us) in top:
             print(f"   {us / 1e3:8.2f} ms  {n:6d}x  {name[:90]}")

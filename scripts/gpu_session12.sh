@@ -8,6 +8,10 @@
 #   ncu    Nsight Compute on one late generation's breeding kernels (scripts/gp_breeding_profile.py)
 #   profile  scripts/gp_loop_profile.py: timed runs, then one under cProfile, each backend
 #   launch   scripts/launch_numba_ab.py: host time per numba launch, numba's own and gpulab's
+#   runs     the working package alone: scripts/gp_loop_ab.py in RUNS_TURNS processes (3 runs each,
+#            both backends) into gp-loop-runs.json, and one `gpulab gp evolve` per backend at the
+#            paper's scale (seed 1) into gp-evolve-bitsliced[-cuda-c]-now.json
+#   elites   scripts/gp_elites_time.py: select_elites' device time, both backends
 #   busy     scripts/gp_device_busy.py: the device's busy time and idle gaps in a paper-scale run,
 #            with the earlier package (_ab_old) and the working one
 # Environment: TESTS (the test files), AB_BACKENDS, AB_TURNS, AB_RUNS, AB_ROUNDS, *_T (timeouts).
@@ -65,7 +69,28 @@ if [[ " $stages " == *" busy "* ]]; then
     root="$PWD"; [[ $tag == before ]] && root="$PWD/_ab_old"
     PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" timeout ${BUSY_T:-200} $py scripts/gp_device_busy.py --runs 3 \
       --out "$OUT/busy-$tag" > "$OUT/busy-$tag.txt" 2>&1
-    say "busy $tag exit $? ($(el) s)"; grep -vi warn "$OUT/busy-$tag.txt" | grep -E "run [0-9]|profiled|idle|->|\|" | tee -a "$summary"
+    say "busy $tag exit $? ($(el) s)"
+    grep -vi warn "$OUT/busy-$tag.txt" | grep -E "run [0-9]|profiled|idle|->|\|" | tee -a "$summary"
   done
+fi
+if [[ " $stages " == *" runs "* ]]; then
+  for turn in $(seq ${RUNS_TURNS:-4}); do
+    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${AB_T:-200} $py scripts/gp_loop_ab.py --runs 25000x50 \
+      --backends cuda-c numba --rounds 3 --tag now --json "$OUT/loop-now-$turn.json" > "$OUT/runs-$turn.txt" 2>&1
+    say "runs turn $turn exit $? ($(el) s)"; grep -E "round" "$OUT/runs-$turn.txt" | tee -a "$summary"
+  done
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" $py scripts/gp_loop_ab.py --combine "$OUT"/loop-now-*.json \
+    --json "$FINAL/gp-loop-runs.json" | tee -a "$summary"
+  for b in numba cuda-c; do
+    stem="gp-evolve-bitsliced-now"; [[ $b != numba ]] && stem="gp-evolve-bitsliced-cuda-c-now"
+    PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${EVOLVE_T:-120} $py -m gpulab gp evolve --population 25000 \
+      --generations 50 --stocks 32 --days 768 --test-days 256 --variant bitsliced --backend $b --seed 1 --out "$OUT" \
+      --stem "$stem" > "$OUT/evolve-$b.txt" 2>&1
+    say "evolve $b exit $?: $(tail -1 "$OUT/evolve-$b.txt")"; cp "$OUT/$stem.json" "$FINAL/" 2>/dev/null
+  done
+fi
+if [[ " $stages " == *" elites "* ]]; then
+  PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}" timeout ${ELITES_T:-120} $py scripts/gp_elites_time.py \
+    --json "$FINAL/gp-elites-time.json" 2>&1 | grep -v -i warn | tee -a "$summary"
 fi
 stages_end

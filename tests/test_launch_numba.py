@@ -91,7 +91,7 @@ def _store(out, v):
         out[0] = v
 
 
-def test_python_ints_beyond_int64_are_typed_again(rng):
+def test_python_ints_beyond_int64_arrive_as_numbas_own_launch_passes_them(rng):
     """numba types a Python int by its value: int64, or uint64 from 2**63. Small ints first,
     then large ones, then small again: every value arrives as numba's own launch of the same
     kernel passes it, right after (a plan made for int64 would carry 2**63 + x as the negative

@@ -24,6 +24,9 @@
 #ifndef OP_LT
 #define OP_LT 34
 #endif
+#ifndef ELITE_THREADS
+#define ELITE_THREADS 256
+#endif
 #define NPLAN 10
 enum { A_, KIND, TREE, LO, HI, SLO, SHI, ROOM, LEN0, LEN1 };
 
@@ -102,9 +105,13 @@ __device__ i64 grow(u64 &s, u8 *out, i64 n, i64 limit, bool is_float, i64 depth,
     }
 }
 
+__device__ __forceinline__ bool better_values(double fc, int sc, double fb, int sb, bool parsimony) {
+    if (fc != fb) return fc > fb;
+    return parsimony && sc < sb;
+}
+
 __device__ __forceinline__ bool better(i64 c, i64 best, const double *fitness, const int *sizes, bool parsimony) {
-    if (fitness[c] != fitness[best]) return fitness[c] > fitness[best];
-    return parsimony && sizes[c] < sizes[best];
+    return better_values(fitness[c], sizes[c], fitness[best], sizes[best], parsimony);
 }
 
 __device__ __forceinline__ i64 tournament(u64 &s, const double *fitness, const int *sizes, i64 P, i64 k,
@@ -340,36 +347,79 @@ extern "C" __global__ void plan_lengths(const i64 *plan, int *lens, i64 P) {
 }
 
 // --8<-- [start:elites]
-// c goes before b among the elites: better (fitness, then size with parsimony), or as good and
-// earlier: the order in which the CPU's scan (_elites) keeps the first of equals. -1 is last.
-__device__ __forceinline__ bool ahead(i64 c, i64 b, const double *fitness, const int *sizes, bool parsimony) {
+// individual c (fitness fc, size sc) goes before b among the elites: better, or as good and
+// earlier: the order in which the CPU's scan (_elites) keeps the first of equals. -1 goes last.
+__device__ __forceinline__ bool ahead(double fc, int sc, i64 c, double fb, int sb, i64 b, bool parsimony) {
     if (c < 0 || b < 0) return b < 0 && c >= 0;
-    if (better(c, b, fitness, sizes, parsimony)) return true;
-    return !better(b, c, fitness, sizes, parsimony) && c < b;
+    if (better_values(fc, sc, fb, sb, parsimony)) return true;
+    return !better_values(fb, sb, fc, sc, parsimony) && c < b;
 }
 
-// the n best of P, in order, into elites[0..n): one block (a power of two threads, at most
-// ELITE_THREADS); per elite, each thread keeps its best of a strided share, then a tree reduction
-extern "C" __global__ void select_elites(const double *fitness, const int *sizes, i64 P, int parsimony_, i64 *elites,
-                                         i64 n) {
-    __shared__ i64 best[ELITE_THREADS];
-    bool parsimony = parsimony_ != 0;
+// out[0..n) = the n best, in order, of individuals lo..hi-1 (cand null) or of cand[lo..hi) (-1
+// entries skipped); -1 where there are fewer. Per elite, each thread keeps the best of its
+// strided share that comes after the last elite chosen, and a tree reduction in shared memory,
+// carrying fitness and size along, finds the best of those.
+__device__ void best_in_order(const double *fitness, const int *sizes, bool parsimony, const i64 *cand, i64 lo,
+                              i64 hi, i64 *out, i64 n) {
+    __shared__ double bf[ELITE_THREADS];
+    __shared__ int bs[ELITE_THREADS];
+    __shared__ i64 bi[ELITE_THREADS];
     i64 t = threadIdx.x;
+    double lf = 0;
+    int ls = 0;
+    i64 li = -1;
     for (i64 k = 0; k < n; k++) {
-        i64 mine = -1;
-        for (i64 c = t; c < P; c += blockDim.x) {
-            bool taken = false;
-            for (i64 j = 0; j < k; j++) taken |= elites[j] == c;
-            if (!taken && ahead(c, mine, fitness, sizes, parsimony)) mine = c;
+        double mf = lf;
+        int ms = ls;
+        i64 mi = -1;
+        for (i64 j = lo + t; j < hi; j += blockDim.x) {
+            i64 c = cand ? cand[j] : j;
+            if (c < 0) continue;
+            double fc = fitness[c];
+            int sc = sizes[c];
+            if ((li < 0 || ahead(lf, ls, li, fc, sc, c, parsimony)) && ahead(fc, sc, c, mf, ms, mi, parsimony)) {
+                mf = fc;
+                ms = sc;
+                mi = c;
+            }
         }
-        best[t] = mine;
+        bf[t] = mf;
+        bs[t] = ms;
+        bi[t] = mi;
         __syncthreads();
         for (i64 h = blockDim.x / 2; h > 0; h /= 2) {
-            if (t < h && ahead(best[t + h], best[t], fitness, sizes, parsimony)) best[t] = best[t + h];
+            if (t < h && ahead(bf[t + h], bs[t + h], bi[t + h], bf[t], bs[t], bi[t], parsimony)) {
+                bf[t] = bf[t + h];
+                bs[t] = bs[t + h];
+                bi[t] = bi[t + h];
+            }
             __syncthreads();
         }
-        if (t == 0) elites[k] = best[0];
-        __syncthreads();  // (elites[k] seen by every thread before the next pass skips it)
+        lf = bf[0];
+        ls = bs[0];
+        li = bi[0];
+        __syncthreads();  // (read by all before the next pass writes)
+        if (t == 0) out[k] = li;
+        if (li < 0) {  // (none left: the rest stay -1; the same in every thread)
+            for (i64 m = k + 1 + t; m < n; m += blockDim.x) out[m] = -1;
+            return;
+        }
     }
+}
+
+// block b: the n best of individuals b*chunk .. (b+1)*chunk - 1 into cand[b*n .. b*n+n), in
+// order: every elite is among its block's n best, so the elites are among these candidates
+extern "C" __global__ void elite_candidates(const double *fitness, const int *sizes, i64 P, int parsimony, i64 chunk,
+                                            i64 *cand, i64 n) {
+    i64 lo = (i64)blockIdx.x * chunk;
+    best_in_order(fitness, sizes, parsimony != 0, nullptr, lo, lo + chunk < P ? lo + chunk : P, cand + blockIdx.x * n,
+                  n);
+}
+
+// one block: the n best of the m candidates, in order (the CPU's _elites for fitness without NaN:
+// ahead is then a total order, so the individuals not yet taken are exactly those after the last)
+extern "C" __global__ void select_elites(const double *fitness, const int *sizes, int parsimony, const i64 *cand,
+                                         i64 m, i64 *elites, i64 n) {
+    best_in_order(fitness, sizes, parsimony != 0, cand, 0, m, elites, n);
 }
 // --8<-- [end:elites]

@@ -247,12 +247,19 @@ def node_info(code, offsets):
 
 
 @njit(inline="always")
+def _better_values(fc, sc, fb, sb, parsimony):
+    """Lexicographic parsimony (Luke & Panait 2002): an individual of fitness ``fc`` and size
+    ``sc`` beats one of ``fb``, ``sb`` by higher fitness; on equal fitness, with ``parsimony``,
+    by the smaller size."""
+    if fc != fb:
+        return fc > fb
+    return parsimony and sc < sb
+
+
+@njit(inline="always")
 def _better(c, best, fitness, sizes, parsimony):
-    """Lexicographic parsimony (Luke & Panait 2002): higher fitness wins; on equal fitness the
-    smaller individual."""
-    if fitness[c] != fitness[best]:
-        return fitness[c] > fitness[best]
-    return parsimony and sizes[c] < sizes[best]
+    """Individual ``c`` beats ``best`` (`_better_values` on their fitness and sizes)."""
+    return _better_values(fitness[c], sizes[c], fitness[best], sizes[best], parsimony)
 
 
 @njit(inline="always")

@@ -9,8 +9,8 @@ Koza's 90% internal-node rule, subtree walks, grow), compiled as CUDA device fun
 thread per child:
 
 1. the ``elite`` best, in the CPU's order (`_elites`: fitness, then size with parsimony, then
-   index): on the device (`select_elites`, one block, a pass over the population per elite) for
-   up to `DEVICE_ELITES_MAX` elites, else on the host; for `breed`, each individual's size on
+   index): on the device (`choose_elites`: each block's best, then the best of those) for up to
+   `DEVICE_ELITES_MAX` elites, else on the host; for `breed`, each individual's size on
    the host (`sizes_and_elites`; `breed_resident` has the sizes on the device already, from the
    previous generation's validation);
 2. `breed_plan`: thread ``c`` decides parent(s), operator, crossover points / mutation subtree,
@@ -55,7 +55,8 @@ read the evaluator's fitness where it is on the device and pick the elites there
 loop queues a breeding before it has read the fitness; with more than `DEVICE_ELITES_MAX`
 elites, or the fitness not on the device, the host picks them and they go up, with the
 parents' sizes down first under parsimony); the code's length and the validation's summary (bad
-trees, the maxima the evaluators check: 28 bytes) out. [`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
+trees, the maxima the evaluators check: 28 bytes) out.
+[`breed`][gpulab.gp.breeding_gpu.breed] (host arrays in and out) remains: the
 tests compare it with the CPU breeding byte for byte. The prefix sum and the validation have
 their CUDA C twins too (``resident.cu``), used with ``backend="cuda-c"``.
 """
@@ -66,7 +67,7 @@ import functools
 import types
 
 import numpy as np
-from numba import cuda, int64, uint64
+from numba import cuda, float64, int32, int64, uint64
 
 from gpulab import device
 from gpulab.errors import GpulabError
@@ -77,7 +78,7 @@ from gpulab.gp.programs import STAT_DEPTH, DevicePopulation, Population
 from gpulab.launch import PlanCache, ceil_div, launch_numba
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
-_OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better", "_tournament",
+_OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better_values", "_better", "_tournament",
               "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child", "_init_tree")
 
 
@@ -152,55 +153,94 @@ def plan_lengths(plan, lens):
 # --8<-- [end:kernels]
 
 
-better = _DEV["_better"]
-ELITE_THREADS = 1024  # select_elites' block (the most it may have: a power of two)
+better_values = _DEV["_better_values"]
+ELITE_THREADS = 256  # the elites kernels' blocks (the most they may have: a power of two)
+ELITE_CHUNK = 4096  # individuals per block of elite_candidates
 # the most elites chosen on the device (each is a pass over the population; more: on the host)
 DEVICE_ELITES_MAX = 64
 
 
 # --8<-- [start:elites]
 @cuda.jit(device=True, inline=True)
-def ahead(c, b, fitness, sizes, parsimony):
-    """Individual ``c`` goes before ``b`` among the elites: better (`_better`: fitness, then
-    size with parsimony), or as good and earlier, the order in which the CPU's scan (`_elites`)
+def ahead(fc, sc, c, fb, sb, b, parsimony):
+    """Individual ``c`` (fitness ``fc``, size ``sc``) goes before ``b`` among the elites: better
+    (`_better_values`), or as good and earlier, the order in which the CPU's scan (`_elites`)
     keeps the first of equals. -1 goes last."""
     if c < 0 or b < 0:
         return b < 0 and c >= 0
-    if better(c, b, fitness, sizes, parsimony):
+    if better_values(fc, sc, fb, sb, parsimony):
         return True
-    return not better(b, c, fitness, sizes, parsimony) and c < b
+    return not better_values(fb, sb, fc, sc, parsimony) and c < b
+
+
+@cuda.jit(device=True, inline=True)
+def best_after(fitness, sizes, parsimony, cand, lo, hi, lf, ls, li, bf, bs, bi):
+    """The best individual that comes after ``li`` (fitness ``lf``, size ``ls``; -1: none yet),
+    among individuals ``lo`` to ``hi - 1`` (``cand`` empty: a range) or ``cand[lo:hi]`` (-1 entries
+    skipped): each thread keeps the best of its strided share, and a tree reduction over the
+    block in shared memory (``bf``, ``bs``, ``bi``), carrying fitness and size along, finds the
+    best of those. Returns its index (-1 if none), fitness and size, in every thread."""
+    t = cuda.threadIdx.x
+    mf, ms, mi = lf, ls, int64(-1)
+    for j in range(lo + t, hi, cuda.blockDim.x):
+        c = int64(j) if cand.size == 0 else cand[j]
+        if c >= 0:
+            fc, sc = fitness[c], sizes[c]
+            if (li < 0 or ahead(lf, ls, li, fc, sc, c, parsimony)) and ahead(fc, sc, c, mf, ms, mi, parsimony):
+                mf, ms, mi = fc, sc, c
+    bf[t], bs[t], bi[t] = mf, ms, mi
+    cuda.syncthreads()
+    h = cuda.blockDim.x // 2
+    while h > 0:
+        if t < h and ahead(bf[t + h], bs[t + h], bi[t + h], bf[t], bs[t], bi[t], parsimony):
+            bf[t], bs[t], bi[t] = bf[t + h], bs[t + h], bi[t + h]
+        cuda.syncthreads()
+        h //= 2
+    rf, rs, ri = bf[0], bs[0], bi[0]
+    cuda.syncthreads()  # (read by all before the next call writes)
+    return ri, rf, rs
+
+
+@cuda.jit(device=True, inline=True)
+def best_in_order(fitness, sizes, parsimony, cand, lo, hi, out):
+    """``out[:]`` = the ``out.size`` best of the range or list (`best_after`), in order; -1
+    where there are fewer."""
+    bf = cuda.shared.array(ELITE_THREADS, float64)
+    bs = cuda.shared.array(ELITE_THREADS, int32)
+    bi = cuda.shared.array(ELITE_THREADS, int64)
+    lf, ls, li = float64(0), int32(0), int64(-1)
+    for k in range(out.size):
+        ri, rf, rs = best_after(fitness, sizes, parsimony, cand, lo, hi, lf, ls, li, bf, bs, bi)
+        if cuda.threadIdx.x == 0:
+            out[k] = ri
+        if ri < 0:  # (none left: the rest stay -1; the same in every thread)
+            for m in range(k + 1 + cuda.threadIdx.x, out.size, cuda.blockDim.x):
+                out[m] = -1
+            return
+        lf, ls, li = rf, rs, ri
 
 
 @cuda.jit
-def select_elites(fitness, sizes, parsimony, elites):
-    """The ``elites.size`` best individuals, in order, as the CPU's `_elites` picks them: one
-    block of a power of two threads; for each elite, every thread keeps the best of its strided
-    share not yet taken, and a tree reduction in shared memory finds the best of the bests."""
-    best = cuda.shared.array(ELITE_THREADS, int64)
-    t = cuda.threadIdx.x
-    for k in range(elites.size):
-        mine = int64(-1)
-        for c in range(t, fitness.size, cuda.blockDim.x):
-            taken = False
-            for j in range(k):
-                taken = taken or elites[j] == c
-            if not taken and ahead(c, mine, fitness, sizes, parsimony):
-                mine = c
-        best[t] = mine
-        cuda.syncthreads()
-        h = cuda.blockDim.x // 2
-        while h > 0:
-            if t < h and ahead(best[t + h], best[t], fitness, sizes, parsimony):
-                best[t] = best[t + h]
-            cuda.syncthreads()
-            h //= 2
-        if t == 0:
-            elites[k] = best[0]
-        cuda.syncthreads()  # (elites[k] seen by every thread before the next pass skips it)
+def elite_candidates(fitness, sizes, parsimony, chunk, n, cand):
+    """Block ``b``: the ``n`` best of individuals ``b * chunk`` to ``(b + 1) * chunk - 1`` into
+    ``cand[b * n:(b + 1) * n]``, in order: every elite is among its block's ``n`` best, so the
+    elites are among these candidates."""
+    b = cuda.blockIdx.x
+    lo = b * chunk
+    best_in_order(fitness, sizes, parsimony, cand[:0], lo, min(lo + chunk, fitness.size), cand[b * n:(b + 1) * n])
+
+
+@cuda.jit
+def select_elites(fitness, sizes, parsimony, cand, elites):
+    """One block: the ``elites.size`` best of the candidates (``cand``, flat), in order: the
+    CPU's `_elites` for fitness without NaN (`ahead` is then a total order, so the individuals
+    not yet taken are exactly those after the last elite chosen)."""
+    best_in_order(fitness, sizes, parsimony, cand, 0, cand.size, elites)
 # --8<-- [end:elites]
 
 
-SIG_ELITES = "void(float64[::1], int32[::1], boolean, int64[::1])"
+SIG_CANDIDATES = "void(float64[::1], int32[::1], boolean, int64, int64, int64[::1])"
+SIG_ELITES = "void(float64[::1], int32[::1], boolean, int64[::1], int64[::1])"
 
 
 # --8<-- [start:init-kernels]
@@ -285,6 +325,7 @@ class _Buffers:
         self.elites = cuda.device_array(max(n_elites, 1), np.int64)
         self.elites_in = self.elites[:n_elites]  # (what the kernels take: numba reads the count from its shape)
         self.elites_host = cuda.pinned_array(max(n_elites, 1), np.int64)[:n_elites]  # (copied up without a wait)
+        self.candidates = cuda.device_array(max(ceil_div(P, ELITE_CHUNK) * n_elites, 1), np.int64)  # (choose_elites')
         self.summary_start = cuda.pinned_array(resident.NSUMMARY, np.int32)
         self.summary_start[:] = resident.SUMMARY_START
         self.slots = (_Slot(P), _Slot(P))
@@ -369,7 +410,8 @@ def _breed_into(b: _Buffers, parents: _Slot, children: _Slot, fitness, P, width,
         from gpulab import cudac
 
         i, f = np.int64, np.float64
-        cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(b.elites_in.size), i(P), i(tournament),
+        cudac.launch(cuda_c_kernel("breed_plan"), (blocks,), (THREADS,), *inputs, i(b.elites_in.size), i(P),
+                     i(tournament),
                      f(p_cross), f(p_mut), i(max_depth), i(max_nodes), i(mut_depth), f(p_leaf), f(p_func),
                      np.int32(bool(parsimony)), i(seed), b.st, i(width), b.ops, b.left, b.grown, b.plan, b.grown_at)
         cudac.launch(cuda_c_kernel("plan_lengths"), (blocks,), (THREADS,), b.plan, b.lens, i(P))
@@ -400,7 +442,7 @@ def _in_place(fitness, P: int) -> bool:
 
 def elites_on_device(fitness_device, P: int, elite) -> bool:
     """Whether [`breed_resident`][gpulab.gp.breeding_gpu.breed_resident] chooses the elites on
-    the device (`select_elites`), with no host fitness needed: ``fitness_device`` is ``P``
+    the device (`choose_elites`), with no host fitness needed: ``fitness_device`` is ``P``
     contiguous float64 on the device and there are at most `DEVICE_ELITES_MAX` elites."""
     return fitness_device is not None and _in_place(fitness_device, P) and min(int(elite), P) <= DEVICE_ELITES_MAX
 
@@ -412,20 +454,39 @@ def _elites_up(b: _Buffers, elites: np.ndarray) -> None:
         device.upload(b.elites_in, b.elites_host)
 
 
-def _select_elites(b: _Buffers, fitness, sizes, parsimony, backend: str) -> None:
-    """``b.elites_in`` chosen on the device from ``fitness`` and ``sizes`` (``P`` each, on the
-    device): `select_elites`, one block (32 threads on the simulator, whose threads are Python's)."""
-    n = b.elites_in.size
+def choose_elites(fitness, sizes, parsimony, elites, backend: str = "numba", threads: int = ELITE_THREADS,
+                  chunk: int = ELITE_CHUNK, cand=None) -> None:
+    """``elites`` (a device array of ``n`` int64) = the ``n`` best individuals in order, as the
+    CPU's `_elites` picks them from ``fitness`` and ``sizes`` (``P`` each, on the device; fitness
+    without NaN), in two launches: `elite_candidates` (a block per ``chunk`` individuals: its
+    ``n`` best) and `select_elites` (one block: the ``n`` best of those). ``threads``: a power of
+    two up to `ELITE_THREADS`; ``cand``: the candidates' buffer (``ceil(P / chunk) * n`` int64;
+    made if None)."""
+    n, P = elites.size, fitness.size
     if not n:
         return
-    threads = 32 if device.on_simulator() else ELITE_THREADS
+    blocks = ceil_div(P, chunk)
+    if cand is None:
+        cand = cuda.device_array(blocks * n, np.int64)
     if backend == "cuda-c":
         from gpulab import cudac
 
-        cudac.launch(cuda_c_kernel("select_elites"), (1,), (threads,), fitness, sizes, np.int64(fitness.size),
-                     np.int32(bool(parsimony)), b.elites, np.int64(n))
+        i = np.int64
+        cudac.launch(cuda_c_kernel("elite_candidates"), (blocks,), (threads,), fitness, sizes, i(P),
+                     np.int32(bool(parsimony)), i(chunk), cand, i(n))
+        cudac.launch(cuda_c_kernel("select_elites"), (1,), (threads,), fitness, sizes, np.int32(bool(parsimony)),
+                     cand, i(cand.size), elites, i(n))
     else:
-        launch_numba(select_elites, 1, threads, fitness, sizes, bool(parsimony), b.elites_in)
+        launch_numba(elite_candidates, blocks, threads, fitness, sizes, bool(parsimony), int(chunk), int(n), cand)
+        launch_numba(select_elites, 1, threads, fitness, sizes, bool(parsimony), cand, elites)
+
+
+def _select_elites(b: _Buffers, fitness, sizes, parsimony, backend: str) -> None:
+    """``b.elites_in`` chosen on the device (`choose_elites`, with the kept candidates' buffer;
+    32 threads a block on the simulator, whose threads are Python's)."""
+    if b.elites_in.size:
+        choose_elites(fitness, sizes, parsimony, b.elites_in, backend, 32 if device.on_simulator() else ELITE_THREADS,
+                      cand=b.candidates)
 
 
 def _place_trees(slot: _Slot, lens, most: int, backend: str):
@@ -447,7 +508,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     (host arrays), the same ``(code, offsets, src)`` (host arrays), bit for bit. ``backend``:
     ``"numba"`` (the kernels above) or ``"cuda-c"`` (their twins in ``breeding.cu``, through
     pycuda; the same buffers, the same launches). ``timings``: a dict that receives each stage's
-    seconds (host work, uploads, plan kernel, offsets, write kernel, download), the device
+    seconds (host work, uploads, elites, plan kernel, offsets, write kernel, download), the device
     synchronized after each stage (so only for measuring: it adds the syncs).
 
     The buffers stay allocated between calls (`_Buffers`). This is the breeding with host arrays
@@ -467,9 +528,11 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     if elites.size <= DEVICE_ELITES_MAX:  # chosen on the device, as breed_resident does (the tests compare them)
         b.fitness.copy_to_device(fitness)
         fitness = b.fitness
+        mark("upload")
         _select_elites(b, fitness, parents.sizes, parsimony, backend)
     else:
         _elites_up(b, elites)
+    mark("elites")
     total = _breed_into(b, parents, children, fitness, P, width, tournament, p_cross, p_mut, max_depth,
                         max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend, mark)()
     result = (children.code[:total].copy_to_host() if total else np.zeros(0, np.uint8), children.offsets.copy_to_host(),
@@ -493,11 +556,14 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     fitness as a host array, or ``None`` where ``fitness_device`` serves
     ([`elites_on_device`][gpulab.gp.breeding_gpu.elites_on_device]). ``fitness_device``: the
     same fitness on the device (the evaluator's output): read where it is when it is ``P``
-    contiguous float64 (the kernels that read it come before any later work on the stream), and
-    then the elites are chosen from it on the device (`select_elites`, up to `DEVICE_ELITES_MAX`
-    of them), with the parents' sizes where they are; otherwise the host picks the elites from
-    ``fitness`` and they go up (under ``parsimony``, after the parents' sizes come down, which
-    waits for the work queued before), and the fitness is copied into the kept buffer. What
+    contiguous float64 (the kernels that read it come before any later work on the stream; any
+    other device array is copied into the kept buffer first). With the fitness read in place and
+    at most `DEVICE_ELITES_MAX` elites, the elites are chosen on the device (`choose_elites`,
+    the CPU's choice for fitness without NaN, which the loop's always is: a market's prices are
+    finite and positive in float32), with the parents' sizes where they are; otherwise the host
+    picks them from ``fitness`` and they go up (under ``parsimony``, after the parents' sizes
+    come down, which waits for the work queued before), and the kernels read ``fitness_device``
+    if given, else ``fitness`` copied into the kept buffer. What
     crosses the bus per generation, with the fitness on the device: the children's code length
     (4 bytes) and the validation's summary (24 bytes) down, nothing up. ``timings`` as in
     `breed`, with a ``validate`` stage. ``wait=False``: every kernel is queued, and a function
@@ -514,8 +580,10 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
     on_device = elites_on_device(fitness_device, P, elite)
     if not on_device:
         if fitness is None:
-            raise GpulabError(f"breed_resident: fitness=None needs the fitness on the device (fitness_device: {P} "
-                              f"contiguous float64) and at most {DEVICE_ELITES_MAX} elites, got elite={elite}")
+            why = (f"elite = {elite} is over DEVICE_ELITES_MAX = {DEVICE_ELITES_MAX}"
+                   if fitness_device is not None and _in_place(fitness_device, P)
+                   else f"fitness_device is not {P} contiguous float64 on the device")
+            raise GpulabError(f"breed_resident: fitness=None needs the elites chosen on the device, and {why}")
         fitness = np.ascontiguousarray(fitness, np.float64)
     width = _width(max_nodes, parents)
     n_elites = min(int(elite), P)
@@ -527,12 +595,13 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
         src, sizes = _place(b, parents.to_host() if isinstance(parents, DevicePopulation) else parents)
     dst = b.slots[1] if src is b.slots[0] else b.slots[0]
     dst.claim()
+    mark("host")
     if on_device:
         _select_elites(b, fitness_device, src.sizes, parsimony, backend)
     else:
         _elites_up(b, _cpu._elites(fitness, np.zeros(P, np.int32) if sizes is None else sizes, int(elite),
                                    bool(parsimony)))
-    mark("host")
+    mark("elites")
     total = _breed_into(b, src, dst, fitness if fitness_device is None else fitness_device, P, width, tournament,
                         p_cross, p_mut, max_depth, max_nodes, mut_depth, p_leaf, p_func, parsimony, seed, backend,
                         mark)

@@ -176,7 +176,7 @@ def default_breeding(population: int | None = None, backend: str | None = None) 
     return "cpu"
 
 
-def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed: int,
+def next_generation(pop: Population, fitness: np.ndarray | None, params: GPParams, seed: int,
                     breeding_on: str = "cpu", backend: str = "numba", fitness_device=None, wait: bool = True):
     """Selection, crossover, mutation, elitism: one call into compiled code, on the host
     (``breeding_on="cpu"``: the reference, validated on the host with
@@ -190,9 +190,12 @@ def next_generation(pop: Population, fitness: np.ndarray, params: GPParams, seed
     them (the host breeding is done at once). ``fitness=None``: the GPU breeding with the elites
     chosen on the device ([`breeding_gpu.elites_on_device`][gpulab.gp.breeding_gpu.elites_on_device]),
     which reads only ``fitness_device``."""
-    args = (None if fitness is None else np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament, params.p_crossover,
-            params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth, params.p_leaf,
-            params.p_function, bool(params.parsimony), seed)
+    if fitness is None and breeding_on != "gpu":
+        raise GpulabError("next_generation: fitness=None needs breeding_on='gpu' (the host breeding reads the "
+                          "fitness on the host)")
+    args = (None if fitness is None else np.ascontiguousarray(fitness, np.float64), params.elite, params.tournament,
+            params.p_crossover, params.p_mutation, params.max_depth, params.max_nodes, params.mutation_depth,
+            params.p_leaf, params.p_function, bool(params.parsimony), seed)
     if breeding_on == "gpu":
         from gpulab.gp import breeding_gpu
 
@@ -334,7 +337,7 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                 fit = ev_train.fitness_host[:len(pop)].copy()
                 best = int(np.argmax(fit))
                 current = (pop, best, g, float(fit[best]))
-                if breed and not early:
+                if breed and not early and not stop.requested:
                     t_late = time.perf_counter()
                     children = next_generation(pop, fit, params, int(rng.integers(2**31)), breeding_on, backend,
                                                ev_train.fitness_device, wait=False)
@@ -386,7 +389,8 @@ def evolve(market: Market, *, train_days: int | None = None, test_market: Market
                                  "evaluates (with breeding gpu and the elites chosen on the device, right after both "
                                  "evaluations are queued; otherwise once the training fitness is back): the host's "
                                  "time in the call (with breeding gpu, queueing the kernels) plus, after the test "
-                                 "fitness is back, its wait for the children; evaluation_s: the rest of the host's time until both fitnesses are back; "
+                                 "fitness is back, its wait for the children; evaluation_s: the rest of the host's "
+                                 "time until both fitnesses are back; "
                                  "warmup_s (not in total_s): kernel compilation, market upload, and the device buffers "
                                  "for the run's size (one evaluation of the initial population, two with reuse; the GPU "
                                  "breeding's and initialization's buffers)"}
@@ -414,7 +418,7 @@ def _best_record(last, current) -> dict:
         if best is None:
             try:
                 fit = train()
-            except Exception:  # noqa: BLE001 (the error that stopped the run is the one raised)
+            except BaseException:  # noqa: BLE001 (the error or interrupt that stopped the run is the one raised)
                 return {}
             best = int(np.argmax(fit))
             train = float(fit[best])

@@ -96,7 +96,8 @@ class Market:
         dates: ``datetime64[D]`` per day (optional).
 
     Raises:
-        ShapeError: shapes differ; DataError: NaN/inf, a non-positive price, negative volume;
+        ShapeError: shapes differ; DataError: NaN/inf, a non-positive price, a price beyond float32's
+            range (prices are stored at float32 precision), negative volume;
         LimitError: fewer than ``warmup + 1`` days.
     """
 
@@ -136,7 +137,15 @@ class Market:
             if (arrs[4] < 0).any():
                 s, t = np.argwhere(arrs[4] < 0)[0]
                 raise DataError(f"volume is negative at stock {s}, day {t}")
-            prices = [a.astype(np.float32).astype(np.float64) for a in arrs[:4]]  # float32 precision
+            with np.errstate(over="ignore", under="ignore"):  # (what leaves float32's range is refused below)
+                prices = [a.astype(np.float32).astype(np.float64) for a in arrs[:4]]  # float32 precision
+            for a, p, nm in zip(arrs[:4], prices, ("open", "high", "low", "close")):
+                bad = ~np.isfinite(p) | (p <= 0)  # (past float32's range: inf, or a positive price that rounds to 0)
+                if bad.any():
+                    s, t = np.argwhere(bad)[0]
+                    f32 = np.finfo(np.float32)
+                    raise DataError(f"{nm} = {a[s, t]} at stock {s}, day {t} is outside the range prices are stored "
+                                    f"in (float32: {f32.smallest_subnormal:.3g} to {f32.max:.3g})")
             self._h = _History(*prices, arrs[4])
             self._start, self._days = warmup, T - warmup
             self.names = tuple(names) if names is not None else tuple(f"S{s}" for s in range(S))

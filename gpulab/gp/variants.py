@@ -169,7 +169,9 @@ def ptx_targets() -> list[tuple[str, object, str]]:
                  ("gp_fitness_copies", kn.gp_fitness_copies, kn.SIG_FITNESS_COPIES),
                  ("gp_copy_masks", kn.gp_copy_masks, kn.SIG_COPY_MASKS), ("breed_plan", bg.breed_plan, bg.SIG_PLAN),
                  ("breed_write", bg.breed_write, bg.SIG_WRITE), ("plan_lengths", bg.plan_lengths, bg.SIG_LENGTHS),
-                 ("select_elites", bg.select_elites, bg.SIG_ELITES), ("init_trees", bg.init_trees, bg.SIG_INIT), ("init_write", bg.init_write, bg.SIG_INIT_WRITE),
+                 ("elite_candidates", bg.elite_candidates, bg.SIG_CANDIDATES),
+                 ("select_elites", bg.select_elites, bg.SIG_ELITES), ("init_trees", bg.init_trees, bg.SIG_INIT),
+                 ("init_write", bg.init_write, bg.SIG_INIT_WRITE),
                  ("check_children", rs.check_children, rs.SIG_CHECK), ("scan_blocks", rs.scan_blocks, rs.SIG_SCAN),
                  ("add_block_totals", rs.add_block_totals, rs.SIG_ADD)], set()
     for v in REGISTRY.select(backend="numba"):

@@ -162,8 +162,12 @@ extern "C" void run_init(i64 lo, i64 hi, i64 mn, double pl, i64 seed, u8 *grown,
   for (i64 t = 0; t < T; t++) off[t + 1] = off[t] + lens[t];
   LOOP(T, init_write(grown, mn + 8, off, code, T))
 }
-extern "C" void run_elites(const double *fit, const int *sizes, i64 P, int par, i64 *el, i64 n) {
-  select_elites(fit, sizes, P, par, el, n);  // (one thread: the reduction has nothing to combine)
+extern "C" void run_elites(const double *fit, const int *sizes, i64 P, int par, i64 chunk, i64 *cand, i64 *el,
+                           i64 n) {  // (one thread a block: the reductions have nothing to combine)
+  i64 blocks = (P + chunk - 1) / chunk;
+  LOOP(blocks, elite_candidates(fit, sizes, P, par, chunk, cand, n))
+  blockIdx.x = 0;
+  select_elites(fit, sizes, par, cand, blocks * n, el, n);
 }
 extern "C" void run_write(const u8 *code, const int *off, const i64 *plan, const u64 *ga, const int *oo, u8 *out,
     i64 *src, i64 P, i64 mn, double pl, i64 mut, int *ops, int *left) {
@@ -273,59 +277,81 @@ def test_gpu_breeding_keeps_its_buffers_between_generations(rng):
     assert len(kept[0]) == len(kept[1]) == 1 and kept[0][0] is kept[1][0]
 
 
-def _tied_fitness(rng, P: int, n: int):
-    """Fitness and sizes for choosing ``n`` elites of ``P`` where the choice needs the tie rules:
-    ``n + 1`` individuals (more where ``P`` allows) share the best fitness, among them some of
-    one size, the rest is drawn from three lower values; sizes from two values."""
-    fitness = rng.integers(0, 3, P).astype(np.float64) / 4 - 1.0
-    top = rng.choice(P, size=min(P, n + 1 + int(rng.integers(0, 3))), replace=False)
-    fitness[top] = 0.5
+def _elite_inputs(rng, P: int, n: int, tied: bool):
+    """Fitness and sizes for choosing ``n`` elites of ``P``. ``tied``: ``n + 1`` individuals
+    (more where ``P`` allows) share the best fitness, half of them the smaller size, so the
+    tie rules decide every elite; else five fitness levels with many individuals on each, so
+    the elites span levels and the rules decide within them. Sizes from two values."""
+    fitness = rng.integers(0, 5, P).astype(np.float64) / 4 - 1.0
     sizes = rng.integers(5, 7, P).astype(np.int32)
-    sizes[top[: max(1, len(top) // 2)]] = 5
+    if tied:
+        top = rng.choice(P, size=min(P, n + 1 + int(rng.integers(0, 3))), replace=False)
+        fitness[top] = 0.5
+        sizes[top[: max(1, len(top) // 2)]] = 5
     return fitness, sizes
 
 
-def _elite_cases(rng):
-    """``(P, n, parsimony)``: populations of 1 to 257 with 1, 2 or 5 elites, and the most
-    elites chosen on the device (`DEVICE_ELITES_MAX`) of a few more individuals."""
-    for P in (1, 2, 31, 32, 33, 97, 257):
-        for n in sorted({1, min(P, 2), min(P, 5)}):
-            yield P, n, bool(rng.integers(2))
-    yield breeding_gpu.DEVICE_ELITES_MAX + 3, breeding_gpu.DEVICE_ELITES_MAX, bool(rng.integers(2))
+def _elite_cases(rng, big: bool = False):
+    """``(P, n, parsimony, fitness, sizes)``: populations of 1 to 257 with 1, 2 or 5 elites, and
+    `DEVICE_ELITES_MAX` elites of a few more individuals (with ``big``, 25,000 and 100,003
+    individuals too, for a GPU); parsimony and the two kinds of inputs (`_elite_inputs`) in
+    turn. Checks the premises over the cases: some choice spans several fitness values, and
+    parsimony changes some choice."""
+    cases = [(P, n) for P in (1, 2, 31, 32, 33, 97, 257) for n in sorted({1, min(P, 2), min(P, 5)})]
+    cases.append((breeding_gpu.DEVICE_ELITES_MAX + 3, breeding_gpu.DEVICE_ELITES_MAX))
+    if big:
+        cases += [(25_000, 2), (100_003, breeding_gpu.DEVICE_ELITES_MAX)]
+    out, spans, by_size = [], False, False
+    for k, (P, n) in enumerate(cases):
+        parsimony = k % 2 == 0
+        fitness, sizes = _elite_inputs(rng, P, n, tied=k % 4 < 2)
+        want = breeding._elites(fitness, sizes, n, parsimony)
+        spans |= len(set(fitness[want])) > 1
+        by_size |= want.tolist() != breeding._elites(fitness, sizes, n, not parsimony).tolist()
+        out.append((P, n, parsimony, fitness, sizes, want))
+    assert spans and by_size, (spans, by_size)
+    return out
+
+
+def _chunks(P: int):
+    """Chunks of `elite_candidates` for ``P`` individuals: one block, and several (of 7 and 32)."""
+    return (max(P, 1), 7, 32)
 
 
 def test_select_elites_is_the_cpu_choice_with_ties_at_every_block_size(rng):
-    """select_elites (numba: the simulator, or the GPU) picks the CPU's `_elites`, in order, where
-    the best fitness is shared (ties broken by size with parsimony, then by index), for
-    populations of 1 to 257 and blocks of 1 to 64 threads (each case on a GPU, in turn on the
-    simulator)."""
+    """choose_elites in numba (the simulator, or the GPU) picks the CPU's `_elites`, in order,
+    with ties in fitness (broken by size with parsimony, then by index) and elites across
+    fitness levels, for populations of 1 to 257 (and 25,000 and 100,003 on a GPU), blocks of 1
+    to 64 threads and the library's `ELITE_THREADS`, its candidates from one block or several (a
+    chunk of 7 or 32 individuals, and the library's on a GPU). On a GPU every case takes every
+    block size and chunk; on the simulator, whose threads are Python's, each case one of each in
+    turn."""
     from numba import cuda
-
-    from gpulab.launch import launch_numba
 
     from gpulab import device
 
-    blocks = (1, 2, 32, 64)
-    for k, (P, n, parsimony) in enumerate(_elite_cases(rng)):
-        fitness, sizes = _tied_fitness(rng, P, n)
-        want = breeding._elites(fitness, sizes, n, parsimony)
-        assert (fitness[want] == fitness[want[0]]).all() and (fitness == fitness[want[0]]).sum() >= min(P, n + 1)  # (ties)
-        # (the simulator's threads are Python's, and slow: there each case takes one block size in turn)
-        for threads in blocks if not device.on_simulator() else (blocks[k % 4] if n < 8 else 4,):
+    sim = device.on_simulator()
+    blocks = (1, 2, 32, 64, breeding_gpu.ELITE_THREADS)
+    for k, (P, n, parsimony, fitness, sizes, want) in enumerate(_elite_cases(rng, big=not sim)):
+        chunks = (*_chunks(P), breeding_gpu.ELITE_CHUNK)
+        combos = ([(t, c) for t in blocks for c in chunks] if not sim
+                  else [(blocks[k % 4], chunks[k % 3])] if n < 8 else [(4, P)])
+        for threads, chunk in combos:
             out = cuda.to_device(np.full(n, -7, np.int64))
-            launch_numba(breeding_gpu.select_elites, 1, threads, cuda.to_device(fitness), cuda.to_device(sizes),
-                         parsimony, out)
-            assert out.copy_to_host().tolist() == want.tolist(), (P, n, parsimony, threads)
+            breeding_gpu.choose_elites(cuda.to_device(fitness), cuda.to_device(sizes), parsimony, out, "numba",
+                                       threads, chunk)
+            assert out.copy_to_host().tolist() == want.tolist(), (P, n, parsimony, threads, chunk)
 
 
 def test_select_elites_cuda_c_compiled_for_the_host_is_the_cpu_choice(rng, tmp_path):
     lib = compile_for_host(tmp_path, breeding_gpu.CUDA_SOURCE, breeding_gpu.CUDA_DEFINES, _HARNESS)
     i = ctypes.c_longlong
-    for P, n, parsimony in _elite_cases(rng):
-        fitness, sizes = _tied_fitness(rng, P, n)
-        out = np.full(n, -7, np.int64)
-        lib.run_elites(ptr(fitness), ptr(sizes), i(P), ctypes.c_int(int(parsimony)), ptr(out), i(n))
-        assert out.tolist() == breeding._elites(fitness, sizes, n, parsimony).tolist(), (P, n, parsimony)
+    for k, (P, n, parsimony, fitness, sizes, want) in enumerate(_elite_cases(rng, big=True)):
+        for chunk in (*_chunks(P), breeding_gpu.ELITE_CHUNK):
+            cand, out = np.full(-(-P // chunk) * n, -7, np.int64), np.full(n, -7, np.int64)
+            lib.run_elites(ptr(fitness), ptr(sizes), i(P), ctypes.c_int(int(parsimony)), i(chunk), ptr(cand), ptr(out),
+                           i(n))
+            assert out.tolist() == want.tolist(), (P, n, parsimony, chunk)
 
 
 def test_select_elites_cuda_c_on_the_gpu_is_the_cpu_choice(rng):
@@ -336,29 +362,35 @@ def test_select_elites_cuda_c_on_the_gpu_is_the_cpu_choice(rng):
     reason = cudac.unavailable_reason()
     if reason:
         pytest.skip(f"select_elites in CUDA C: {reason}")
-    for P, n, parsimony in [*_elite_cases(rng), (25_000, 2, True), (100_003, 64, False)]:
-        fitness, sizes = _tied_fitness(rng, P, n)
-        out = cuda.to_device(np.full(n, -7, np.int64))
-        cudac.launch(breeding_gpu.cuda_c_kernel("select_elites"), (1,), (breeding_gpu.ELITE_THREADS,),
-                     cuda.to_device(fitness), cuda.to_device(sizes), np.int64(P), np.int32(parsimony), out,
-                     np.int64(n))
-        assert out.copy_to_host().tolist() == breeding._elites(fitness, sizes, n, parsimony).tolist(), (P, n)
+    for P, n, parsimony, fitness, sizes, want in _elite_cases(rng, big=True):
+        for threads in (1, 32, breeding_gpu.ELITE_THREADS):
+            for chunk in (*_chunks(P), breeding_gpu.ELITE_CHUNK):
+                out = cuda.to_device(np.full(n, -7, np.int64))
+                breeding_gpu.choose_elites(cuda.to_device(fitness), cuda.to_device(sizes), parsimony, out, "cuda-c",
+                                           threads, chunk)
+                assert out.copy_to_host().tolist() == want.tolist(), (P, n, threads, chunk)
 
 
 def test_breed_resident_without_host_fitness_needs_the_device_elites(rng):
-    """fitness=None (the loop's early queueing) is one clear error where the elites cannot be
-    chosen on the device: over DEVICE_ELITES_MAX of them, or no fitness on the device."""
+    """fitness=None (the loop's early queueing) is one clear error, naming why, where the elites
+    cannot be chosen on the device: over DEVICE_ELITES_MAX of them, or no fitness on the device;
+    and the host breeding refuses it too."""
     from numba import cuda
 
-    params = GPParams(population=breeding_gpu.DEVICE_ELITES_MAX + 3, elite=breeding_gpu.DEVICE_ELITES_MAX + 1,
-                      max_nodes=40, max_depth=6, init_depth=(2, 3))
-    pop = initial_population(params, int(rng.integers(2**31)))
-    fit = cuda.to_device(rng.normal(size=len(pop)))
-    args = (params.elite, params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
-            params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function, params.parsimony, 1)
-    for fitness_device in (fit, None):
-        with pytest.raises(GpulabError, match="DEVICE_ELITES_MAX|at most"):
-            breeding_gpu.breed_resident(pop, None, *args, fitness_device=fitness_device)
+    from gpulab.gp.loop import next_generation
+
+    P = breeding_gpu.DEVICE_ELITES_MAX + 3
+    for elite, on_device, why in ((breeding_gpu.DEVICE_ELITES_MAX + 1, True, "over DEVICE_ELITES_MAX"),
+                                  (2, False, "fitness_device is not")):
+        params = GPParams(population=P, elite=elite, max_nodes=40, max_depth=6, init_depth=(2, 3))
+        pop = initial_population(params, int(rng.integers(2**31)))
+        fit = cuda.to_device(rng.normal(size=P)) if on_device else None
+        args = (params.elite, params.tournament, params.p_crossover, params.p_mutation, params.max_depth,
+                params.max_nodes, params.mutation_depth, params.p_leaf, params.p_function, params.parsimony, 1)
+        with pytest.raises(GpulabError, match=why):
+            breeding_gpu.breed_resident(pop, None, *args, fitness_device=fit)
+    with pytest.raises(GpulabError, match="breeding_on='gpu'"):
+        next_generation(pop, None, params, 1, "cpu")
 
 
 def test_best_record_of_a_run_stopped_before_its_training_fitness_came_back():

@@ -221,6 +221,13 @@ def test_market_rejects_bad_arrays():
     bad[1, 7] = np.nan
     with pytest.raises(DataError, match="NaN"):
         gp.Market(ok, ok, bad, ok, ok)
+    for past_float32 in (1e39, 1e-46):  # (finite and positive in float64: inf or 0 once stored)
+        bad[1, 7] = past_float32
+        with pytest.raises(DataError, match=r"close = .* at stock 1, day 7 is outside the range .*float32"):
+            gp.Market(ok, ok, ok, bad, ok)
+    edge = ok.copy()
+    edge[0, 3] = float(np.finfo(np.float32).max)  # (the largest stored price is accepted)
+    gp.Market(ok, ok, ok, edge, ok)
 
 
 @pytest.mark.skipif(not HAS_SAMPLE, reason="bokeh-sampledata (the 'sample' extra) is not installed")
