@@ -11,7 +11,7 @@
 #   runs     the working package alone: scripts/gp_loop_ab.py in RUNS_TURNS processes (3 runs each,
 #            both backends) into gp-loop-runs.json, and one `gpulab gp evolve` per backend at the
 #            paper's scale (seed 1) into gp-evolve-bitsliced[-cuda-c]-now.json
-#   elites   scripts/gp_elites_time.py: select_elites' device time, both backends
+#   elites   scripts/gp_elites_time.py: choose_elites' device time (its two kernels), both backends
 #   busy     scripts/gp_device_busy.py: the device's busy time and idle gaps in a paper-scale run,
 #            with the earlier package (_ab_old) and the working one
 # Environment: TESTS (the test files), AB_BACKENDS, AB_TURNS, AB_RUNS, AB_ROUNDS, *_T (timeouts).

@@ -9,7 +9,7 @@ Koza's 90% internal-node rule, subtree walks, grow), compiled as CUDA device fun
 thread per child:
 
 1. the ``elite`` best, in the CPU's order (`_elites`: fitness, then size with parsimony, then
-   index): on the device (`choose_elites`: each block's best, then the best of those) for up to
+   index): on the device (`choose_elites`: each block's ``n`` best, then the best of those) for up to
    `DEVICE_ELITES_MAX` elites, else on the host; for `breed`, each individual's size on
    the host (`sizes_and_elites`; `breed_resident` has the sizes on the device already, from the
    previous generation's validation);
@@ -78,8 +78,9 @@ from gpulab.gp.programs import STAT_DEPTH, DevicePopulation, Population
 from gpulab.launch import PlanCache, ceil_div, launch_numba
 
 # the per-child functions and everything they call, in gpulab.gp.breeding
-_OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better_values", "_better", "_tournament",
-              "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child", "_init_tree")
+_OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better_values", "_better",
+              "_tournament", "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child",
+              "_init_tree")
 
 
 _ENTRIES = ("_plan_child", "_write_child", "_init_tree")  # what the kernels call
@@ -457,17 +458,29 @@ def _elites_up(b: _Buffers, elites: np.ndarray) -> None:
 def choose_elites(fitness, sizes, parsimony, elites, backend: str = "numba", threads: int = ELITE_THREADS,
                   chunk: int = ELITE_CHUNK, cand=None) -> None:
     """``elites`` (a device array of ``n`` int64) = the ``n`` best individuals in order, as the
-    CPU's `_elites` picks them from ``fitness`` and ``sizes`` (``P`` each, on the device; fitness
-    without NaN), in two launches: `elite_candidates` (a block per ``chunk`` individuals: its
-    ``n`` best) and `select_elites` (one block: the ``n`` best of those). ``threads``: a power of
-    two up to `ELITE_THREADS`; ``cand``: the candidates' buffer (``ceil(P / chunk) * n`` int64;
-    made if None)."""
+    CPU's `_elites` picks them from ``fitness`` and ``sizes`` (``P`` each, on the device), -1
+    past ``P``; in two launches: `elite_candidates` (a block per ``chunk`` individuals: its ``n``
+    best) and `select_elites` (one block: the ``n`` best of those). The fitness must hold no NaN
+    (the order is then total; with NaN, elites may repeat). ``threads``: a power of two up to
+    `ELITE_THREADS`; ``cand``: the candidates' buffer (``ceil(P / chunk) * n`` int64; made if
+    None).
+
+    Raises:
+        GpulabError: ``threads`` not a power of two in [1, `ELITE_THREADS`], ``chunk`` below 1,
+            or ``cand`` of another size."""
     n, P = elites.size, fitness.size
+    if not (isinstance(threads, (int, np.integer)) and 1 <= threads <= ELITE_THREADS and threads & (threads - 1) == 0):
+        raise GpulabError(f"choose_elites: threads = {threads!r} must be a power of two from 1 to {ELITE_THREADS}")
+    if not (isinstance(chunk, (int, np.integer)) and chunk >= 1):
+        raise GpulabError(f"choose_elites: chunk = {chunk!r} must be a whole number >= 1")
     if not n:
         return
     blocks = ceil_div(P, chunk)
     if cand is None:
         cand = cuda.device_array(blocks * n, np.int64)
+    if cand.size != blocks * n:
+        raise GpulabError(f"choose_elites: cand holds {cand.size} int64, and {blocks} blocks of {n} candidates "
+                          f"need {blocks * n}")
     if backend == "cuda-c":
         from gpulab import cudac
 
@@ -525,10 +538,11 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     parents, children = b.slots[0].claim(), b.slots[1].claim()
     mark("host")
     _upload(parents, code, offsets, tree_depth, sizes)
-    if elites.size <= DEVICE_ELITES_MAX:  # chosen on the device, as breed_resident does (the tests compare them)
+    mark("upload")
+    # chosen on the device, as breed_resident does (the tests compare them); with NaN, on the host
+    if elites.size <= DEVICE_ELITES_MAX and not np.isnan(fitness).any():
         b.fitness.copy_to_device(fitness)
         fitness = b.fitness
-        mark("upload")
         _select_elites(b, fitness, parents.sizes, parsimony, backend)
     else:
         _elites_up(b, elites)
@@ -577,7 +591,8 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
         GpulabError: ``fitness`` is ``None`` where the elites cannot be chosen on the device."""
     mark = _stage_clock(timings)
     P = len(parents)
-    on_device = elites_on_device(fitness_device, P, elite)
+    # (a host fitness with NaN: its elites on the host, where the CPU's scan defines them)
+    on_device = elites_on_device(fitness_device, P, elite) and (fitness is None or not np.isnan(fitness).any())
     if not on_device:
         if fitness is None:
             why = (f"elite = {elite} is over DEVICE_ELITES_MAX = {DEVICE_ELITES_MAX}"

@@ -352,6 +352,9 @@ def test_select_elites_cuda_c_compiled_for_the_host_is_the_cpu_choice(rng, tmp_p
             lib.run_elites(ptr(fitness), ptr(sizes), i(P), ctypes.c_int(int(parsimony)), i(chunk), ptr(cand), ptr(out),
                            i(n))
             assert out.tolist() == want.tolist(), (P, n, parsimony, chunk)
+            for b, lo in enumerate(range(0, P, chunk)):  # each block's candidates: its n best, then -1
+                best = breeding._elites(fitness[lo:lo + chunk], sizes[lo:lo + chunk], n, parsimony) + lo
+                assert cand[b * n:(b + 1) * n].tolist() == [*best.tolist(), *[-1] * (n - best.size)], (P, n, chunk, b)
 
 
 def test_select_elites_cuda_c_on_the_gpu_is_the_cpu_choice(rng):
@@ -369,6 +372,37 @@ def test_select_elites_cuda_c_on_the_gpu_is_the_cpu_choice(rng):
                 breeding_gpu.choose_elites(cuda.to_device(fitness), cuda.to_device(sizes), parsimony, out, "cuda-c",
                                            threads, chunk)
                 assert out.copy_to_host().tolist() == want.tolist(), (P, n, threads, chunk)
+
+
+def test_choose_elites_refuses_what_would_give_a_wrong_choice():
+    """A block that is not a power of two (the reduction would skip threads), over the shared
+    arrays, a chunk below 1, or a candidates' buffer of another size: one clear error each."""
+    from numba import cuda
+
+    f, s = cuda.to_device(np.arange(12.0)), cuda.to_device(np.ones(12, np.int32))
+    out = cuda.to_device(np.zeros(3, np.int64))
+    for kw, why in (({"threads": 3}, "power of two"), ({"threads": 2 * breeding_gpu.ELITE_THREADS}, "power of two"),
+                    ({"chunk": 0}, "chunk"), ({"chunk": 5, "cand": cuda.to_device(np.zeros(8, np.int64))}, "need 9")):
+        with pytest.raises(GpulabError, match=why):
+            breeding_gpu.choose_elites(f, s, False, out, **kw)
+
+
+def test_gpu_breeding_with_nan_fitness_picks_the_cpus_elites(rng, monkeypatch):
+    """A fitness with NaN (not a total order: the device's choice would not be the CPU's) is
+    chosen on the host (the device's choice is not called): the children are still the CPU's,
+    bit for bit."""
+
+    def device_choice(*a, **k):
+        raise AssertionError("elites chosen on the device from a fitness with NaN")
+
+    monkeypatch.setattr(breeding_gpu, "_select_elites", device_choice)
+    params = GPParams(population=int(rng.integers(12, 30)), elite=3, max_nodes=40, max_depth=6, init_depth=(2, 3))
+    pop = initial_population(params, int(rng.integers(2**31)))
+    fitness = rng.normal(size=len(pop)).round(1)
+    fitness[rng.choice(len(pop), 3, replace=False)] = np.nan
+    args = _breed_args(pop, fitness, params, int(rng.integers(2**31)))
+    for a, b in zip(breeding.breed(*args), breeding_gpu.breed(*args)):
+        assert np.array_equal(a, b)
 
 
 def test_breed_resident_without_host_fitness_needs_the_device_elites(rng):
@@ -407,7 +441,11 @@ def test_best_record_of_a_run_stopped_before_its_training_fitness_came_back():
     def fails():
         raise RuntimeError("device lost")
 
+    def interrupted():
+        raise KeyboardInterrupt
+
     assert _best_record(None, (pop, None, 4, fails)) == {}
+    assert _best_record(None, (pop, None, 4, interrupted)) == {}  # (the interrupt that stopped the run is raised)
 
 
 @pytest.mark.parametrize("elite", [1, 5])
