@@ -448,6 +448,13 @@ def elites_on_device(fitness_device, P: int, elite) -> bool:
     return fitness_device is not None and _in_place(fitness_device, P) and min(int(elite), P) <= DEVICE_ELITES_MAX
 
 
+def _device_elites(fitness, fitness_device, P: int, elite) -> bool:
+    """The one decision of `breed` and `breed_resident`: the elites are chosen on the device
+    (`elites_on_device`) unless the host fitness, where given, holds NaN (then the order is not
+    total, and the host's scan defines the elites)."""
+    return elites_on_device(fitness_device, P, elite) and (fitness is None or not np.isnan(fitness).any())
+
+
 def _elites_up(b: _Buffers, elites: np.ndarray) -> None:
     """The elites the host chose into ``b.elites_in`` (from a pinned buffer, without a wait)."""
     if elites.size:
@@ -497,9 +504,8 @@ def choose_elites(fitness, sizes, parsimony, elites, backend: str = "numba", thr
 def _select_elites(b: _Buffers, fitness, sizes, parsimony, backend: str) -> None:
     """``b.elites_in`` chosen on the device (`choose_elites`, with the kept candidates' buffer;
     32 threads a block on the simulator, whose threads are Python's)."""
-    if b.elites_in.size:
-        choose_elites(fitness, sizes, parsimony, b.elites_in, backend, 32 if device.on_simulator() else ELITE_THREADS,
-                      cand=b.candidates)
+    choose_elites(fitness, sizes, parsimony, b.elites_in, backend, 32 if device.on_simulator() else ELITE_THREADS,
+                  cand=b.candidates)
 
 
 def _place_trees(slot: _Slot, lens, most: int, backend: str):
@@ -539,8 +545,7 @@ def breed(code, offsets, tree_depth, fitness, elite, tournament, p_cross, p_mut,
     mark("host")
     _upload(parents, code, offsets, tree_depth, sizes)
     mark("upload")
-    # chosen on the device, as breed_resident does (the tests compare them); with NaN, on the host
-    if elites.size <= DEVICE_ELITES_MAX and not np.isnan(fitness).any():
+    if _device_elites(fitness, b.fitness, P, elite):  # (as breed_resident does: the tests compare them)
         b.fitness.copy_to_device(fitness)
         fitness = b.fitness
         _select_elites(b, fitness, parents.sizes, parsimony, backend)
@@ -591,8 +596,7 @@ def breed_resident(parents: Population, fitness, elite, tournament, p_cross, p_m
         GpulabError: ``fitness`` is ``None`` where the elites cannot be chosen on the device."""
     mark = _stage_clock(timings)
     P = len(parents)
-    # (a host fitness with NaN: its elites on the host, where the CPU's scan defines them)
-    on_device = elites_on_device(fitness_device, P, elite) and (fitness is None or not np.isnan(fitness).any())
+    on_device = _device_elites(fitness, fitness_device, P, elite)
     if not on_device:
         if fitness is None:
             why = (f"elite = {elite} is over DEVICE_ELITES_MAX = {DEVICE_ELITES_MAX}"

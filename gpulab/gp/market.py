@@ -130,22 +130,23 @@ class Market:
                 if bad.any():
                     s, t = np.argwhere(bad)[0]
                     raise DataError(f"{nm} has NaN/inf (first at stock {s}, day {t})")
+            prices = []  # (at float32 precision)
             for a, nm in zip(arrs[:4], ("open", "high", "low", "close")):
                 if (a <= 0).any():
                     s, t = np.argwhere(a <= 0)[0]
                     raise DataError(f"{nm} has a non-positive price {a[s, t]} at stock {s}, day {t}")
-            if (arrs[4] < 0).any():
-                s, t = np.argwhere(arrs[4] < 0)[0]
-                raise DataError(f"volume is negative at stock {s}, day {t}")
-            with np.errstate(over="ignore", under="ignore"):  # (what leaves float32's range is refused below)
-                prices = [a.astype(np.float32).astype(np.float64) for a in arrs[:4]]  # float32 precision
-            for a, p, nm in zip(arrs[:4], prices, ("open", "high", "low", "close")):
+                with np.errstate(over="ignore", under="ignore"):  # (what leaves float32's range is refused here)
+                    p = a.astype(np.float32).astype(np.float64)
                 bad = ~np.isfinite(p) | (p <= 0)  # (past float32's range: inf, or a positive price that rounds to 0)
                 if bad.any():
                     s, t = np.argwhere(bad)[0]
                     f32 = np.finfo(np.float32)
                     raise DataError(f"{nm} = {a[s, t]} at stock {s}, day {t} is outside the range prices are stored "
                                     f"in (float32: {f32.smallest_subnormal:.3g} to {f32.max:.3g})")
+                prices.append(p)
+            if (arrs[4] < 0).any():
+                s, t = np.argwhere(arrs[4] < 0)[0]
+                raise DataError(f"volume is negative at stock {s}, day {t}")
             self._h = _History(*prices, arrs[4])
             self._start, self._days = warmup, T - warmup
             self.names = tuple(names) if names is not None else tuple(f"S{s}" for s in range(S))
