@@ -8,7 +8,7 @@ Run from the repository root:
   marker of the chapters (`gpulab.benchmark.chart`: one panel per size the table opens with,
   its ``sizes="a|b"`` option if it has one; the hook embeds the SVG under the table);
 * ``docs/benchmarks/distributed-h200x2.svg`` (`scripts/bench_distributed.py`'s ``plot``);
-* ``docs/benchmarks/gp-experiment-cpu.svg`` and ``gp-experiment-grid-h200.svg``
+* ``docs/benchmarks/gp-experiment-cpu.svg`` and ``gp-experiment-grid-h100.svg``
   (`gpulab.gp.loop.plot_experiment`).
 
 Text stays text and the files carry no date: the output is byte-for-byte reproducible. Each
@@ -74,9 +74,9 @@ def distributed_chart() -> Path:
 
 
 def experiment_charts() -> list[Path]:
-    """The charts of the experiments the book shows as SVG (`gp-experiment-cpu`, the H200 grid)."""
+    """The charts of the experiments the book shows as SVG (`gp-experiment-cpu`, the paper's grid on an H100)."""
     out = []
-    for stem in ("gp-experiment-cpu", "gp-experiment-grid-h200"):
+    for stem in ("gp-experiment-cpu", "gp-experiment-grid-h100"):
         data = BENCH / f"{stem}.json"
         out.append(stamp(plot_experiment(json.loads(data.read_text()), BENCH / f"{stem}.svg"), data))
     return out

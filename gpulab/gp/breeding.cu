@@ -306,14 +306,18 @@ extern "C" __global__ void breed_write(const u8 *code, const int *offsets, const
 }
 
 // --8<-- [start:init]
-// tree t of the initial population (breeding.py's _init_tree): stream t of seed, its depth ramped
-// with t / 2, grown or full by its parity, redrawn while longer than max_nodes
+// tree t of the initial population (breeding.py's _init_tree): stream t of seed, its depth and
+// method from the ramp (breeding.py's _ramp: individual i = t / 2 takes depth min_depth + i % D
+// and is full in every other round of D individuals), redrawn while longer than max_nodes
 __device__ i64 init_tree(i64 t, i64 min_depth, i64 max_depth, i64 max_nodes, double p_leaf, i64 seed, u8 *buf,
                          int *ops, int *left) {
     u64 s;
     seed_stream(s, seed, t);
-    i64 depth = min_depth + (t / 2) % (max_depth - min_depth + 1);
-    bool full = (t / 2) % 2 == 1;
+    // --8<-- [start:ramp]
+    i64 i = t / 2, D = max_depth - min_depth + 1;
+    i64 depth = min_depth + i % D;
+    bool full = (i / D) % 2 == 1;
+    // --8<-- [end:ramp]
     i64 m = -1;
     while (m < 0) m = grow(s, buf, 0, max_nodes, false, depth, full, p_leaf, ops, left);
     return m;

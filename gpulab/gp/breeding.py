@@ -148,9 +148,10 @@ def _compact(slots, width, lengths):
 # --8<-- [start:init]
 @njit(parallel=True, cache=True)
 def ramped_half_and_half(P, min_depth, max_depth, max_nodes, p_leaf, seed):
-    """``P`` individuals, two trees each: depths ramped over [min_depth, max_depth], half grown
-    and half full. Trees longer than ``max_nodes`` are redrawn. Tree ``t`` draws from stream
-    ``t`` of ``seed``: the same population whatever the number of threads."""
+    """``P`` individuals, two trees each: depths ramped over [min_depth, max_depth], at every
+    depth half grown and half full (`_ramp`). Trees longer than ``max_nodes`` are redrawn.
+    Tree ``t`` draws from stream ``t`` of ``seed``: the same population whatever the number
+    of threads."""
     T = 2 * P
     slots = np.empty(T * max_nodes, np.uint8)
     lengths = np.empty(T, np.int32)
@@ -166,16 +167,29 @@ def ramped_half_and_half(P, min_depth, max_depth, max_nodes, p_leaf, seed):
     return _compact(slots, max_nodes, lengths)
 
 
+# --8<-- [start:ramp]
+@njit(inline="always")
+def _ramp(t, min_depth, max_depth):
+    """Tree ``t``'s place in the ramp: ``(depth, full)``. Individual ``i = t // 2``
+    (both its trees alike) takes depth ``min_depth + i % D`` (``D`` depths) and is
+    full in every other round of the ramp (``(i // D) % 2``): every depth gets grown
+    and full trees in equal numbers, ``2·D`` consecutive individuals holding each
+    (depth, method) once."""
+    i = t // 2
+    D = max_depth - min_depth + 1
+    return min_depth + i % D, (i // D) % 2 == 1
+# --8<-- [end:ramp]
+
+
 @njit(inline="always")
 def _init_tree(t, min_depth, max_depth, max_nodes, p_leaf, seed, rng, buf, ops, left):
-    """Tree ``t`` of the initial population into ``buf[:m]``; returns ``m``. Its depth is
-    ramped with ``t // 2`` over [min_depth, max_depth], grown or full by its parity; a tree
-    longer than ``max_nodes`` is redrawn from the same stream (stream ``t`` of ``seed``).
-    ``buf``: ``max_nodes + 8`` bytes; ``ops``, ``left``: ``max_depth + 2``. (The GPU's
-    initialization runs the same function, one thread per tree.)"""
+    """Tree ``t`` of the initial population into ``buf[:m]``; returns ``m``. Its depth and
+    method (grown or full) come from `_ramp`; a tree longer than ``max_nodes`` is redrawn from
+    the same stream (stream ``t`` of ``seed``). ``buf``: ``max_nodes + 8`` bytes; ``ops``,
+    ``left``: ``max_depth + 2``. (The GPU's initialization runs the same function, one thread
+    per tree.)"""
     _seed_stream(rng, seed, t)
-    depth = min_depth + (t // 2) % (max_depth - min_depth + 1)
-    full = (t // 2) % 2 == 1
+    depth, full = _ramp(t, min_depth, max_depth)
     m = -1
     while m < 0:
         m = _grow(rng, buf, 0, max_nodes, False, depth, full, p_leaf, ops, left)

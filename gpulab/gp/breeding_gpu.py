@@ -80,7 +80,7 @@ from gpulab.launch import PlanCache, ceil_div, launch_numba
 # the per-child functions and everything they call, in gpulab.gp.breeding
 _OPERATORS = ("_mix", "_seed_stream", "_next", "_below", "_uniform", "_choose", "_grow", "_better_values", "_better",
               "_tournament", "_pick", "_push_children", "_subtree", "_depth_at", "_copy", "_plan_child", "_write_child",
-              "_init_tree")
+              "_ramp", "_init_tree")
 
 
 _ENTRIES = ("_plan_child", "_write_child", "_init_tree")  # what the kernels call

@@ -44,7 +44,7 @@ class GPParams:
     p_mutation: float = 0.1  # the rest is reproduction
     max_depth: int = 12  # a tree's height, root = 1
     max_nodes: int = 255  # per tree
-    init_depth: tuple = (2, 5)  # ramped half-and-half: mean ~15.5 nodes per individual (both trees)
+    init_depth: tuple = (2, 5)  # ramped half-and-half: mean ~12.8 nodes per individual (both trees)
     mutation_depth: int = 4
     p_leaf: float = 0.3  # grow: chance of a terminal above the depth limit
     p_function: float = 0.9  # crossover points: internal nodes preferred (Koza's 90%)

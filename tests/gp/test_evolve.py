@@ -14,15 +14,40 @@ from gpulab.gp.loop import GPParams, evolve, initial_population, next_generation
 from gpulab.gp.programs import analyze
 
 
-def test_initial_population_is_typed_ramped_and_near_the_papers_size():
+def test_initial_population_is_typed_and_ramped_over_every_depth(rng):
     params = GPParams(population=25_000)
-    pop = initial_population(params, seed=3)
+    seed = int(rng.integers(2**31))
+    pop = initial_population(params, seed)
     assert len(pop) == 25_000  # Population() validated every tree (types, one boolean left)
-    mean = pop.nodes.sum(axis=1).mean()
-    assert 13 <= mean <= 18, f"mean {mean} nodes per individual; the paper's scale is ~15.5"
     assert pop.depth.max() <= params.init_depth[1] and pop.depth.min() >= 1
     assert set(np.unique(pop.depth)) >= {2, 3, 4, 5}  # ramped over the depths
-    assert np.array_equal(initial_population(params, 3).code, pop.code)
+    assert np.array_equal(initial_population(params, seed).code, pop.code)
+
+
+@pytest.mark.parametrize("lo,hi", [(2, 5), (1, 3), (3, 6), (4, 4)])
+def test_ramped_half_and_half_gives_every_depth_grown_and_full_trees(rng, lo, hi):
+    """Koza's ramp: at every depth of [lo, hi], half the trees full (every leaf at that depth),
+    half grown (no deeper). Premise by construction: 2·D·k individuals hold each (depth, method)
+    exactly 2k times (two trees each), whatever the seed."""
+    D = hi - lo + 1
+    P = 2 * D * int(rng.integers(3, 9))
+    code, offsets = breeding.ramped_half_and_half(P, lo, hi, 2 ** (hi + 2), 0.3, int(rng.integers(2**31)))
+    _, height, depth, _ = breeding.node_info(code, offsets)
+    size = np.diff(offsets)
+    leaf = np.zeros(code.size, bool)
+    leaf[:] = breeding.node_info(code, offsets)[0] == 1
+    seen = {}
+    for t in range(2 * P):
+        want, full = breeding._ramp(t, lo, hi)
+        a, b = int(offsets[t]), int(offsets[t + 1])
+        h = int(height[b - 1])  # the root is the tree's last opcode (RPN)
+        if full:
+            assert h == want and np.all(depth[a:b][leaf[a:b]] == want), f"tree {t} is not full at depth {want}"
+        else:
+            assert 1 <= h <= want, f"tree {t}: height {h} over its depth {want}"
+        seen[(want, full)] = seen.get((want, full), 0) + 1
+        assert size[t] >= 1
+    assert seen == {(d, f): P // D for d in range(lo, hi + 1) for f in (False, True)}
 
 
 def test_node_info_spans_are_subtrees():
