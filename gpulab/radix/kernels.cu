@@ -33,6 +33,9 @@
 #ifndef PAIRS
 #define PAIRS 1          // 0: a keys-only build, whose tile needs no shared buffer for values
 #endif
+#ifndef LOOKBACK
+#define LOOKBACK 1       // onesweep: status words a digit's look-back loads at once (their latencies overlap)
+#endif
 
 #define RADIX (1 << BITS)
 #define DIGIT_MASK (RADIX - 1)
@@ -546,12 +549,24 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
     if (tid < RADIX) {
         // ... then (the tile staged meanwhile) look back: add the counts of earlier tiles until
         // one has published its prefix.
+        // LOOKBACK words are loaded at once (tiles j, j-1, ...; before tile 0, a prefix of 0) and
+        // then read in order: each word is a consistent snapshot, so reading an older tile's word
+        // early changes nothing but the latency.
         for (int j = tile - 1; j >= 0;) {
-            u32 s = st[j * RADIX + tid];
-            if ((s & FLAG_MASK) == 0) continue;  // not yet published: spin (tile j has started)
-            excl += s & VALUE_MASK;
-            if (s & FLAG_PREFIX) break;
-            --j;
+            u32 s[LOOKBACK];
+#pragma unroll
+            for (int k = 0; k < LOOKBACK; ++k) s[k] = j - k >= 0 ? st[(j - k) * RADIX + tid] : FLAG_PREFIX;
+            int k = 0;
+            bool found = false;
+#pragma unroll
+            for (int q = 0; q < LOOKBACK; ++q) {
+                if (found || (s[q] & FLAG_MASK) == 0) break;  // not yet published: spin from tile j - q
+                excl += s[q] & VALUE_MASK;
+                found = (s[q] & FLAG_PREFIX) != 0;
+                ++k;
+            }
+            if (found) break;
+            j -= k;
         }
         if (tile > 0) st[tile * RADIX + tid] = FLAG_PREFIX | (excl + (u32)total);
         status_next[tile * RADIX + tid] = 0u;
