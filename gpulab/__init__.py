@@ -10,6 +10,7 @@ if device.on_simulator():
     from gpulab import simwarp as _simwarp
 
     _simwarp.fix_shared_arrays()  # numba-cuda's cuda.shared.array has a race: a block's threads could get two arrays
+    _simwarp.add_cache_hints()  # cuda.ldcs, which numba-cuda's simulator lacks
     if _simwarp.enabled_by_environment():
         _simwarp.install()  # warp intrinsics for the simulator: every numba variant runs without a GPU
 from gpulab.errors import GpulabError, LimitError, ShapeError, DtypeError, BackendUnavailable

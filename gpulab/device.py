@@ -256,6 +256,16 @@ def info() -> DeviceInfo:
     )
 
 
+@lru_cache(maxsize=1)
+def l2_bytes() -> int:
+    """The L2 cache's size in bytes (on the simulator: the H200's 60 MiB, as the other limits)."""
+    if on_simulator():
+        return 60 * 1024 * 1024
+    from numba import cuda
+
+    return int(cuda.get_current_device().L2_CACHE_SIZE)
+
+
 @dataclass(frozen=True)
 class SMLimits:
     """What one SM holds at once (the CUDA occupancy calculator's inputs): threads, blocks,

@@ -167,6 +167,23 @@ def syncwarp(self, mask=FULL):
     _exchange(mask, None)
 
 
+# --------------------------------------------------------------------------- cache hints
+
+
+def ldcs(self, array, i):
+    """``cuda.ldcs`` (a load with the evict-first cache hint, ``ld.global.cs``): the simulator
+    has no cache, so it is the element itself (numba-cuda's simulator leaves the name ``None``)."""
+    return array[i]
+
+
+def add_cache_hints() -> None:
+    """Give the simulator's fake ``cuda`` module `ldcs` (idempotent; whatever
+    ``GPULAB_SIM_WARP`` says, like `fix_shared_arrays`: a hint changes no result)."""
+    from numba.cuda.simulator.kernelapi import FakeCUDAModule
+
+    FakeCUDAModule.ldcs = ldcs
+
+
 # --------------------------------------------------------------------------- shared arrays
 
 

@@ -15,6 +15,10 @@
 #            EULER_BIG=1 adds deep-2^30 (about 89 GiB: an H200 only)
 #   subset   issue 31: the public call at n = 50, k = 5 (scripts/subset_call_timeline.py) and gpulab bench subset
 #            at C(200,5) and C(300,5)
+#   scatter  issue 30: chapter 5's pairing scatter in slices of half the L2 (the default) against one launch
+#            (SCATTER_SLICES=1): gpulab bench euler, ruling_set, deep-42M and shallow-42M, both backends,
+#            rounds A B A B (GPULAB_EULER_PARAMS), into euler-scatter-ab.json; after the Euler tests that
+#            touch the pairing (ETESTS)
 #   matmul   issue 31: gpulab bench matmul, warptile and cpasync (CUDA C) and warptile (numba) at N = 4096, 8192
 #            and thin B, cuBLAS in the same run
 set -uo pipefail
@@ -87,6 +91,37 @@ if [[ " $stages " == *" subset "* ]]; then
     --variants incremental incremental_warp incremental_global --repeat 5 --warmup 1 --no-progress \
     --out "$OUT/subset" > "$OUT/subset.txt" 2>&1
   say "bench subset exit $? ($(el) s)"; grep -E "^C\(|^size" "$OUT/subset.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" scatter "* ]]; then
+  timeout ${ET_T:-150} $py -m pytest -q -p no:cacheprovider -n 8 tests/euler/test_euler.py \
+    -k "${ETESTS:-scatter or pairing or reference_circuit or tuned_parameters}" > "$OUT/euler-tests.log" 2>&1
+  say "euler tests exit $? ($(el) s): $(tail -1 "$OUT/euler-tests.log")"
+  grep -E "^(FAILED|ERROR)" "$OUT/euler-tests.log" | head -10 | tee -a "$summary"
+  for round in $(seq ${SC_ROUNDS:-2}); do for sl in 1 12; do
+    p="{\"SCATTER_SLICES\": $sl}"
+    GPULAB_EULER_PARAMS="{\"ruling_set\": {\"numba\": $p, \"cuda-c\": $p}}" \
+      timeout ${SC_T:-150} $py -m gpulab bench euler --sizes ${SIZES:-deep-42M shallow-42M} --variants ruling_set \
+      --repeat 7 --no-progress --out "$OUT/sc-$sl-$round" > "$OUT/sc-$sl-$round.log" 2>&1
+    say "euler SCATTER_SLICES=$sl round $round exit $? ($(el) s)"
+  done; done
+  $py - "$OUT" <<'PY' | tee -a "$summary"
+import glob, json, statistics, sys
+rows = {}
+for f in sorted(glob.glob(sys.argv[1] + "/sc-*-*/euler-*.json")):
+    sl, rnd = f.split("/sc-")[1].split("/")[0].split("-")
+    for r in json.load(open(f))["records"]:
+        if r.get("median_ms") and r["backend"] != "cpu":
+            rows.setdefault((r["label"], r["backend"], int(sl)), []).append(
+                {"round": int(rnd), "median_ms": r["median_ms"], "samples_ms": r.get("samples_ms"),
+                 "public_device_ms": r.get("public_device_ms"), "stages_ms": r.get("stages_ms", {}),
+                 "check": r.get("check"), "params": r.get("params")})
+runs = [{"label": k[0], "backend": k[1], "SCATTER_SLICES": k[2], "rounds": v} for k, v in rows.items()]
+json.dump({"runs": runs}, open(sys.argv[1] + "/euler-scatter-ab.json", "w"), indent=1)
+for (label, backend, sl), v in sorted(rows.items()):
+    stg = statistics.median(x["stages_ms"].get("pairing", 0) for x in v)
+    print(f"{label:14} {backend:7} slices<={sl:2d}  total {' / '.join(f'{x['median_ms']:.2f}' for x in v)} ms  "
+          f"pairing {stg:.2f} ms" + ("" if all(x["check"] is not False for x in v) else "  WRONG"))
+PY
 fi
 if [[ " $stages " == *" matmul "* ]]; then
   timeout ${MATMUL_T:-300} $py -m gpulab bench matmul --variants warptile cpasync --sizes N=4096 N=8192 \

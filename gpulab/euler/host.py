@@ -365,12 +365,25 @@ class EulerPlan:
         self.sort(src[:n], n, ssrc, out_order)
         self.sort(dst[:n], n, sdst, in_order)
         self.preset(C_BAD, 0, INT32_MAX)
-        self.launch("pair", n, in_order, out_order, ssrc, sdst, _i(n), self.buf("succ"), self.ctr, _i(C_BAD))
+        succ, b = self.buf("succ"), self.scatter_slices(n)
+        for lo, hi in zip(b[:-1], b[1:]):
+            self.launch("pair", n, in_order, out_order, ssrc, sdst, _i(n), succ, self.ctr, _i(C_BAD), _i(lo), _i(hi))
         if not check:
             return None
         h = self.read()
         return int(h[C_BAD]), int(h[C_FIRST])
     # --8<-- [end:pairing]
+
+    def scatter_slices(self, n: int) -> list[int]:
+        """Bounds of the slices in which a scatter into an int32 array of ``n`` writes, one launch
+        each: slices of at most SCATTER_BYTES (0: half the L2), whose lines stay in L2 while the
+        scattered writes fill them, instead of going to memory partly written, once per write.
+        Each launch reads the inputs again, so beyond SCATTER_SLICES slices it is one launch."""
+        size = self.params.get("SCATTER_BYTES") or device.l2_bytes() // 2
+        r = max(1, -(-4 * n // size))
+        if r > self.params.get("SCATTER_SLICES", 12):
+            r = 1
+        return [n * k // r for k in range(r + 1)]
 
     def imbalance(self, n: int) -> dict:
         """Which vertices are unbalanced (after `pairing`)."""

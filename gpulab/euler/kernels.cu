@@ -156,11 +156,15 @@ extern "C" __global__ void mismatch(const int *a, const int *b, int n, int *out)
 }
 
 // --8<-- [start:pair]
+// succ[in_order[i]] = out_order[i] for the successors that land in succ[lo, hi): the host
+// launches it once per slice of succ small enough to stay in L2 while the scattered writes fill
+// it; the inputs stream past with ld.global.cs (evict first). The slice at 0 also checks in = out.
 extern "C" __global__ void pair(const int *in_order, const int *out_order, const int *ssrc, const int *sdst, int n,
-                                int *succ, int *out, int slot) {
+                                int *succ, int *out, int slot, int lo, int hi) {
     GRID_LOOP(i, n) {
-        succ[(u32)in_order[i]] = out_order[i];
-        if (ssrc[i] != sdst[i]) {
+        int t = __ldcs(in_order + i);
+        if (t >= lo && t < hi) succ[t] = __ldcs(out_order + i);
+        if (lo == 0 && __ldcs(ssrc + i) != __ldcs(sdst + i)) {
             atomicAdd(&out[slot], 1);
             atomicMin(&out[slot + 1], (int)i);
         }

@@ -269,15 +269,22 @@ def mismatch(a, b, n, out):
 
 # --8<-- [start:pair]
 @cuda.jit
-def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot):
-    """Step 1: the k-th in-edge of every vertex is followed by its k-th out-edge. On the way,
-    in = out at every vertex exactly when the two sorted key arrays are equal: out[slot] counts
-    the positions where they differ, out[slot + 1] is the first (host presets 0, INT32_MAX)."""
+def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot, lo, hi):
+    """Step 1: the k-th in-edge of every vertex is followed by its k-th
+    out-edge, succ[in_order[i]] = out_order[i], for the successors that land in
+    succ[lo:hi]: the host launches it once per slice, small enough to stay in L2
+    while the scattered writes fill it, and the inputs stream past with
+    `ld.global.cs` (evict first). On the way (the slice at 0), in = out at every
+    vertex exactly when the two sorted key arrays are equal: out[slot] counts the
+    positions where they differ, out[slot + 1] is the first (host presets 0,
+    INT32_MAX)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
-        succ[uint32(in_order[i])] = out_order[i]
-        if ssrc[i] != sdst[i]:
+        t = cuda.ldcs(in_order, i)
+        if t >= lo and t < hi:
+            succ[uint32(t)] = cuda.ldcs(out_order, i)
+        if lo == 0 and cuda.ldcs(ssrc, i) != cuda.ldcs(sdst, i):
             cuda.atomic.add(out, slot, 1)
             cuda.atomic.min(out, slot + 1, int32(i))
         i += stride
@@ -1327,7 +1334,7 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("preset_i64", preset_i64, f"void({I64}, int64, int64, int64, int64)"),
         ("small_sort", small_sort, f"void({I32}, {s}, {I32}, {I32})"),
         ("mismatch", mismatch, f"void({I32}, {I32}, {s}, {I32})"),
-        ("pair", pair, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {s})"),
+        ("pair", pair, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {s}, {s}, {s})"),
         ("imbalance", imbalance, f"void({I32}, {I32}, {s}, {I32})"),
         ("degrees_of", degrees_of, f"void({I32}, {I32}, {s}, {s}, {I32})"),
         ("find_first", find_first, f"void({I32}, {I32}, {s}, {s}, {I32})"),

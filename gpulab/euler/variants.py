@@ -31,7 +31,13 @@ from gpulab.registry import Registry, Variant
 #     walked twice).
 #   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
 #     "changed" flags (the host waits for the device at each look).
-BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="onesweep", JUMP_CHECK=8)
+#   SCATTER_BYTES / SCATTER_SLICES: the pairing's scatter (succ[in_order[i]] = out_order[i])
+#     runs once per slice of succ of at most SCATTER_BYTES (0: half the L2), so that the slice
+#     stays in L2 while the scattered writes fill it — unless that takes more than
+#     SCATTER_SLICES launches (each reads the inputs again), then in one (`EulerPlan.scatter_slices`;
+#     42M edges on an H100: 3.0 ms in one launch, 1.6 ms in 6, docs/benchmarks/ab-runs/euler-pairing-probe-h100.json;
+#     the pipeline's A/B: docs/benchmarks/ab-runs/euler-scatter-ab-h100.json).
+BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="onesweep", JUMP_CHECK=8, SCATTER_BYTES=0, SCATTER_SLICES=12)
 PARAMS = {
     "partition": dict(BASE),
     "propagate": dict(BASE),
@@ -46,7 +52,7 @@ BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128, JUMP_CHECK=4)}
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),
 # small tiles, and dense splitters so that several rounds still happen on a few hundred edges.
 # A variant's `sim_params` are those of its parameters.
-SIM = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4, JUMP_CHECK=3)
+SIM = dict(BLOCK=8, TILE=16, SMALL_SORT=4096, SPACING=4, GROWTH=2, RANK_SPACING=4, JUMP_CHECK=3, SCATTER_BYTES=64)
 
 # What the benchmark times, and up to which size (`gpulab.euler.bench`).
 M42 = 41_943_040  # 10 x 2^22: V = 10,485,760 at degree 4, the blog's graph

@@ -549,9 +549,19 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
     if (tid < RADIX) {
         // ... then (the tile staged meanwhile) look back: add the counts of earlier tiles until
         // one has published its prefix.
+#if LOOKBACK == 1
+        for (int j = tile - 1; j >= 0;) {
+            u32 s = st[j * RADIX + tid];
+            if ((s & FLAG_MASK) == 0) continue;  // not yet published: spin (tile j has started)
+            excl += s & VALUE_MASK;
+            if (s & FLAG_PREFIX) break;
+            --j;
+        }
+#else
         // LOOKBACK words are loaded at once (tiles j, j-1, ...; before tile 0, a prefix of 0) and
         // then read in order: each word is a consistent snapshot, so reading an older tile's word
-        // early changes nothing but the latency.
+        // early changes nothing but the latency. (Measured slower on an H100: the book's
+        // "A wider look-back, measured".)
         for (int j = tile - 1; j >= 0;) {
             u32 s[LOOKBACK];
 #pragma unroll
@@ -568,6 +578,7 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
             if (found) break;
             j -= k;
         }
+#endif
         if (tile > 0) st[tile * RADIX + tid] = FLAG_PREFIX | (excl + (u32)total);
         status_next[tile * RADIX + tid] = 0u;
     }

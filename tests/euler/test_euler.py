@@ -559,6 +559,28 @@ def test_pairing_through_chapter_4_radix_sort(rng):
         assert np.array_equal(eu.euler_circuit(s, d, params=params), ref.ais_reference(s, d)[0])
 
 
+@pytest.mark.parametrize("size,slices,n", [(4, 10**9, 37), (64, 12, 37), (64, 12, 193), (64, 2, 37), (0, 12, 37)])
+def test_the_pairing_scatter_in_slices_finds_the_reference_circuit(size, slices, n, rng):
+    """The pairing writes succ in slices of SCATTER_BYTES (0: half the L2), one launch each, or in
+    one launch beyond SCATTER_SLICES; the slices tile [0, n) and every slicing gives the same
+    circuit. (Premise: a cycle of n edges plus a loop; the cases below cover 1 to n slices.)"""
+    from gpulab.euler.host import EulerPlan
+
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    params = {"SCATTER_BYTES": size, "SCATTER_SLICES": slices}
+    plan = v.run(n + 2, v.launch_params(params))
+    assert isinstance(plan, EulerPlan)
+    b = plan.scatter_slices(n)
+    want = 1 if (size and -(-4 * n // size) > slices) or not size else -(-4 * n // size)
+    assert len(b) - 1 == want and b[0] == 0 and b[-1] == n and all(x < y for x, y in zip(b[:-1], b[1:]))
+    assert all(4 * (y - x) <= size for x, y in zip(b[:-1], b[1:])) or want == 1
+    cyc = [int(x) for x in rng.permutation(n)]
+    src, dst = gen.from_cycles([cyc, [cyc[0]]], rng)
+    out = eu.euler_circuit(src, dst, params=params)
+    assert np.array_equal(out, ref.ais_reference(src, dst)[0])
+
+
 @pytest.mark.parametrize("variant", [v for v in GPU_VARIANTS if v.name != "partition"], ids=ids)
 def test_every_labelling_gives_the_reference_labels(variant, rng):
     """Step 2 on its own: label[e] = the smallest edge id of e's cycle (the circuit tests would
@@ -724,7 +746,17 @@ def test_the_defaults_are_what_the_book_measured():
         med = {r["SUBLISTS"]: np.median([x["median_ms"] for x in r["rounds"]]) for r in ab
                if (r["label"], r["backend"]) == ("deep-42M", backend)}
         assert med[1] < med[0], (backend, med)
-    since = {"SORT": ("local", "onesweep"), "SUBLISTS": (None, 1)}
+    # And the pairing's scatter in slices of half the L2 (SCATTER_BYTES / SCATTER_SLICES, absent in the
+    # H200 records), after the A/B on an H100 in which the pairing stage was faster in every round on
+    # both graphs and backends, and the whole deep-42M pipeline faster by the median of the rounds.
+    ab = json.loads((BOOK / "ab-runs" / "euler-scatter-ab-h100.json").read_text())["runs"]
+    for label, backend in {(r["label"], r["backend"]) for r in ab}:
+        by = {r["SCATTER_SLICES"]: r["rounds"] for r in ab if (r["label"], r["backend"]) == (label, backend)}
+        assert max(x["stages_ms"]["pairing"] for x in by[12]) < min(x["stages_ms"]["pairing"] for x in by[1])
+        if label == "deep-42M":
+            assert np.median([x["median_ms"] for x in by[12]]) < np.median([x["median_ms"] for x in by[1]])
+    since = {"SORT": ("local", "onesweep"), "SUBLISTS": (None, 1), "SCATTER_BYTES": (None, 0),
+             "SCATTER_SLICES": (None, 12)}
     seen = set()
     for r in result["records"]:
         if r["backend"] == "cpu" or not r.get("params"):
