@@ -258,9 +258,10 @@ def info() -> DeviceInfo:
 
 @lru_cache(maxsize=1)
 def l2_bytes() -> int:
-    """The L2 cache's size in bytes (on the simulator: the H200's 60 MiB, as the other limits)."""
+    """The L2 cache's size in bytes of the device this process uses (one per process; on the
+    simulator 50 MiB, what an H100 reports)."""
     if on_simulator():
-        return 60 * 1024 * 1024
+        return 50 * 1024 * 1024
     from numba import cuda
 
     return int(cuda.get_current_device().L2_CACHE_SIZE)

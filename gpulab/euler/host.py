@@ -377,12 +377,15 @@ class EulerPlan:
     def scatter_slices(self, n: int) -> list[int]:
         """Bounds of the slices in which a scatter into an int32 array of ``n`` writes, one launch
         each: slices of at most SCATTER_BYTES (0: half the L2), whose lines stay in L2 while the
-        scattered writes fill them, instead of going to memory partly written, once per write.
-        Each launch reads the inputs again, so beyond SCATTER_SLICES slices it is one launch."""
+        scattered writes fill them (rather than, likely, leaving for memory partly written). Each
+        launch reads the inputs again, so beyond SCATTER_SLICES slices it is one launch (not
+        measured between 12 slices and one: past 12 slices of half the L2, a slice no longer
+        fits). At most ``n`` slices, none empty."""
         size = self.params.get("SCATTER_BYTES") or device.l2_bytes() // 2
         r = max(1, -(-4 * n // size))
         if r > self.params.get("SCATTER_SLICES", 12):
             r = 1
+        r = min(r, max(n, 1))  # no empty slice: the check of in = out runs in the one that starts at 0
         return [n * k // r for k in range(r + 1)]
 
     def imbalance(self, n: int) -> dict:

@@ -36,6 +36,9 @@
 #ifndef LOOKBACK
 #define LOOKBACK 1       // onesweep: status words a digit's look-back loads at once (their latencies overlap)
 #endif
+#if LOOKBACK < 1
+#error "LOOKBACK: the look-back loads at least one status word at a time"
+#endif
 
 #define RADIX (1 << BITS)
 #define DIGIT_MASK (RADIX - 1)

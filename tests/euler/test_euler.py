@@ -581,6 +581,25 @@ def test_the_pairing_scatter_in_slices_finds_the_reference_circuit(size, slices,
     assert np.array_equal(out, ref.ais_reference(src, dst)[0])
 
 
+@pytest.mark.parametrize("size", [1, 3, 4, 8, 64, 0])
+def test_the_sliced_pairing_counts_each_unbalanced_position_once(size, rng):
+    """The in = out check runs in the slice that starts at 0 only, whatever the slicing (slices of
+    under one element included): the count and the first position are numpy's. Premise: a walk
+    that is not closed plus random extra edges, so the sorted sources and targets differ."""
+    v = REGISTRY.get("ruling_set", "numba")
+    skip_unless_runnable(v)
+    n = int(rng.integers(5, 40))
+    src = rng.integers(0, 7, n).astype(np.int32)
+    dst = np.roll(src, -1).astype(np.int32)
+    dst[-1] = (src[0] + 1 + rng.integers(0, 6)) % 7  # the walk does not close: two vertices unbalanced
+    want = np.sort(src) != np.sort(dst)
+    assert want.any()
+    plan = v.run(n + 2, v.launch_params({"SCATTER_BYTES": size, "SCATTER_SLICES": 10**9}))
+    s, d = plan.load(cuda.to_device(src), cuda.to_device(dst), n)
+    bad, first = plan.pairing(s, d, n)
+    assert (bad, first) == (int(want.sum()), int(np.argmax(want)))
+
+
 @pytest.mark.parametrize("variant", [v for v in GPU_VARIANTS if v.name != "partition"], ids=ids)
 def test_every_labelling_gives_the_reference_labels(variant, rng):
     """Step 2 on its own: label[e] = the smallest edge id of e's cycle (the circuit tests would

@@ -19,6 +19,8 @@ def test_initial_population_is_typed_and_ramped_over_every_depth(rng):
     seed = int(rng.integers(2**31))
     pop = initial_population(params, seed)
     assert len(pop) == 25_000  # Population() validated every tree (types, one boolean left)
+    mean = pop.nodes.sum(axis=1).mean()
+    assert 11 <= mean <= 15, f"mean {mean} nodes per individual; ramped 2-5 half-and-half makes about 12.8"
     assert pop.depth.max() <= params.init_depth[1] and pop.depth.min() >= 1
     assert set(np.unique(pop.depth)) >= {2, 3, 4, 5}  # ramped over the depths
     assert np.array_equal(initial_population(params, seed).code, pop.code)
