@@ -271,13 +271,9 @@ def mismatch(a, b, n, out):
 @cuda.jit
 def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot, lo, hi):
     """Step 1: the k-th in-edge of every vertex is followed by its k-th
-    out-edge, succ[in_order[i]] = out_order[i], for the successors that land in
-    succ[lo:hi]: the host launches it once per slice, small enough to stay in L2
-    while the scattered writes fill it, and the inputs stream past with
-    `ld.global.cs` (evict first). On the way (the slice at 0), in = out at every
-    vertex exactly when the two sorted key arrays are equal: out[slot] counts the
-    positions where they differ, out[slot + 1] is the first (host presets 0,
-    INT32_MAX)."""
+    out-edge (those in succ[lo:hi]: one launch per slice that fits in L2). The
+    slice at 0 also checks in = out at every vertex: out[slot] counts where the
+    sorted keys differ, out[slot + 1] is the first (host presets 0, INT32_MAX)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
