@@ -34,10 +34,9 @@ def test_ramped_half_and_half_gives_every_depth_grown_and_full_trees(rng, lo, hi
     D = hi - lo + 1
     P = 2 * D * int(rng.integers(3, 9))
     code, offsets = breeding.ramped_half_and_half(P, lo, hi, 2 ** (hi + 2), 0.3, int(rng.integers(2**31)))
-    _, height, depth, _ = breeding.node_info(code, offsets)
+    subtree, height, depth, _ = breeding.node_info(code, offsets)
+    leaf = subtree == 1
     size = np.diff(offsets)
-    leaf = np.zeros(code.size, bool)
-    leaf[:] = breeding.node_info(code, offsets)[0] == 1
     seen = {}
     for t in range(2 * P):
         want, full = breeding._ramp(t, lo, hi)
