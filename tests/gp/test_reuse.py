@@ -214,23 +214,49 @@ def test_reuse_must_be_a_bool():
 
 
 def test_unchanged_trees_are_read_from_the_cache_not_interpreted(rng):
-    """Random bits written over the parents' day masks change the fitness of some child whose
-    unchanged tree the parents had: that tree was read, not interpreted (and a child of only
-    new trees keeps its true fitness)."""
+    """Bits written over the parents' day masks reach the children, whatever the trees are: a
+    swapped child's two trees take the random words written at its parent's trees (words no
+    interpretation would give) into the new cache; a half child's kept buy tree takes the zeros
+    written at its parent's, into the cache and into its trades (it never buys: it keeps its
+    money, and its fitness is minus the mean buy-and-hold return), its new tree is interpreted;
+    a child of only new trees keeps its interpreted masks and its true fitness. (Before: the
+    test wrote random bits and required some half child's fitness to change, which a sell tree
+    that decides every day need not give.)"""
     market = synthetic_market(3, 150, seed=int(rng.integers(2**31)))
+    W, S = market.words, market.stocks
     ev = _evaluator("numba", market)
     parents = _population(rng, 20)
     ev(parents, reuse=True)
     child, kinds = _child(rng, parents, 20)
-    assert "half" in kinds and "new" in kinds
-    full = _host(_evaluator("numba", market)(child)[0])[:20].copy()
-    cache = ev._buffers[f"masks{ev._turn}"]
-    cache.copy_to_device(np.random.default_rng(3).integers(0, 2**63, cache.size, dtype=np.uint64))
-    got = _host(ev(child, reuse=True)[0])[:20]
+    assert {"half", "new", "swapped"} <= set(kinds)
+    src = child.copies_of(parents)
     half = [c for c, k in enumerate(kinds) if k == "half"]
     new = [c for c, k in enumerate(kinds) if k == "new"]
-    assert any(got[c] != full[c] for c in half)
-    assert all(got[c] == full[c] for c in new)
+    fresh = _evaluator("numba", market)
+    full = _host(fresh(child, reuse=True)[0])[:20].copy()  # a first call: every tree interpreted, its masks kept
+    true_masks = _host(fresh._buffers[f"masks{fresh._turn}"])[:2 * 20 * W * S].reshape(2 * 20, W, S)
+    cache = ev._buffers[f"masks{ev._turn}"]
+    garbage = np.random.default_rng(int(rng.integers(2**31))).integers(0, 2**63, cache.size, dtype=np.uint64)
+    trees = garbage[:2 * 20 * W * S].reshape(2 * 20, W, S)
+    for c in half:
+        trees[src[2 * c]] = 0  # the buy tree a half child keeps: never buys
+    cache.copy_to_device(garbage)
+    got = _host(ev(child, reuse=True)[0])[:20]
+    masks = _host(ev._buffers[f"masks{ev._turn}"])[:2 * 20 * W * S].reshape(2 * 20, W, S)
+    valid = np.full(W, ~np.uint64(0))
+    if market.days % 64:
+        valid[-1] = np.uint64((1 << market.days % 64) - 1)
+    never = sum(0.0 - b for b in market.buy_and_hold().astype(np.float64).tolist()) / S
+    for c in half:
+        assert np.array_equal(masks[2 * c], trees[src[2 * c]] & valid[:, None]), c  # read: zeros
+        assert np.array_equal(masks[2 * c + 1], true_masks[2 * c + 1]), c  # the new tree, interpreted
+        assert got[c] == never, (c, got[c], never, full[c])
+    for c in [c for c, k in enumerate(kinds) if k == "swapped"]:  # both trees read: the random words
+        for t in (2 * c, 2 * c + 1):
+            assert np.array_equal(masks[t], trees[src[t]] & valid[:, None]), (c, t)
+    for c in new:
+        assert np.array_equal(masks[2 * c:2 * c + 2], true_masks[2 * c:2 * c + 2]), c
+        assert got[c] == full[c]
 
 
 def test_a_failed_call_leaves_the_next_one_right(rng, monkeypatch):
