@@ -240,11 +240,22 @@ extern "C" __global__ void odd_vertices(const int *skeys, int m, int *out) {
 }
 
 // --8<-- [start:darts]
-extern "C" __global__ void dart_succ(const int *order, int m, int *succ) {
-    GRID_LOOP(j, m) {
-        int h0 = order[2 * j], h1 = order[2 * j + 1];
-        succ[(u32)(h0 ^ 1)] = h1;
-        succ[(u32)(h1 ^ 1)] = h0;
+// Slot j of the sorted half-edges pairs order[2j] and order[2j+1] at one vertex: dart d leaves
+// through half-edge d and arrives through d ^ 1, so the dart after h0 ^ 1 is h1 and after h1 ^ 1
+// is h0. Only the successors in succ[lo, hi) are written (one launch per slice that stays in L2,
+// as in `pair`); the slice at 0 also counts the slots whose two half-edges are at different
+// vertices (out[slot]): none exactly when every vertex has even degree.
+extern "C" __global__ void dart_succ(const int *order, const int *skeys, int n, int *succ, int *out, int slot,
+                                     int lo, int hi) {
+    GRID_LOOP(j, n) {
+        int2 h = __ldcs((const int2 *)order + j);
+        u32 a = (u32)(h.x ^ 1), b = (u32)(h.y ^ 1);
+        if (a >= (u32)lo && a < (u32)hi) succ[a] = h.y;
+        if (b >= (u32)lo && b < (u32)hi) succ[b] = h.x;
+        if (lo == 0) {
+            int2 k = __ldcs((const int2 *)skeys + j);
+            if (k.x != k.y) atomicAdd(&out[slot], 1);
+        }
     }
 }
 
@@ -263,17 +274,24 @@ extern "C" __global__ void orient(const int *label, const int *src, const int *d
 
 // Slot j of the sorted half-edges pairs h0 and h1 at one vertex; of the two ways through it
 // (arrive by h0's edge and leave by h1's, or the reverse) the kept trails use exactly one:
-// the one whose leaving dart is kept. That is the orientation's pairing, slot by slot.
-extern "C" __global__ void dart_pairs(const int *order, const int *skeys, const int *label, int n,
-                                      int *ssrc, int *out_order, int *in_order, int *succ) {
+// the one whose leaving dart is kept (dart h is kept when fwd[h / 2] says h's direction:
+// fwd = 1 for dart 2e, src -> dst). That is the orientation's pairing, slot by slot.
+extern "C" __global__ void dart_pairs(const int *order, const int *skeys, const int *fwd, int n,
+                                      int *ssrc, int *out_order, int *in_order) {
     GRID_LOOP(j, n) {
-        int h0 = order[2 * j], h1 = order[2 * j + 1];
-        bool h1_kept = label[(u32)h1] < label[(u32)(h1 ^ 1)];
-        int out = (h1_kept ? h1 : h0) >> 1, in = (h1_kept ? h0 : h1) >> 1;
+        int2 h = ((const int2 *)order)[j];
+        bool h1_kept = (fwd[(u32)h.y >> 1] != 0) == ((h.y & 1) == 0);
         ssrc[j] = skeys[2 * j];
-        out_order[j] = out;
-        in_order[j] = in;
-        succ[(u32)in] = out;
+        out_order[j] = (h1_kept ? h.y : h.x) >> 1;
+        in_order[j] = (h1_kept ? h.x : h.y) >> 1;
+    }
+}
+
+// succ[in_order[i]] = out_order[i] for the successors in succ[lo, hi) (`pair` without its check).
+extern "C" __global__ void scatter_slice(const int *in_order, const int *out_order, int n, int *succ, int lo, int hi) {
+    GRID_LOOP(i, n) {
+        int t = __ldcs(in_order + i);
+        if (t >= lo && t < hi) succ[t] = __ldcs(out_order + i);
     }
 }
 // --8<-- [end:darts]
@@ -394,7 +412,7 @@ extern "C" __global__ void expand_labels(const int *xit, const int *cid, const u
 
 // --8<-- [start:ruling_set]
 extern "C" __global__ void pick_splitters(int *own, int n, u32 thresh, u32 seed, int *splitters, int *count,
-                                          int todo_slot) {
+                                          int todo_slot, int scale) {
     __shared__ int s_cnt[BLOCK];
     int tid = threadIdx.x;
     int todo = 0;
@@ -408,7 +426,7 @@ extern "C" __global__ void pick_splitters(int *own, int n, u32 thresh, u32 seed,
         int slot = warp_append(pred, count, 0);
         if (pred) {
             splitters[slot] = (int)i;
-            own[i] = slot;
+            own[i] = (int)((u32)slot * (u32)scale);  // scale 4: an undirected trail's walker 2·slot
         }
     }
     s_cnt[tid] = todo;
@@ -453,6 +471,62 @@ extern "C" __global__ void label_from_owner(const int *own, int n, const int *cl
     GRID_LOOP(e, n) label[e] = clab[(u32)own[e]];
 }
 // --8<-- [end:walk_label]
+
+// --8<-- [start:trails]
+// An undirected graph's closed trails, each walked once (not once per direction, as its darts
+// would be). The pick (scale 4) makes edge e = splitters[k] a splitter owned by walker 2k, which
+// walks from e in the direction of dart 2e while walker 2k + 1 walks from e the other way. A
+// walker claims the edges it reaches (town[g] = walker·2 + the parity of the dart it walked g
+// as), until it reaches a splitter or an edge claimed by the walker coming the other way: two
+// walkers meet in the middle of every stretch between splitters. Walkers next(w) = met(w) ^ 1
+// (the twin of the one w met) all walk their trail the same way round, so they form two
+// cycles per trail, one per direction; W[w] = (the smallest dart w walked, next(w)) starts the
+// pointer jumping that gives each walker its cycle's smallest dart.
+extern "C" __global__ void walk_trail(const int *dsucc, int *town, const int *splitters, int lo, int hi,
+                                      u32 thresh, u32 seed, u64 *W) {
+    for (i64 w = 2 * (i64)lo + blockIdx.x * (i64)blockDim.x + threadIdx.x; w < 2 * (i64)hi;
+         w += (i64)gridDim.x * blockDim.x) {
+        int side = (int)(w & 1);
+        int d = 2 * splitters[w >> 1] + side;
+        int m = side ? INT32_MAX_ : d;           // walker 2k owns its splitter edge, as dart 2e
+        u32 tag = (u32)w << 1;
+        int met, nd = dsucc[(u32)d];
+        while (true) {
+            d = nd;
+            int g = (int)((u32)d >> 1), p = d & 1;
+            if (is_splitter(g, thresh, seed, NONE)) {  // the walker of g that comes this way
+                met = (int)(((u32)town[(u32)g] >> 1) | (u32)(p ^ 1));
+                break;
+            }
+            int old = atomicCAS(&town[(u32)g], NONE, (int)(tag | (u32)p));
+            nd = dsucc[(u32)d];                    // loaded while the claim is in flight
+            if (old != NONE) {                     // the walker coming the other way was here first
+                met = (int)((u32)old >> 1);
+                break;
+            }
+            m = min(m, d);
+        }
+        W[w] = pack(m, met ^ 1);
+    }
+}
+
+// The orientation from the walkers' cycles (clab: each walker's cycle's smallest dart): of the
+// two directions of a trail, keep the one that walks its smallest edge as that edge's even dart,
+// as the darts' labelling would (its kept cycle has the smaller label).
+extern "C" __global__ void orient_trails(const int *town, const int *clab, const int *src, const int *dst, int n,
+                                         int *osrc, int *odst, int *fwd, int *elabel) {
+    GRID_LOOP(e, n) {
+        u32 t = (u32)town[e], w = t >> 1;
+        int a = clab[w], b = clab[w ^ 1];        // this walker's direction, and the other
+        bool kept = a < b ? (a & 1) == 0 : (b & 1) == 1;
+        bool f = ((t & 1) == 0) == kept;         // e kept as dart 2e: src -> dst
+        osrc[e] = f ? src[e] : dst[e];
+        odst[e] = f ? dst[e] : src[e];
+        fwd[e] = f;
+        elabel[e] = min(a, b) >> 1;
+    }
+}
+// --8<-- [end:trails]
 
 // ---------------------------------------------------------------------------- step 3: the circuit graph
 

@@ -39,9 +39,10 @@ The steps, in the order the host (``host.py``, ``labelling.py``) launches them:
    or, from the sublists the labelling kept, ``mark_ends``, ``list_cuts``, ``head_boundary``,
    ``measure``, ``wyllie_round`` on the pieces, ``write_pieces``.
 
-Around the steps: undirected graphs pair half-edges first (``half_keys``, ``odd_vertices``,
-``dart_succ``, then ``orient`` keeps one direction of each edge and ``dart_pairs`` reads the
-orientation's pairing off the darts'); the results
+Around the steps: undirected graphs pair half-edges first (``half_keys``, ``dart_succ``, which
+also finds whether some vertex has odd degree, ``odd_vertices`` where one does), then ``orient``
+keeps one direction of each edge and ``dart_pairs`` reads the orientation's pairing off the
+darts' (``scatter_slice`` writes its successors); the results
 (``walk_vertices``, ``gather_i32``, ``reverse_walk``); counters and fills (``preset_i32``,
 ``preset_i64``, ``fill_i32``, ``fill_u8``); checks on the device (``mark_positions``,
 ``check_chain``, ``cycle_sizes``); the graph generators (``gen_deep``, ``gen_shallow``) and de
@@ -375,16 +376,25 @@ def odd_vertices(skeys, m, out):
 
 # --8<-- [start:darts]
 @cuda.jit
-def dart_succ(order, m, succ):
-    """Pair the sorted half-edges two by two; dart d leaves through half-edge d and arrives
-    through d ^ 1, so the dart after it leaves through the partner of d ^ 1."""
+def dart_succ(order, skeys, n, succ, out, slot, lo, hi):
+    """Pair the sorted half-edges two by two: dart d leaves through half-edge d and arrives
+    through d ^ 1, so the dart after h0 ^ 1 is h1 and after h1 ^ 1 is h0. Only the successors
+    in succ[lo:hi] are written (one launch per slice that stays in L2, as in `pair`); the slice
+    at 0 also counts the slots whose two half-edges are at different vertices (out[slot]): none
+    exactly when every vertex has even degree."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
-    while j < m:
-        h0 = order[2 * j]
-        h1 = order[2 * j + 1]
-        succ[uint32(h0 ^ 1)] = h1
-        succ[uint32(h1 ^ 1)] = h0
+    while j < n:
+        h0 = cuda.ldcs(order, 2 * j)
+        h1 = cuda.ldcs(order, 2 * j + 1)
+        a = uint32(h0 ^ 1)
+        b = uint32(h1 ^ 1)
+        if a >= uint32(lo) and a < uint32(hi):
+            succ[a] = h1
+        if b >= uint32(lo) and b < uint32(hi):
+            succ[b] = h0
+        if lo == 0 and cuda.ldcs(skeys, 2 * j) != cuda.ldcs(skeys, 2 * j + 1):
+            cuda.atomic.add(out, slot, 1)
         j += stride
 
 
@@ -411,23 +421,35 @@ def orient(label, src, dst, n, osrc, odst, fwd, elabel):
 
 
 @cuda.jit
-def dart_pairs(order, skeys, label, n, ssrc, out_order, in_order, succ):
+def dart_pairs(order, skeys, fwd, n, ssrc, out_order, in_order):
     """Slot j of the sorted half-edges pairs h0 and h1 at one vertex; of the two ways through it
     (arrive by h0's edge and leave by h1's, or the reverse) the kept trails use exactly one: the
-    one whose leaving dart is kept. That is the orientation's pairing, slot by slot."""
+    one whose leaving dart is kept (dart h is kept when fwd[h // 2] says h's direction: fwd = 1
+    for dart 2e, src -> dst). That is the orientation's pairing, slot by slot (its successors
+    are scattered by `scatter_slice`)."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
     while j < n:
         h0 = order[2 * j]
         h1 = order[2 * j + 1]
-        h1_kept = label[uint32(h1)] < label[uint32(h1 ^ 1)]
-        out = (h1 if h1_kept else h0) >> 1
-        inn = (h0 if h1_kept else h1) >> 1
+        h1_kept = (fwd[uint32(h1) >> uint32(1)] != 0) == ((h1 & 1) == 0)
         ssrc[j] = skeys[2 * j]
-        out_order[j] = out
-        in_order[j] = inn
-        succ[uint32(inn)] = out
+        out_order[j] = (h1 if h1_kept else h0) >> 1
+        in_order[j] = (h0 if h1_kept else h1) >> 1
         j += stride
+
+
+@cuda.jit
+def scatter_slice(in_order, out_order, n, succ, lo, hi):
+    """succ[in_order[i]] = out_order[i] for the successors in succ[lo:hi] (`pair` without its
+    check)."""
+    i = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while i < n:
+        t = cuda.ldcs(in_order, i)
+        if t >= lo and t < hi:
+            succ[uint32(t)] = cuda.ldcs(out_order, i)
+        i += stride
 # --8<-- [end:darts]
 
 
@@ -621,11 +643,12 @@ def pick_splitters_kernel(BLOCK: int):
 
     # --8<-- [start:ruling_set]
     @cuda.jit
-    def pick_splitters(own, n, thresh, seed, splitters, count, todo_slot):
+    def pick_splitters(own, n, thresh, seed, splitters, count, todo_slot, scale):
         """Ruling set, one round: every edge not labelled yet (own = NONE) is a splitter with
         probability (thresh + 1) / 2^32, a hash of its id. A splitter owns itself: own[i] = its
-        slot, appended at count[0] (which keeps growing over the rounds, so the splitters of
-        round r follow those of round r - 1). count[todo_slot] += the edges still unlabelled."""
+        slot (times ``scale``: 4 for an undirected trail's walker 2·slot, `walk_trail`),
+        appended at count[0] (which keeps growing over the rounds, so the splitters of round r
+        follow those of round r - 1). count[todo_slot] += the edges still unlabelled."""
         s_cnt = cuda.shared.array(BLOCK, int32)
         tid = cuda.threadIdx.x
         todo = int32(0)
@@ -641,7 +664,7 @@ def pick_splitters_kernel(BLOCK: int):
             slot = warp_append(pred, count, 0)
             if pred:
                 splitters[slot] = i
-                own[i] = slot
+                own[i] = int32(uint32(slot) * uint32(scale))
             i += stride
         s_cnt[tid] = todo
         cuda.syncthreads()
@@ -705,6 +728,66 @@ def label_from_owner(own, n, clab, label):
         label[e] = clab[uint32(own[e])]
         e += stride
 # --8<-- [end:walk_label]
+
+
+# --8<-- [start:trails]
+@cuda.jit
+def walk_trail(dsucc, town, splitters, lo, hi, thresh, seed, W):
+    """An undirected graph's closed trails, each walked once (not once per direction, as its
+    darts would be). The pick (scale 4) makes edge e = splitters[k] a splitter owned by walker
+    2k, which walks from e in the direction of dart 2e while walker 2k + 1 walks from e the other
+    way. A walker claims the edges it reaches (town[g] = walker·2 + the parity of the dart it
+    walked g as), until it reaches a splitter or an edge claimed by the walker coming the other
+    way: two walkers meet in the middle of every stretch between splitters. Walkers next(w) =
+    met(w) ^ 1 (the twin of the one w met) all walk their trail the same way round, so they form
+    two cycles per trail, one per direction; W[w] = (the smallest dart w walked, next(w)) starts
+    the pointer jumping that gives each walker its cycle's smallest dart."""
+    w = 2 * lo + cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while w < 2 * hi:
+        side = w & 1
+        d = 2 * splitters[w >> 1] + side
+        m = INT32_MAX if side else d  # walker 2k owns its splitter edge, as dart 2e
+        tag = uint32(w) << uint32(1)
+        nd = dsucc[uint32(d)]
+        met = int32(0)
+        while True:
+            d = nd
+            g = uint32(d) >> uint32(1)
+            p = d & 1
+            if is_splitter(int32(g), thresh, seed, NONE):  # the walker of g that comes this way
+                met = int32((uint32(town[g]) >> uint32(1)) | uint32(p ^ 1))
+                break
+            old = cuda.atomic.cas(town, g, NONE, int32(tag | uint32(p)))
+            nd = dsucc[uint32(d)]  # loaded while the claim is in flight
+            if old != NONE:  # the walker coming the other way was here first
+                met = int32(uint32(old) >> uint32(1))
+                break
+            m = min(m, d)
+        W[w] = pack(m, met ^ 1)
+        w += stride
+
+
+@cuda.jit
+def orient_trails(town, clab, src, dst, n, osrc, odst, fwd, elabel):
+    """The orientation from the walkers' cycles (clab: each walker's cycle's smallest dart): of
+    the two directions of a trail, keep the one that walks its smallest edge as that edge's even
+    dart, as the darts' labelling would (its kept cycle has the smaller label)."""
+    e = cuda.grid(1)
+    stride = cuda.gridsize(1)
+    while e < n:
+        t = uint32(town[e])
+        w = t >> uint32(1)
+        a = clab[w]
+        b = clab[w ^ uint32(1)]  # this walker's direction, and the other
+        kept = (a & 1) == 0 if a < b else (b & 1) == 1
+        f = ((t & uint32(1)) == 0) == kept  # e kept as dart 2e: src -> dst
+        osrc[e] = src[e] if f else dst[e]
+        odst[e] = dst[e] if f else src[e]
+        fwd[e] = 1 if f else 0
+        elabel[e] = min(a, b) >> 1
+        e += stride
+# --8<-- [end:trails]
 
 
 # ----------------------------------------------------------------------------- step 3: the circuit graph
@@ -1313,7 +1396,8 @@ def debruijn_symbols(circuit, N, kn1, n1, seq):
 TEMPLATED = {
     "to_i32_i32": (to_i32_kernel, "BLOCK", f"void({I32}, int32, {I32}, {I64}, int32, int32)"),
     "to_i32_i64": (to_i32_kernel, "BLOCK", f"void({I64}, int32, {I32}, {I64}, int32, int32)"),
-    "pick_splitters": (pick_splitters_kernel, "BLOCK", f"void({I32}, int32, uint32, uint32, {I32}, {I32}, int32)"),
+    "pick_splitters": (pick_splitters_kernel, "BLOCK",
+                       f"void({I32}, int32, uint32, uint32, {I32}, {I32}, int32, int32)"),
     "tile_contract": (tile_contract_kernel, "TILE", f"void({I32}, int32, {I32}, {I32}, {I32})"),
 }
 # the templated kernels of every GPU variant (its policy's `kernels` names the others)
@@ -1336,9 +1420,10 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("find_first", find_first, f"void({I32}, {I32}, {s}, {s}, {I32})"),
         ("half_keys", half_keys, f"void({I32}, {I32}, {s}, {I32})"),
         ("odd_vertices", odd_vertices, f"void({I32}, {s}, {I32})"),
-        ("dart_succ", dart_succ, f"void({I32}, {s}, {I32})"),
+        ("dart_succ", dart_succ, f"void({I32}, {I32}, {s}, {I32}, {I32}, {s}, {s}, {s})"),
         ("orient", orient, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
-        ("dart_pairs", dart_pairs, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
+        ("dart_pairs", dart_pairs, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32})"),
+        ("scatter_slice", scatter_slice, f"void({I32}, {I32}, {s}, {I32}, {s}, {s})"),
         ("fill_i32", fill_i32, f"void({I32}, {s}, {s})"),
         ("fill_u8", fill_u8, f"void({U8}, {s}, {s})"),
         ("iota", iota, f"void({I32}, {s})"),
@@ -1351,6 +1436,8 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("expand_labels", expand_labels, f"void({I32}, {I32}, {U64}, {s}, {I32})"),
         ("walk_label", walk_label, f"void({I32}, {I32}, {I32}, {s}, {s}, {u}, {u}, {U64}, {U64}, {I32}, {s})"),
         ("label_from_owner", label_from_owner, f"void({I32}, {s}, {I32}, {I32})"),
+        ("walk_trail", walk_trail, f"void({I32}, {I32}, {I32}, {s}, {s}, {u}, {u}, {U64})"),
+        ("orient_trails", orient_trails, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
         ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),

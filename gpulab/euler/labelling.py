@@ -134,7 +134,7 @@ def label_ruling_set(plan, succ, n, label):
     while True:
         thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
         rseed = u32(seed + rounds * 0x9E3779B9)
-        plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds))
+        plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds), _i(1))
         h = plan.read()
         total, todo = int(h[0]), int(h[ROUND + rounds])
         if todo == 0:
@@ -160,6 +160,49 @@ def label_ruling_set(plan, succ, n, label):
         plan.walked = (succ, n, base)
     plan.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
 # --8<-- [end:label_ruling_set]
+
+
+# --8<-- [start:label_trails]
+def label_trails(plan, dsucc, n):
+    """An undirected graph's closed trails (``dsucc``: the successors of its 2n darts), each
+    walked once, from both ends of every stretch between splitters (`walk_trail`): the rounds,
+    spacing and hash of [`label_ruling_set`][gpulab.euler.labelling.label_ruling_set], but the
+    splitters are edges, each with two walkers, one per direction, and a walker stops where it
+    meets the one coming the other way. Leaves ``town`` (each edge's walker and the parity of
+    the dart it walked the edge as) and ``clab`` (each walker's cycle's smallest dart) for
+    `orient_trails`; the darts' labelling would walk every edge twice, once per direction."""
+    if n >= 2**30:
+        raise LimitError(f"{n} edges: a trail's walkers are numbered below 2^31 (at most 2^30 - 1 edges)")
+    town, spl, clab = plan.buf("town", size=n), plan.buf("spl"), plan.buf("clab")
+    plan.launch("fill_i32", n, town, _i(n), _i(-1))
+    plan.preset(0, 0)
+    plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
+    spacing, growth = plan.params["SPACING"], plan.params["GROWTH"]
+    seed = int(plan.params.get("SEED", 0x5EED))
+    base, rounds, splitters, jump_rounds = 0, 0, [], 0
+    while True:
+        thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
+        rseed = u32(seed + rounds * 0x9E3779B9)
+        plan.launch("pick_splitters", n, town, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds), _i(4))
+        h = plan.read()
+        total, todo = int(h[0]), int(h[ROUND + rounds])
+        if todo == 0:
+            break
+        s = total - base
+        rounds += 1
+        splitters.append(s)
+        if s:
+            plan.launch("walk_trail", 2 * s, dsucc, town, spl, _i(base), _i(total), thresh, rseed, plan.buf("W0"))
+            res, jr = min_jump(plan, 2 * base, 2 * total, ceil_log2(2 * s))
+            jump_rounds += jr
+            plan.launch("unpack_labels", 2 * s, res, _i(2 * base), _i(2 * total), clab)
+        base = total
+        if spacing <= 1:
+            break
+        spacing = max(1, spacing // growth)
+    plan.stats.update(trail_rounds=rounds, trail_splitters=splitters, trail_jump_rounds=jump_rounds)
+    return town, clab
+# --8<-- [end:label_trails]
 
 
 def label_partition(plan, succ, n, label):

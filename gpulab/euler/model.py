@@ -150,20 +150,48 @@ RANKING = {"rank_ruling_set": rank_ruling_set_bytes, "rank_wyllie": rank_wyllie_
 def orient_extra_bytes(E: int, V: int) -> int:
     """**pairing** of an undirected graph, in place of the directed one: ``half_keys`` reads
     both ends and writes 2·E keys (16·E), the argsort of 2·E half-edges (`sort_bytes`),
-    ``odd_vertices`` reads the sorted keys (8·E), ``dart_succ`` reads the order and writes 2·E
-    dart successors (16·E)."""
+    ``dart_succ`` reads the order (8·E) and, in its slice at 0, the sorted keys (8·E), and writes
+    2·E dart successors (8·E). (A lower bound, as `pairing_bytes`: each further slice reads the
+    order again; ``odd_vertices`` runs only where some degree is odd.)"""
     return 40 * E + sort_bytes(2 * E, V - 1)
 
 
-def orient_label_extra_bytes(E: int, dart_stats: dict, params: dict, labelling) -> int:
-    """... and its **labelling**, in place of the directed one: the 2·E darts labelled the
-    policy's way (their rounds and splitters, ``stats["dart_labelling"]``); ``orient`` reads both
-    darts' labels and both ends (16·E) and writes the oriented ends, the direction and the edge's
-    label (16·E); ``dart_pairs`` reads the sorted order (8·E), every other sorted key (8·E: a
-    stride of two touches every sector) and two dart labels (8·E) per slot and writes the slot's
-    vertex, its out- and in-edge and the successor (16·E). The orientation's pairing and labels
-    come from these: the directed pairing and labelling do not run."""
-    return labelling(2 * E, dart_stats, params) + (16 + 16) * E + (8 + 8 + 8 + 16) * E
+def label_trails_bytes(E: int, stats: dict, params: dict) -> int:
+    """The closed trails walked once (`gpulab.euler.labelling.label_trails`): fill ``town``
+    (4·E); every round's pick reads it (4·E a pick, as in `label_ruling_set_bytes`) and writes
+    8 B a splitter; every edge is claimed once: its dart's successor read and its owner swapped
+    in (8·E); each of the two walkers of a splitter reads the splitter and writes its word (12 B),
+    and one of them reads the owner of the splitter it stops at (4 B); each round's pointer
+    jumping on its 2·s walkers runs at most ceil(log2 2s) rounds of 24 B a walker and unpacks them
+    (12 B)."""
+    splitters = list(stats.get("trail_splitters") or [])
+    rounds = int(stats.get("trail_rounds", len(splitters)))
+    spacing, growth = int(params.get("SPACING", 128)), int(params.get("GROWTH", 16))
+    last = spacing
+    for _ in range(rounds - 1):
+        last = max(1, last // growth)
+    picks = rounds + (0 if (rounds and last <= 1) else 1)
+    s_all = sum(splitters)
+    jumps = sum(24 * 2 * s * ceil_log2(2 * s) + 12 * 2 * s for s in splitters)
+    return 4 * E + picks * 4 * E + 8 * s_all + 8 * E + (2 * 12 + 4) * s_all + jumps
+
+
+def orient_label_extra_bytes(E: int, stats: dict, params: dict, labelling) -> int:
+    """... and its **labelling**, in place of the directed one. With ``TRAILS``, the trails walked
+    once (`label_trails_bytes`) and ``orient_trails``: it reads each edge's owner, gathers its
+    walker's and the twin's cycle labels and reads both ends (20·E), and writes the oriented ends,
+    the direction and the edge's label (16·E). Without, the 2·E darts labelled the policy's way
+    (their rounds and splitters, ``stats["dart_labelling"]``) and ``orient``: both darts' labels
+    and both ends read (16·E), the same four arrays written (16·E). Then ``dart_pairs`` reads the
+    sorted order (8·E), every other sorted key (8·E: a stride of two touches every sector) and one
+    direction per slot (4·E), and writes the slot's vertex, its out- and in-edge (12·E); the
+    successors' scatter reads the two orders and writes succ (12·E; a lower bound: each further
+    slice reads them again). The orientation's pairing and labels come from these: the directed
+    pairing and labelling do not run."""
+    pairs = (8 + 8 + 4 + 12) * E + 12 * E
+    if params.get("TRAILS") and labelling is label_ruling_set_bytes:  # the ruling set's trails (its policy's)
+        return label_trails_bytes(E, stats, params) + (20 + 16) * E + pairs
+    return labelling(2 * E, stats.get("dart_labelling") or {}, params) + (16 + 16) * E + pairs
 
 
 def stage_bytes(E: int, V: int, stats: dict, params: dict, labelling, ranking, *, directed: bool = True,
@@ -181,7 +209,7 @@ def stage_bytes(E: int, V: int, stats: dict, params: dict, labelling, ranking, *
     if not directed:
         out["pairing"] = orient_extra_bytes(E, V)
         if labelling:
-            out["labelling"] = orient_label_extra_bytes(E, stats.get("dart_labelling") or {}, params, labelling)
+            out["labelling"] = orient_label_extra_bytes(E, stats, params, labelling)
     assert set(out) == set(STAGES)
     return out
 

@@ -23,6 +23,10 @@ class EulerPolicy:
             [`EulerPlan.rank_wyllie`][gpulab.euler.host.EulerPlan.rank_wyllie],
             [`EulerPlan.rank_ruling_set`][gpulab.euler.host.EulerPlan.rank_ruling_set] or
             [`EulerPlan.rank_sublists`][gpulab.euler.host.EulerPlan.rank_sublists].
+        trails: undirected graphs, ``(plan, dsucc, n) -> (town, clab)``: each closed trail walked
+            once ([`label_trails`][gpulab.euler.labelling.label_trails]), run where the variant's
+            ``TRAILS`` parameter is 1 (``None``, or ``TRAILS`` 0: the 2n darts are labelled with
+            ``labelling``, every trail once per direction).
         kernels: the kernels built per compile-time parameter (``kernels_numba.TEMPLATED``)
             that its steps launch besides the ones every GPU variant launches; the PTX check
             builds them with the variant's parameters.
@@ -38,6 +42,7 @@ class EulerPolicy:
 
     labelling: Callable | None = None
     ranking: Callable | None = None
+    trails: Callable | None = None
     kernels: tuple[str, ...] = ()
     bench_max_edges: int | None = None
     bench_params: Mapping = field(default_factory=dict)

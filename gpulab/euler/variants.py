@@ -31,19 +31,25 @@ from gpulab.registry import Registry, Variant
 #     walked twice).
 #   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
 #     "changed" flags (the host waits for the device at each look).
-#   SCATTER_BYTES / SCATTER_SLICES: the pairing's scatter (succ[in_order[i]] = out_order[i])
-#     runs once per slice of succ of at most SCATTER_BYTES (0: half the L2), so that the slice
-#     stays in L2 while the scattered writes fill it — unless that takes more than
-#     SCATTER_SLICES launches (each reads the inputs again), then in one (`EulerPlan.scatter_slices`;
-#     42M edges on an H100: 3.0 ms in one launch, 1.6 ms in 6, docs/benchmarks/ab-runs/euler-pairing-probe-h100.json;
-#     the pipeline's A/B: docs/benchmarks/ab-runs/euler-scatter-ab-h100.json).
-BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="onesweep", JUMP_CHECK=8, SCATTER_BYTES=0, SCATTER_SLICES=12)
+#   TRAILS: ruling set, undirected graphs: each closed trail walked once, from both ends of every
+#     stretch between splitter edges (`gpulab.euler.labelling.label_trails`); 0: the variant's
+#     labelling on the 2E darts, every trail twice (once per direction).
+#   SCATTER_BYTES / SCATTER_SLICES: the scatters into succ (the pairing's succ[in_order[i]] =
+#     out_order[i], an undirected graph's dart successors and its orientation's successors) run
+#     once per slice of succ of at most SCATTER_BYTES (0: half the L2), so that the slice stays in
+#     L2 while the scattered writes fill it — unless that takes more than SCATTER_SLICES launches
+#     (each reads the inputs again), then in one (`EulerPlan.scatter_slices`; 42M edges on an H100:
+#     3.0 ms in one launch, 1.6 ms in 6, docs/benchmarks/ab-runs/euler-pairing-probe-h100.json; the
+#     84M darts' successors: 6.1 ms in one, 3.0 in 14, 3.6 in 21,
+#     docs/benchmarks/ab-runs/euler-undirected-probe-h100.json; the pipeline's A/Bs:
+#     docs/benchmarks/ab-runs/euler-scatter-ab-h100.json, euler-undirected-ab-h100.json).
+BASE = dict(BLOCK=256, SMALL_SORT=2048, SORT="onesweep", JUMP_CHECK=8, SCATTER_BYTES=0, SCATTER_SLICES=16)
 PARAMS = {
     "partition": dict(BASE),
     "propagate": dict(BASE),
     "jump": dict(BASE),
     "shared": dict(BASE, TILE=1024),
-    "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64, SUBLISTS=1),
+    "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64, SUBLISTS=1, TRAILS=1),
 }
 # Where the H200 preferred other values for one backend (`python -m gpulab.euler.tune` prints this).
 BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128, JUMP_CHECK=4)}
@@ -82,7 +88,7 @@ _LADDER = [
     ("ruling_set", ("global", "registers"),
      "random splitters walk their sublists in registers: O(E) work; the ranking reuses the walk", False,
      EulerPolicy(labelling=labelling.label_ruling_set, ranking=host.EulerPlan.rank_sublists,
-                 kernels=("pick_splitters",))),
+                 trails=labelling.label_trails, kernels=("pick_splitters",))),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs).

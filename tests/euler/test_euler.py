@@ -142,6 +142,46 @@ def test_undirected(variant, case, rng):
     assert np.array_equal(forward, keep[edges])
 
 
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_each_trail_walked_once_gives_the_darts_orientation(backend, rng):
+    """TRAILS = 1 (`label_trails`: each closed trail walked once, two walkers per splitter edge
+    that stop where they meet) gives exactly the reference's orientation and circuit, which is
+    the darts' labelling's (TRAILS = 0), and the same as it bit for bit: on a single edge (a
+    self-loop), a digon, one long cycle, and multigraphs of many short trails (self-loops,
+    parallel edges, half the edges written the other way round); with every edge a splitter
+    (SPACING 1: walkers meet at once), dense splitters, and splitters so sparse at first that
+    trails wait for later rounds."""
+    v = REGISTRY.get("ruling_set", backend)
+    skip_unless_runnable(v)
+    L = int(rng.integers(40, 80)) * S + 1
+    cyc = rng.permutation(L)
+    walks = random_closed_walks(rng, 7, 12 * S, 5)
+    flip = rng.random(walks[0].size) < 0.5
+    cases = {"loop": (np.array([3]), np.array([3])), "digon": (np.array([1, 2]), np.array([2, 1])),
+             "cycle": (cyc, np.roll(cyc, -1)),
+             "walks": (np.where(flip, walks[1], walks[0]), np.where(flip, walks[0], walks[1])),
+             "flower": gen.flower(6 * S, 3, rng)}
+    walked = 0
+    for name, (src, dst) in cases.items():
+        expected, keep, _ = ref.undirected_reference(src, dst)
+        got = {}
+        for spacing, growth in ((1, 2), (4, 2), (2**16, 16)):
+            for trails in (1, 0) if spacing == 4 else (1,):
+                params = dict(v.launch_params(), SPACING=spacing, GROWTH=growth, TRAILS=trails)
+                edges, forward = run(v, src, dst, directed=False, params=params)
+                assert np.array_equal(edges, expected) and np.array_equal(forward, keep[edges]), \
+                    (name, spacing, trails)
+                got[trails, spacing] = (edges, forward)
+                if trails:
+                    stats = plan_for(v, 2 * (src.size + 1), params).stats
+                    walked += src.size - sum(stats["trail_splitters"])  # edges claimed by walkers
+        assert all(np.array_equal(a, b) for a, b in zip(got[0, 4], got[1, 4]))
+    # the premise, by construction: the cycle's edges are ids 0..L-1, and at SPACING 4 the first
+    # round's hash picks between 1 and L - 1 of them for every L in [41, 8000] (checked offline),
+    # so walkers claim the rest
+    assert walked > 0
+
+
 def test_orientation_is_balanced(rng):
     src, dst = undirected_cases(rng)["walks"]
     keep = ref.orient_reference(src, dst)
@@ -775,8 +815,19 @@ def test_the_defaults_are_what_the_book_measured():
         assert max(x["stages_ms"]["pairing"] for x in by[12]) < min(x["stages_ms"]["pairing"] for x in by[1])
         if label == "deep-42M":
             assert np.median([x["median_ms"] for x in by[12]]) < np.median([x["median_ms"] for x in by[1]])
+    # And up to 16 slices (SCATTER_SLICES, 12 before), so that an undirected graph's 84M dart
+    # successors are sliced too, and each closed trail walked once (TRAILS), after the probe and
+    # the A/B on an H100 in which the undirected 42M pipeline was faster with each, both backends.
+    probe = {(r["backend"], r["what"]): r["ms"] for r in json.loads(
+        (BOOK / "ab-runs" / "euler-undirected-probe-trails-h100.json").read_text())["rows"] if "what" in r}
+    ab = json.loads((BOOK / "ab-runs" / "euler-undirected-ab-h100.json").read_text())["runs"]
+    for backend in ("numba", "cuda-c"):
+        assert probe[backend, "undirected, whole, defaults"] < probe[backend, "undirected, whole, SCATTER_SLICES=12"]
+        by = {r["config"]: [x["median_ms"] for x in r["rounds"]] for r in ab
+              if (r["label"], r["backend"]) == ("undirected-deep-42M", backend)}
+        assert max(by["trails"]) < min(by["darts"]) and max(by["darts"]) < min(by["before"]), (backend, by)
     since = {"SORT": ("local", "onesweep"), "SUBLISTS": (None, 1), "SCATTER_BYTES": (None, 0),
-             "SCATTER_SLICES": (None, 12)}
+             "SCATTER_SLICES": (None, 16), "TRAILS": (None, 1)}
     seen = set()
     for r in result["records"]:
         if r["backend"] == "cpu" or not r.get("params"):

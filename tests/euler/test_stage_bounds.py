@@ -52,8 +52,19 @@ def test_the_byte_model_by_hand():
     # the orientation's pairing and labels come from the darts: no directed pairing or labelling
     assert und["pairing"] == 40 * 8 + 16 * (4 + 12)
     orient = 16 * 8 + 16 * 8  # both darts' labels and both ends read; oriented ends, direction, label written
-    dart_pairs = 8 * 8 + 8 * 8 + 8 * 8 + 16 * 8  # order, every other key, two labels; four int32 written
-    assert und["labelling"] == darts + orient + dart_pairs
+    dart_pairs = 8 * 8 + 8 * 8 + 4 * 8 + 12 * 8  # order, every other key, one direction; three int32 written
+    scatter = 8 * 8 + 4 * 8  # the two orders read, succ written
+    assert und["labelling"] == darts + orient + dart_pairs + scatter
+    # each trail walked once (TRAILS): 2 splitter edges, then 1, with two walkers each
+    trails = model.stage_bytes(8, 4, {**TINY_STATS, "trail_splitters": [2, 1], "trail_rounds": 2},
+                               {**TINY_PARAMS, "TRAILS": 1}, model.label_ruling_set_bytes,
+                               model.rank_ruling_set_bytes, directed=False)
+    # fill town, 3 picks, 8 B a splitter, every edge claimed (successor read, owner swapped),
+    # 28 B a splitter's two walkers, jumps (4 walkers: 2 rounds; 2 walkers: 1 round; unpack 12 B each)
+    walks = 4 * 8 + 3 * 4 * 8 + 8 * 3 + 8 * 8 + 28 * 3 + (24 * 4 * 2 + 12 * 4) + (24 * 2 * 1 + 12 * 2)
+    orient_trails = 20 * 8 + 16 * 8  # owner, two cycle labels, both ends read; four arrays written
+    assert trails["labelling"] == walks + orient_trails + dart_pairs + scatter
+    assert trails["pairing"] == und["pairing"]
     assert {k: v for k, v in und.items() if k not in ("pairing", "labelling")} == \
         {k: v for k, v in TINY_DIRECTED.items() if k not in ("pairing", "labelling")}
 
@@ -169,7 +180,7 @@ def test_the_benchmark_has_undirected_cases():
 def test_the_undirected_case_runs_and_is_checked(rng):
     """The simulator's undirected case: the undirected pipeline, checked on the host against the
     input's ends and on the device; a flipped direction fails the check; the run's counts feed
-    the byte model (the darts' labelling among them) and its tree links are the model's c - 1."""
+    the byte model (the trails' walks among them) and its tree links are the model's c - 1."""
     v = REGISTRY.get("ruling_set", "numba")
     skip_unless_runnable(v)
     case = bench._undirected("deep", 64)
@@ -182,7 +193,8 @@ def test_the_undirected_case_runs_and_is_checked(rng):
         out, fw, m, tail, head = res
         assert m == 64
         stats = dict(plan.stats)
-        assert sum(stats["dart_labelling"]["splitters"]) <= 128 and stats["dart_labelling"]["label_rounds"] >= 1
+        assert plan.params["TRAILS"] == 1 and "dart_labelling" not in stats  # each trail walked once
+        assert sum(stats["trail_splitters"]) <= 64 and stats["trail_rounds"] >= 1
         tree = plan.buf("tree", np.uint8)[:64].copy_to_host()
         assert int(tree.sum()) == stats["cycles"] - 1  # the splice's tree links: c - 1 of them
         rec = {"label": case.label, "variant": v.name, "backend": v.backend, "size": case.size,
@@ -190,7 +202,9 @@ def test_the_undirected_case_runs_and_is_checked(rng):
                "stages_ms": {s: 1.0 for s in STAGES}}
         sb = model.record_bytes(rec)
         directed = model.record_bytes({**rec, "size": {"kind": "deep", "E": 64}})
-        assert sb["labelling"] > directed["labelling"] + 2 * directed["validate"]  # 128 darts labelled instead of 64 edges
+        # the trails' walks, then the orientation and its pairing (76 B an edge) instead of the directed labelling
+        assert sb["labelling"] > directed["labelling"] + 2 * directed["validate"]
+        assert sb["labelling"] == model.label_trails_bytes(64, stats, plan.params) + 36 * 64 + 44 * 64
         h = fw[:64].copy_to_host()
         src, dst = bench._host_graph(state)
         edges = out[:64].copy_to_host()
