@@ -102,6 +102,36 @@ def label_shared(plan, succ, n, label):
 
 
 # --8<-- [start:label_ruling_set]
+def splitter_rounds(plan, own, n, scale: int = 1):
+    """The ruling set's rounds over ``own`` (NONE: not labelled yet), which it fills first. Each
+    round picks as splitters the unlabelled edges whose hash is below a threshold (one in
+    SPACING, GROWTH times denser each round, every edge left in the last), and yields (base,
+    total, thresh, seed): its splitters are ``spl[base:total]``, its hash (thresh, seed) the one
+    the walks test; the caller walks and labels them, so that the next pick sees what is left.
+    One wait per round (how many splitters, how many edges were still unlabelled)."""
+    plan.launch("fill_i32", n, own, _i(n), _i(-1))
+    plan.preset(0, 0)
+    plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
+    spacing, growth = plan.params["SPACING"], plan.params["GROWTH"]
+    seed = int(plan.params.get("SEED", 0x5EED))
+    base, rounds = 0, 0
+    while True:
+        thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
+        rseed = u32(seed + rounds * 0x9E3779B9)
+        plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, plan.buf("spl"), plan.ctr, _i(ROUND + rounds),
+                    _i(scale))
+        h = plan.read()
+        total, todo = int(h[0]), int(h[ROUND + rounds])
+        if todo == 0:
+            return
+        yield base, total, thresh, rseed
+        rounds += 1
+        base = total
+        if spacing <= 1:
+            return
+        spacing = max(1, spacing // growth)
+
+
 def label_ruling_set(plan, succ, n, label):
     """Rounds of random splitters among the edges not labelled yet. Each splitter walks its
     sublist in registers (the walk tests "splitter?" by the same hash, so its only read per
@@ -125,22 +155,9 @@ def label_ruling_set(plan, succ, n, label):
     spl, clab = plan.buf("spl"), plan.buf("clab")
     sublist, last = (plan.buf("sublist", np.uint64, size=keep), plan.buf("last_edge", size=keep)) if record \
         else (plan.buf("W1"), own)
-    plan.launch("fill_i32", n, own, _i(n), _i(-1))
-    plan.preset(0, 0)
-    plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
-    spacing, growth = plan.params["SPACING"], plan.params["GROWTH"]
-    seed = int(plan.params.get("SEED", 0x5EED))
-    base, rounds, splitters, jump_rounds = 0, 0, [], 0
-    while True:
-        thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
-        rseed = u32(seed + rounds * 0x9E3779B9)
-        plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds), _i(1))
-        h = plan.read()
-        total, todo = int(h[0]), int(h[ROUND + rounds])
-        if todo == 0:
-            break
-        s = total - base
-        rounds += 1
+    picked, splitters, jump_rounds = 0, [], 0
+    for base, total, thresh, rseed in splitter_rounds(plan, own, n):
+        s, picked = total - base, total
         splitters.append(s)
         record = record and total <= keep
         if s:
@@ -149,16 +166,12 @@ def label_ruling_set(plan, succ, n, label):
             res, jr = min_jump(plan, base, total, ceil_log2(s))
             jump_rounds += jr
             plan.launch("unpack_labels", s, res, _i(base), _i(total), clab)
-        base = total
-        if spacing <= 1:
-            break
-        spacing = max(1, spacing // growth)
     plan.launch("label_from_owner", n, own, _i(n), clab, label)
     plan.walked = None
     if record:  # the splitters outlive the scratch slot they were picked into
-        plan.buf("lspl", size=keep)[:base].copy_to_device(spl[:base])
-        plan.walked = (succ, n, base)
-    plan.stats.update(label_rounds=rounds, splitters=splitters, label_jump_rounds=jump_rounds)
+        plan.buf("lspl", size=keep)[:picked].copy_to_device(spl[:picked])
+        plan.walked = (succ, n, picked)
+    plan.stats.update(label_rounds=len(splitters), splitters=splitters, label_jump_rounds=jump_rounds)
 # --8<-- [end:label_ruling_set]
 
 
@@ -174,33 +187,16 @@ def label_trails(plan, dsucc, n):
     if n >= 2**30:
         raise LimitError(f"{n} edges: a trail's walkers are numbered below 2^31 (at most 2^30 - 1 edges)")
     town, spl, clab = plan.buf("town", size=n), plan.buf("spl"), plan.buf("clab")
-    plan.launch("fill_i32", n, town, _i(n), _i(-1))
-    plan.preset(0, 0)
-    plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
-    spacing, growth = plan.params["SPACING"], plan.params["GROWTH"]
-    seed = int(plan.params.get("SEED", 0x5EED))
-    base, rounds, splitters, jump_rounds = 0, 0, [], 0
-    while True:
-        thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
-        rseed = u32(seed + rounds * 0x9E3779B9)
-        plan.launch("pick_splitters", n, town, _i(n), thresh, rseed, spl, plan.ctr, _i(ROUND + rounds), _i(4))
-        h = plan.read()
-        total, todo = int(h[0]), int(h[ROUND + rounds])
-        if todo == 0:
-            break
+    splitters, jump_rounds = [], 0
+    for base, total, thresh, rseed in splitter_rounds(plan, town, n, scale=4):
         s = total - base
-        rounds += 1
         splitters.append(s)
         if s:
             plan.launch("walk_trail", 2 * s, dsucc, town, spl, _i(base), _i(total), thresh, rseed, plan.buf("W0"))
             res, jr = min_jump(plan, 2 * base, 2 * total, ceil_log2(2 * s))
             jump_rounds += jr
             plan.launch("unpack_labels", 2 * s, res, _i(2 * base), _i(2 * total), clab)
-        base = total
-        if spacing <= 1:
-            break
-        spacing = max(1, spacing // growth)
-    plan.stats.update(trail_rounds=rounds, trail_splitters=splitters, trail_jump_rounds=jump_rounds)
+    plan.stats.update(trail_rounds=len(splitters), trail_splitters=splitters, trail_jump_rounds=jump_rounds)
     return town, clab
 # --8<-- [end:label_trails]
 

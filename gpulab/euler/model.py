@@ -57,6 +57,16 @@ def pairing_bytes(E: int, V: int) -> int:
     return 2 * sort_bytes(E, V - 1) + 20 * E
 
 
+def _picks(rounds: int, params: dict) -> int:
+    """The ruling set's picks in a run of ``rounds`` rounds (`splitter_rounds`): one per round,
+    and one more that finds nothing left unless the last round's spacing was 1."""
+    spacing, growth = int(params.get("SPACING", 128)), int(params.get("GROWTH", 16))
+    last = spacing
+    for _ in range(rounds - 1):
+        last = max(1, last // growth)
+    return rounds + (0 if (rounds and last <= 1) else 1)
+
+
 def label_ruling_set_bytes(E: int, stats: dict, params: dict) -> int:
     """**labelling**, ruling set (`label_ruling_set`): fill ``own`` (4·E); every round's pick reads
     ``own`` (4·E a pick; one more pick finds nothing left unless the last round's spacing was 1)
@@ -66,12 +76,7 @@ def label_ruling_set_bytes(E: int, stats: dict, params: dict) -> int:
     ceil(log2 s) rounds of 24 B (read a word, gather one, write one) a splitter, and unpacks
     them (12 B); ``label_from_owner`` reads the owner, gathers its label and writes it (12·E)."""
     splitters = list(stats.get("splitters") or [])
-    rounds = int(stats.get("label_rounds", len(splitters)))
-    spacing, growth = int(params.get("SPACING", 128)), int(params.get("GROWTH", 16))
-    last = spacing
-    for _ in range(rounds - 1):
-        last = max(1, last // growth)
-    picks = rounds + (0 if (rounds and last <= 1) else 1)
+    picks = _picks(int(stats.get("label_rounds", len(splitters))), params)
     s_all = sum(splitters)
     jumps = sum(24 * s * ceil_log2(s) + 12 * s for s in splitters)
     kept = 12 * s_all if params.get("SUBLISTS") else 0  # each sublist's word and last edge
@@ -165,12 +170,7 @@ def label_trails_bytes(E: int, stats: dict, params: dict) -> int:
     jumping on its 2·s walkers runs at most ceil(log2 2s) rounds of 24 B a walker and unpacks them
     (12 B)."""
     splitters = list(stats.get("trail_splitters") or [])
-    rounds = int(stats.get("trail_rounds", len(splitters)))
-    spacing, growth = int(params.get("SPACING", 128)), int(params.get("GROWTH", 16))
-    last = spacing
-    for _ in range(rounds - 1):
-        last = max(1, last // growth)
-    picks = rounds + (0 if (rounds and last <= 1) else 1)
+    picks = _picks(int(stats.get("trail_rounds", len(splitters))), params)
     s_all = sum(splitters)
     jumps = sum(24 * 2 * s * ceil_log2(2 * s) + 12 * 2 * s for s in splitters)
     return 4 * E + picks * 4 * E + 8 * s_all + 8 * E + (2 * 12 + 4) * s_all + jumps
