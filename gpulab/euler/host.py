@@ -380,9 +380,11 @@ class EulerPlan:
         orientation): slices of at most SCATTER_BYTES (0: half the L2), whose lines stay in L2
         while the scattered writes fill them (rather than, likely, leaving for memory partly
         written). Each launch reads the inputs again, so beyond SCATTER_SLICES slices it is one
-        launch (measured on an H100 for the 2·42M dart successors: 6.1 ms in one launch, 3.0 in
-        14 slices, 3.6 in 21, 4.4 in 28; not between 28 slices and one). At most ``n`` slices,
-        none empty (a check in the slice at 0 sees every element)."""
+        launch: measured on an H100 for the 2·42M dart successors, 6.1 ms in one launch, 3.0 in
+        14 slices, 3.6 in 21, 4.4 in 28, so 16 is a cautious cap, not a measured break-even (the
+        break-even, somewhere past 28 slices, and graphs that need more than 16 slices were not
+        measured). At most ``n`` slices, none empty (a check in the slice at 0 sees every
+        element)."""
         size = self.params.get("SCATTER_BYTES") or device.l2_bytes() // 2
         r = max(1, -(-4 * n // size))
         if r > self.params.get("SCATTER_SLICES", 16):
@@ -666,7 +668,7 @@ class EulerPlan:
         keys, skeys, order = self.buf("hkeys"), self.buf("hskeys"), self.buf("horder")
         m, darts = 2 * n, self.buf("dsucc")
 
-        def pair_half_edges(count):  # -> the slots whose two half-edges are at different vertices
+        def pair_half_edges(count):  # -> 1 if some slot's two half-edges are at different vertices
             self.launch("half_keys", count, src, dst, _i(count), keys)
             self.sort(keys[:2 * count], 2 * count, skeys, order)
             self.set_ctr(0)

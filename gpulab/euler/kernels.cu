@@ -243,8 +243,8 @@ extern "C" __global__ void odd_vertices(const int *skeys, int m, int *out) {
 // Slot j of the sorted half-edges pairs order[2j] and order[2j+1] at one vertex: dart d leaves
 // through half-edge d and arrives through d ^ 1, so the dart after h0 ^ 1 is h1 and after h1 ^ 1
 // is h0. Only the successors in succ[lo, hi) are written (one launch per slice that stays in L2,
-// as in `pair`); the slice at 0 also counts the slots whose two half-edges are at different
-// vertices (out[slot]): none exactly when every vertex has even degree.
+// as in `pair`); the slice at 0 also sets out[slot] = 1 if some slot's two half-edges are at
+// different vertices: none is exactly when every vertex has even degree.
 extern "C" __global__ void dart_succ(const int *order, const int *skeys, int n, int *succ, int *out, int slot,
                                      int lo, int hi) {
     GRID_LOOP(j, n) {
@@ -254,7 +254,7 @@ extern "C" __global__ void dart_succ(const int *order, const int *skeys, int n, 
         if (b >= (u32)lo && b < (u32)hi) succ[b] = h.x;
         if (lo == 0) {
             int2 k = __ldcs((const int2 *)skeys + j);
-            if (k.x != k.y) atomicAdd(&out[slot], 1);
+            if (k.x != k.y) out[slot] = 1;     // any straddling slot (one store, not a count)
         }
     }
 }

@@ -40,8 +40,10 @@ The steps, in the order the host (``host.py``, ``labelling.py``) launches them:
    ``measure``, ``wyllie_round`` on the pieces, ``write_pieces``.
 
 Around the steps: undirected graphs pair half-edges first (``half_keys``, ``dart_succ``, which
-also finds whether some vertex has odd degree, ``odd_vertices`` where one does), then ``orient``
-keeps one direction of each edge and ``dart_pairs`` reads the orientation's pairing off the
+also finds whether some vertex has odd degree, ``odd_vertices`` where one does), walk each
+closed trail once (``pick_splitters`` with scale 4, ``walk_trail``, pointer jumping on the
+walkers) and keep one direction of each edge (``orient_trails``; with TRAILS = 0, the darts are
+labelled and ``orient`` keeps it), then ``dart_pairs`` reads the orientation's pairing off the
 darts' (``scatter_slice`` writes its successors); the results
 (``walk_vertices``, ``gather_i32``, ``reverse_walk``); counters and fills (``preset_i32``,
 ``preset_i64``, ``fill_i32``, ``fill_u8``); checks on the device (``mark_positions``,
@@ -380,8 +382,8 @@ def dart_succ(order, skeys, n, succ, out, slot, lo, hi):
     """Pair the sorted half-edges two by two: dart d leaves through half-edge d and arrives
     through d ^ 1, so the dart after h0 ^ 1 is h1 and after h1 ^ 1 is h0. Only the successors
     in succ[lo:hi] are written (one launch per slice that stays in L2, as in `pair`); the slice
-    at 0 also counts the slots whose two half-edges are at different vertices (out[slot]): none
-    exactly when every vertex has even degree."""
+    at 0 also sets out[slot] = 1 if some slot's two half-edges are at different vertices: none
+    is exactly when every vertex has even degree."""
     j = cuda.grid(1)
     stride = cuda.gridsize(1)
     while j < n:
@@ -394,7 +396,7 @@ def dart_succ(order, skeys, n, succ, out, slot, lo, hi):
         if b >= uint32(lo) and b < uint32(hi):
             succ[b] = h0
         if lo == 0 and cuda.ldcs(skeys, 2 * j) != cuda.ldcs(skeys, 2 * j + 1):
-            cuda.atomic.add(out, slot, 1)
+            out[slot] = 1  # any straddling slot (one store, not a count)
         j += stride
 
 

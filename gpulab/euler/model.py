@@ -166,9 +166,10 @@ def label_trails_bytes(E: int, stats: dict, params: dict) -> int:
     (4·E); every round's pick reads it (4·E a pick, as in `label_ruling_set_bytes`) and writes
     8 B a splitter; every edge is claimed once: its dart's successor read and its owner swapped
     in (8·E); each of the two walkers of a splitter reads the splitter and writes its word (12 B),
-    and one of them reads the owner of the splitter it stops at (4 B); each round's pointer
-    jumping on its 2·s walkers runs at most ceil(log2 2s) rounds of 24 B a walker and unpacks them
-    (12 B)."""
+    and about one of them a further 4 B where it stops (the owner of the splitter it reached, or
+    a claim that failed); each round's pointer jumping on its 2·s walkers runs at most
+    ceil(log2 2s) rounds of 24 B a walker (the host's bound; a walkers' cycle has at most s) and
+    unpacks them (12 B)."""
     splitters = list(stats.get("trail_splitters") or [])
     picks = _picks(int(stats.get("trail_rounds", len(splitters))), params)
     s_all = sum(splitters)

@@ -31,7 +31,7 @@ from gpulab.registry import Registry, Variant
 #     walked twice).
 #   JUMP_CHECK: pointer-jumping (and propagation) rounds launched between two looks at their
 #     "changed" flags (the host waits for the device at each look).
-#   TRAILS: ruling set, undirected graphs: each closed trail walked once, from both ends of every
+#   TRAILS (ruling set only: its policy's `trails`; other variants label the darts), undirected graphs: each closed trail walked once, from both ends of every
 #     stretch between splitter edges (`gpulab.euler.labelling.label_trails`); 0: the variant's
 #     labelling on the 2E darts, every trail twice (once per direction).
 #   SCATTER_BYTES / SCATTER_SLICES: the scatters into succ (the pairing's succ[in_order[i]] =

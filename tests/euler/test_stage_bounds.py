@@ -202,7 +202,7 @@ def test_the_undirected_case_runs_and_is_checked(rng):
                "stages_ms": {s: 1.0 for s in STAGES}}
         sb = model.record_bytes(rec)
         directed = model.record_bytes({**rec, "size": {"kind": "deep", "E": 64}})
-        # the trails' walks, then the orientation and its pairing (76 B an edge) instead of the directed labelling
+        # the trails' walks, then the orientation and its pairing (80 B an edge) instead of the directed labelling
         assert sb["labelling"] > directed["labelling"] + 2 * directed["validate"]
         assert sb["labelling"] == model.label_trails_bytes(64, stats, plan.params) + 36 * 64 + 44 * 64
         h = fw[:64].copy_to_host()
