@@ -365,9 +365,8 @@ class EulerPlan:
         self.sort(src[:n], n, ssrc, out_order)
         self.sort(dst[:n], n, sdst, in_order)
         self.preset(C_BAD, 0, INT32_MAX)
-        succ, b = self.buf("succ"), self.scatter_slices(n)
-        for lo, hi in zip(b[:-1], b[1:]):
-            self.launch("pair", n, in_order, out_order, ssrc, sdst, _i(n), succ, self.ctr, _i(C_BAD), _i(lo), _i(hi))
+        succ = self.buf("succ")
+        self.launch_sliced("pair", n, n, in_order, out_order, ssrc, sdst, _i(n), succ, self.ctr, _i(C_BAD))
         if not check:
             return None
         h = self.read()
@@ -391,6 +390,14 @@ class EulerPlan:
             r = 1
         r = min(r, max(n, 1))  # no empty slice: a check runs in the one that starts at 0
         return [n * k // r for k in range(r + 1)]
+
+    def launch_sliced(self, name: str, n: int, size: int, *args):
+        """Launch kernel ``name`` over ``n`` items once per slice of the int32 array of ``size``
+        elements it scatters into (`scatter_slices`), in order, with the slice's bounds
+        ``lo, hi`` after ``args``."""
+        b = self.scatter_slices(size)
+        for lo, hi in zip(b[:-1], b[1:]):
+            self.launch(name, n, *args, _i(lo), _i(hi))
 
     def imbalance(self, n: int) -> dict:
         """Which vertices are unbalanced (after `pairing`)."""
@@ -672,9 +679,7 @@ class EulerPlan:
             self.launch("half_keys", count, src, dst, _i(count), keys)
             self.sort(keys[:2 * count], 2 * count, skeys, order)
             self.set_ctr(0)
-            b = self.scatter_slices(2 * count)
-            for lo, hi in zip(b[:-1], b[1:]):
-                self.launch("dart_succ", count, order, skeys, _i(count), darts, self.ctr, _i(0), _i(lo), _i(hi))
+            self.launch_sliced("dart_succ", count, 2 * count, order, skeys, _i(count), darts, self.ctr, _i(0))
             return int(self.get_ctr(1)[0])
 
         virtual = None
@@ -710,9 +715,7 @@ class EulerPlan:
             self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd, elabel)
         out_order, in_order, succ = self.buf("out_order"), self.buf("in_order"), self.buf("succ")
         self.launch("dart_pairs", n, order, skeys, fwd, _i(n), self.buf("ssrc"), out_order, in_order)
-        b = self.scatter_slices(n)
-        for lo, hi in zip(b[:-1], b[1:]):
-            self.launch("scatter_slice", n, in_order, out_order, _i(n), succ, _i(lo), _i(hi))
+        self.launch_sliced("scatter_slice", n, n, in_order, out_order, _i(n), succ)
         return osrc, odst, fwd, elabel, n, virtual
     # --8<-- [end:undirected]
 

@@ -156,14 +156,20 @@ extern "C" __global__ void mismatch(const int *a, const int *b, int n, int *out)
 }
 
 // --8<-- [start:pair]
-// succ[in_order[i]] = out_order[i] for the successors that land in succ[lo, hi): the host
-// launches it once per slice of succ small enough to stay in L2 while the scattered writes fill
-// it; the inputs stream past with ld.global.cs (evict first). The slice at 0 also checks in = out.
+// succ[in_order[i]] = out_order[i] if that successor lands in succ[lo, hi): the host launches
+// the scatter once per slice of succ small enough to stay in L2 while the scattered writes fill
+// it; the inputs stream past with ld.global.cs (evict first).
+__device__ __forceinline__ void scatter_in_slice(const int *in_order, const int *out_order, int *succ, i64 i,
+                                                 int lo, int hi) {
+    int t = __ldcs(in_order + i);
+    if (t >= lo && t < hi) succ[t] = __ldcs(out_order + i);
+}
+
+// Step 1's scatter, launched once per slice of succ; the slice at 0 also checks in = out.
 extern "C" __global__ void pair(const int *in_order, const int *out_order, const int *ssrc, const int *sdst, int n,
                                 int *succ, int *out, int slot, int lo, int hi) {
     GRID_LOOP(i, n) {
-        int t = __ldcs(in_order + i);
-        if (t >= lo && t < hi) succ[t] = __ldcs(out_order + i);
+        scatter_in_slice(in_order, out_order, succ, i, lo, hi);
         if (lo == 0 && __ldcs(ssrc + i) != __ldcs(sdst + i)) {
             atomicAdd(&out[slot], 1);
             atomicMin(&out[slot + 1], (int)i);
@@ -289,10 +295,7 @@ extern "C" __global__ void dart_pairs(const int *order, const int *skeys, const 
 
 // succ[in_order[i]] = out_order[i] for the successors in succ[lo, hi) (`pair` without its check).
 extern "C" __global__ void scatter_slice(const int *in_order, const int *out_order, int n, int *succ, int lo, int hi) {
-    GRID_LOOP(i, n) {
-        int t = __ldcs(in_order + i);
-        if (t >= lo && t < hi) succ[t] = __ldcs(out_order + i);
-    }
+    GRID_LOOP(i, n) scatter_in_slice(in_order, out_order, succ, i, lo, hi);
 }
 // --8<-- [end:darts]
 

@@ -271,18 +271,24 @@ def mismatch(a, b, n, out):
 
 
 # --8<-- [start:pair]
+@cuda.jit(device=True, inline=True)
+def scatter_in_slice(in_order, out_order, succ, i, lo, hi):
+    """succ[in_order[i]] = out_order[i] if that lands in succ[lo:hi] (one
+    launch per slice that fits in L2; inputs read with the evict-first hint)."""
+    t = cuda.ldcs(in_order, i)
+    if t >= lo and t < hi:
+        succ[uint32(t)] = cuda.ldcs(out_order, i)
+
+
 @cuda.jit
 def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot, lo, hi):
-    """Step 1: the k-th in-edge of every vertex is followed by its k-th
-    out-edge (those in succ[lo:hi]: one launch per slice that fits in L2). The
-    slice at 0 also checks in = out at every vertex: out[slot] counts where the
-    sorted keys differ, out[slot + 1] is the first (host presets 0, INT32_MAX)."""
+    """Step 1: each vertex's k-th in-edge is followed by its k-th out-edge. The
+    slice at 0 also checks in = out: out[slot] counts where the sorted keys
+    differ, out[slot + 1] is the first (host presets 0, INT32_MAX)."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
-        t = cuda.ldcs(in_order, i)
-        if t >= lo and t < hi:
-            succ[uint32(t)] = cuda.ldcs(out_order, i)
+        scatter_in_slice(in_order, out_order, succ, i, lo, hi)
         if lo == 0 and cuda.ldcs(ssrc, i) != cuda.ldcs(sdst, i):
             cuda.atomic.add(out, slot, 1)
             cuda.atomic.min(out, slot + 1, int32(i))
@@ -448,9 +454,7 @@ def scatter_slice(in_order, out_order, n, succ, lo, hi):
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
-        t = cuda.ldcs(in_order, i)
-        if t >= lo and t < hi:
-            succ[uint32(t)] = cuda.ldcs(out_order, i)
+        scatter_in_slice(in_order, out_order, succ, i, lo, hi)
         i += stride
 # --8<-- [end:darts]
 
