@@ -309,6 +309,16 @@ def resident_blocks(threads: int, shared_bytes: int, registers: int, limits: SML
     return max(1, min(lim.blocks, by_threads, by_shared, by_registers))
 
 
+def registers_fit(threads: int, registers: int, limits: SMLimits | None = None) -> bool:
+    """Whether one block of `threads` threads at `registers` registers per thread fits an SM's
+    register file (counted as `resident_blocks` counts it): a launch that does not fails with
+    LAUNCH_OUT_OF_RESOURCES."""
+    lim = limits or sm_limits()
+    warps = -(-threads // 32)
+    per_warp = -(-max(registers, 1) * 32 // 256) * 256
+    return 4 * ((lim.registers // 4) // per_warp) >= warps
+
+
 def release_memory() -> None:
     """Give freed device buffers back to the driver now, before a large allocation.
 

@@ -42,6 +42,7 @@ MAX_N = 4096  # packed offsets i(i-1)/2 + j are computed in 32-bit integers
 INT64_MAX = 2**63 - 1  # the incremental kernels count their chunks in a signed 64-bit int
 SYMMETRY_TOL = 1e-12
 CONST_PAIRS = 8192  # __constant__ double Q_const[8192]: 64 KiB
+LANE_SLOTS = 8  # the partial sums a lane of subset_lanes keeps (kernels.cu and kernels_numba.LANE_SLOTS)
 
 
 # --8<-- [start:validate]
@@ -395,6 +396,7 @@ def numba_kernel(name: str, p: dict):
         "subset_incremental": lambda: kn.incremental_kernel(p["SUBSET_K"], False),
         "subset_incremental_warp": lambda: kn.incremental_kernel(p["SUBSET_K"], True),
         "subset_incremental_global": lambda: kn.incremental_kernel(p["SUBSET_K"], False, "global"),
+        "subset_lanes": lambda: kn.lanes_kernel(p["SUBSET_K"]),
         "final_argmin": lambda: kn.final_argmin,
     }
     return factories[name]()
@@ -583,10 +585,13 @@ class SeedPlan(SearchPlan):
 
 class IncrementalPlan(SearchPlan):
     """The incremental variants' search, for both backends: chunks of `params["CHUNK"]`
-    consecutive ranks per thread (shorter for small problems, so that every SM gets threads),
+    consecutive ranks per thread (per warp where `policy.per_warp`) (shorter for small problems, so that every SM gets threads),
     the whole search in one launch, then `policy.final` reduces the blocks' answers in one
     block of `params["FINAL_BLOCK"]` threads, on the device: one (value, rank) pair comes back
-    (16 bytes, into pinned memory), however many blocks searched."""
+    (16 bytes, into pinned memory), however many blocks searched. A block larger than the
+    kernel's registers allow on this GPU (`device.registers_fit`) is halved until it fits:
+    `incremental_lanes` needs more than 128 registers a thread at large k, where a 512-thread
+    launch would fail."""
 
     def __init__(self, policy, backend, n, k, params, width):
         block = geometry(params)[0]
@@ -594,14 +599,23 @@ class IncrementalPlan(SearchPlan):
             raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
         check_reduction_block("FINAL_BLOCK", params["FINAL_BLOCK"])
         super().__init__(policy, backend, n, k, params, width)
+        self.regs = self.registers()
+        while self.regs and self.block > 32 and not device.registers_fit(self.block, self.regs):
+            self.block //= 2  # a block the kernel's registers allow (incremental_lanes at large k needs > 128)
+        self.nbytes = shared_bytes(policy, n, k, self.block)
         chunk = params.get("CHUNK", 256)
-        target = device.info().sm_count * 2048  # threads that fill every SM
+        lanes = 32 if policy.per_warp else 1  # the threads that share a chunk
+        if policy.per_warp and n > 32 * LANE_SLOTS:
+            raise LimitError(f"n = {n} exceeds {policy.kernel}'s limit of {32 * LANE_SLOTS} strategies (each of a "
+                             f"warp's 32 lanes keeps {LANE_SLOTS} partial sums in registers); use incremental_global")
+        target = device.info().sm_count * 2048 // lanes  # chunks that fill every SM
         self.chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(width, target)))
         self.nchunks = ceil_div(width, self.chunk)
         if self.nchunks > INT64_MAX:
             raise LimitError(f"{width} ranks in chunks of {self.chunk} make {self.nchunks} chunks, over the kernels' "
                              f"64-bit signed chunk count ({INT64_MAX}); use a larger CHUNK")
-        self.grid = max(1, min(ceil_div(self.nchunks, self.block), self.max_blocks, self.waves_cap(params)))
+        per_block = self.block // lanes
+        self.grid = max(1, min(ceil_div(self.nchunks, per_block), self.max_blocks, self.waves_cap(params)))
         self.final_block = params["FINAL_BLOCK"]
         self.vals, self.ranks, _ = _block_results(self.grid)  # one pair per block: they stay on the device
         self.out_v, self.out_r, self.out = _block_results(1)  # the one pair that comes back
@@ -617,17 +631,26 @@ class IncrementalPlan(SearchPlan):
         large one lifts the cap. No cap on the simulator, nor where the kernel's registers or the
         device's limits cannot be read (then `MAX_BLOCKS` alone, as before)."""
         waves = params.get("WAVES")
-        if not waves or device.on_simulator():
+        if not waves or not self.regs:
             return self.max_blocks
+        try:
+            per_sm = device.resident_blocks(self.block, self.nbytes, self.regs)
+        except Exception:  # noqa: BLE001  (a cap is an optimization: without its inputs, launch as before)
+            return self.max_blocks
+        return waves * device.info().sm_count * per_sm
+
+    def registers(self) -> int | None:
+        """The search kernel's registers per thread; `None` on the simulator or where they
+        cannot be read."""
+        if device.on_simulator():
+            return None
         from gpulab.subset import kernels_numba
 
         sig = getattr(kernels_numba, self.policy.signature) if self.backend == "numba" else None
         try:
-            regs = self.K.registers(self.policy.kernel, sig)
-            per_sm = device.resident_blocks(self.block, self.nbytes, regs)
-        except Exception:  # noqa: BLE001  (a cap is an optimization: without its inputs, launch as before)
-            return self.max_blocks
-        return waves * device.info().sm_count * per_sm
+            return self.K.registers(self.policy.kernel, sig)
+        except Exception:  # noqa: BLE001  (used to size launches: without it, launch as asked)
+            return None
 
     # --8<-- [start:incremental_host]
     def launch(self, Q, K, start, stop):

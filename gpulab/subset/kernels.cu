@@ -304,6 +304,166 @@ extern "C" __global__ void subset_incremental_warp(const double* __restrict__ Q,
 }
 // --8<-- [end:warp_argmin]
 
+// --8<-- [start:lanes]
+// incremental_lanes: a warp shares everything but the last two indices. A *unit* is a prefix
+// G = c[0..K-3]; its subsets are the pairs (x, j), c[K-3] < x < j < n. Lane L owns the
+// x = xb + L + 32 s (s < LANE_SLOTS: n <= 32 LANE_SLOTS) and keeps, in registers, PX[s] = the
+// sum over the pairs of (G, x) (scan_chunk's P[K-2]). The warp walks j: it loads G's terms of
+// row j once (uniform: broadcasts), and each lane adds its PX, those terms and Q[row j + x] —
+// 32 consecutive words across the warp: no bank conflicts, one load per subset. The terms are
+// scan_chunk's, in its order: the same sums, bit for bit.
+#define LANE_SLOTS 8
+
+// Ranks from the unit's first subset (G, xb, xb+1) to (G, x, x+1): the x' in [xb, x) each own n-1-x' subsets.
+__device__ __forceinline__ int rows_before(int x, int xb, int n)
+{
+    return (x - xb) * (n - 1) - (x * (x - 1) - xb * (xb - 1)) / 2;
+}
+
+// One unit, the x in [xlo, xhi] of it (all of it unless the chunk cuts it: BOUNDED then also
+// keeps only the ranks in [start, end)).
+template <int K, bool BOUNDED>
+__device__ __forceinline__ void lanes_unit(const double* __restrict__ Q, const int* c, int n, int xb, int xlo, int xhi,
+                                           const double* PX, u64 RG, u64 start, u64 end, int lane, double& best,
+                                           u64& best_rank)
+{
+    for (int j = xlo + 1; j < n; ++j) {
+        const int rj = j * (j - 1) / 2;
+        double g[K > 2 ? K - 2 : 1];  // G's terms of row j, the same in every lane
+#pragma unroll
+        for (int a = 0; a < K - 2; ++a) g[a] = Q[rj + c[a]];
+        // --8<-- [start:lanes_hot]
+#pragma unroll
+        for (int s = 0; s < LANE_SLOTS; ++s) {
+            if (xb + 32 * s >= j || xb + 32 * s > xhi) break;  // the warp's x's from here on are past j
+            const int x = xb + lane + 32 * s;
+            if (x < j && x >= xlo && x <= xhi) {
+                double v = PX[s];
+#pragma unroll
+                for (int a = 0; a < K - 2; ++a) v += g[a];
+                v += Q[rj + x];  // lanes: consecutive x, consecutive words
+                if (v <= best) {  // rare once best is small: then the rank
+                    const u64 r = RG + (u64)(rows_before(x, xb, n) + j - x - 1);
+                    if ((!BOUNDED || (r >= start && r < end)) && (v < best || r < best_rank)) {
+                        best = v;
+                        best_rank = r;
+                    }
+                }
+            }
+        }
+        // --8<-- [end:lanes_hot]
+    }
+}
+
+template <int K>
+__device__ __forceinline__ void scan_lanes(const double* __restrict__ Q, const u64* __restrict__ T, int n,
+                                           u64 start, u64 count, int lane, double& best, u64& best_rank)
+{
+    if (K == 1) {  // every sum is 0.0: the chunk's first rank is its best
+        if (better(0.0, start, best, best_rank)) { best = 0.0; best_rank = start; }
+        return;
+    }
+    int c[K];
+    double P[K];
+    const int stride = n + 1;
+    {  // unrank start (every lane the same)
+        u64 m = start;
+        int x = 0;
+#pragma unroll
+        for (int i = 0; i < K; ++i) {
+            const int r = K - 1 - i;
+            while (m >= T[r * stride + n - 1 - x]) { m -= T[r * stride + n - 1 - x]; ++x; }
+            c[i] = x++;
+        }
+    }
+    P[0] = 0.0;
+#pragma unroll
+    for (int b = 1; b < K - 2; ++b) {  // the pairs inside G
+        const int rb = c[b] * (c[b] - 1) / 2;
+        double s = P[b - 1];
+#pragma unroll
+        for (int a = 0; a < b; ++a) s += Q[rb + c[a]];
+        P[b] = s;
+    }
+    const u64 end = start + count;
+    int xb = K >= 3 ? c[K >= 3 ? K - 3 : 0] + 1 : 0;
+    u64 RG = start - (u64)(rows_before(c[K - 2], xb, n) + c[K - 1] - c[K - 2] - 1);  // the rank of (G, xb, xb+1)
+    while (true) {
+        const int m = n - xb;
+        const u64 size = (u64)m * (m - 1) / 2;
+        const double PG = K >= 3 ? P[K >= 3 ? K - 3 : 0] : 0.0;
+        double PX[LANE_SLOTS];
+#pragma unroll
+        for (int s = 0; s < LANE_SLOTS; ++s) {
+            const int x = xb + lane + 32 * s;
+            double v = PG;
+            if (x < n) {
+                const int rx = x * (x - 1) / 2;
+#pragma unroll
+                for (int a = 0; a < K - 2; ++a) v += Q[rx + c[a]];
+            }
+            PX[s] = v;
+        }
+        if (RG >= start && end - RG >= size) {
+            lanes_unit<K, false>(Q, c, n, xb, xb, n - 2, PX, RG, start, end, lane, best, best_rank);
+        } else {  // the chunk cuts this unit: only the x's its ranks reach
+            int xlo = xb, xhi = xb;
+            u64 r = RG;
+            for (int x = xb; x < n - 1; ++x) {
+                const u64 next = r + (u64)(n - 1 - x);  // (G, x, .) holds the ranks [r, next)
+                if (next <= start) xlo = x + 1;
+                if (r < end) xhi = x;
+                r = next;
+            }
+            lanes_unit<K, true>(Q, c, n, xb, xlo, xhi, PX, RG, start, end, lane, best, best_rank);
+        }
+        if (end - RG <= size) break;
+        RG += size;
+        if (K < 3) break;
+        int i = -1;  // the next G: the rightmost of c[0..K-3] that can still move (uniform)
+#pragma unroll
+        for (int t = 0; t < K - 2; ++t) if (c[t] != n - K + t) i = t;
+        if (i < 0) break;
+#pragma unroll
+        for (int t = 0; t < K - 2; ++t) {
+            if (t == i) c[t] += 1;
+            else if (t > i) c[t] = c[t > 0 ? t - 1 : 0] + 1;
+        }
+#pragma unroll
+        for (int b = 1; b < K - 2; ++b) {
+            if (b >= i) {
+                const int rb = c[b] * (c[b] - 1) / 2;
+                double s = P[b - 1];
+#pragma unroll
+                for (int a = 0; a < b; ++a) s += Q[rb + c[a]];
+                P[b] = s;
+            }
+        }
+        xb = c[K >= 3 ? K - 3 : 0] + 1;
+    }
+}
+
+// One warp per chunk of ranks (grid-stride over warps), Q in shared memory as it comes, the block's argmin.
+extern "C" __global__ void subset_lanes(const double* __restrict__ Q, const u64* __restrict__ T, int n, int npairs,
+                                        u64 base, u64 stop, u64 chunk, long long nchunks, double* out_val,
+                                        u64* out_rank)
+{
+    extern __shared__ double smem[];  // [Q: npairs][values: B][ranks: B]
+    stage_q(Q, smem, npairs);
+    double best = INF_D;
+    u64 best_rank = RANK_NONE;
+    const int lane = threadIdx.x % 32, warps = blockDim.x / 32;
+    const long long stride = (long long)gridDim.x * warps;
+    for (long long t = blockIdx.x * (long long)warps + threadIdx.x / 32; t < nchunks; t += stride) {
+        const u64 start = base + (u64)t * chunk;
+        const u64 count = min(chunk, stop - start);
+        scan_lanes<SUBSET_K>(smem, T, n, start, count, lane, best, best_rank);
+    }
+    block_argmin(smem + npairs, (u64*)(smem + npairs + blockDim.x), best, best_rank);
+    if (threadIdx.x == 0) { out_val[blockIdx.x] = best; out_rank[blockIdx.x] = best_rank; }
+}
+// --8<-- [end:lanes]
+
 // --8<-- [start:final]
 extern "C" __global__ void final_argmin(const double* vals, const u64* ranks, int nblocks, double* out_val, u64* out_rank)
 {

@@ -398,3 +398,159 @@ SIG_CHECKS = "void({0}[:, ::1], int32, float64[::1])"
 SIG_PACK = "void({0}[:, ::1], int32, float64[::1])"
 SIG_MOMENTS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], int32[::1])"
 SIG_PAIRS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], float64[:, ::1])"
+
+
+# --8<-- [start:lanes]
+LANE_SLOTS = 8  # the x's a lane owns: n <= 32 * LANE_SLOTS
+
+
+@cuda.jit(device=True)
+def rows_before(x, xb, n):
+    """Ranks from a unit's first subset (G, xb, xb+1) to (G, x, x+1): each x' in [xb, x)
+    owns n-1-x' subsets."""
+    return (x - xb) * (n - 1) - (x * (x - 1) - xb * (xb - 1)) // 2
+
+
+@cuda.jit(device=True)
+def lanes_unit(Q, c, k, n, xb, xlo, xhi, PX, g, RG, start, end, bounded, lane, best, best_rank):
+    """One unit (prefix G = c[0..k-3]), the x in [xlo, xhi] of it; `bounded`: the chunk cuts
+    it, so only the ranks in [start, end) count. Returns the lane's best (sum, rank)."""
+    for j in range(xlo + 1, n):
+        rj = j * (j - 1) // 2
+        for a in range(k - 2):  # G's terms of row j: the same in every lane
+            g[a] = Q[rj + c[a]]
+        # --8<-- [start:lanes_hot]
+        for s in range(LANE_SLOTS):
+            if xb + 32 * s >= j or xb + 32 * s > xhi:
+                break  # the warp's x's from here on are past j
+            x = xb + lane + 32 * s
+            if x < j and x >= xlo and x <= xhi:
+                v = PX[s]
+                for a in range(k - 2):
+                    v += g[a]
+                v += Q[rj + x]  # lanes: consecutive x, consecutive words
+                if v <= best:  # rare once best is small: then the rank
+                    r = RG + uint64(rows_before(x, xb, n) + j - x - 1)
+                    if (not bounded or (r >= start and r < end)) and (v < best or r < best_rank):
+                        best = v
+                        best_rank = r
+        # --8<-- [end:lanes_hot]
+    return best, best_rank
+
+
+@cuda.jit(device=True)
+def scan_lanes(Q, T, n, k, start, count, c, P, PX, g, lane, best, best_rank):
+    """A warp's walk over the ranks [start, start + count): `lanes_unit` over the units
+    (prefixes G = c[0..k-3]) they reach, first and last cut by the chunk. Lane L owns the
+    x = xb + L + 32 s and keeps PX[s], the sum over the pairs of (G, x) (scan_chunk's
+    P[k-2]); the sums are scan_chunk's, term for term, in its order."""
+    if k == 1:  # every sum is 0.0: the chunk's first rank is its best
+        if better(0.0, start, best, best_rank):
+            return 0.0, start
+        return best, best_rank
+    m = start
+    x = 0
+    for i in range(k):  # unrank start: every lane the same
+        r = k - 1 - i
+        while m >= T[r, n - 1 - x]:
+            m -= T[r, n - 1 - x]
+            x += 1
+        c[i] = x
+        x += 1
+    P[0] = 0.0
+    for b in range(1, k - 2):  # the pairs inside G
+        rb = c[b] * (c[b] - 1) // 2
+        s = P[b - 1]
+        for a in range(b):
+            s += Q[rb + c[a]]
+        P[b] = s
+    end = start + count
+    xb = c[k - 3] + 1 if k >= 3 else 0
+    RG = start - uint64(rows_before(c[k - 2], xb, n) + c[k - 1] - c[k - 2] - 1)  # the rank of (G, xb, xb+1)
+    while True:
+        mm = n - xb
+        size = uint64(mm * (mm - 1) // 2)
+        PG = P[k - 3] if k >= 3 else 0.0
+        for s in range(LANE_SLOTS):
+            x = xb + lane + 32 * s
+            v = PG
+            if x < n:
+                rx = x * (x - 1) // 2
+                for a in range(k - 2):
+                    v += Q[rx + c[a]]
+            PX[s] = v
+        if RG >= start and end - RG >= size:
+            best, best_rank = lanes_unit(Q, c, k, n, xb, xb, n - 2, PX, g, RG, start, end, False, lane,
+                                         best, best_rank)
+        else:  # the chunk cuts this unit: only the x's its ranks reach
+            xlo = xb
+            xhi = xb
+            r = RG
+            for x in range(xb, n - 1):
+                nxt = r + uint64(n - 1 - x)  # (G, x, .) holds the ranks [r, nxt)
+                if nxt <= start:
+                    xlo = x + 1
+                if r < end:
+                    xhi = x
+                r = nxt
+            best, best_rank = lanes_unit(Q, c, k, n, xb, xlo, xhi, PX, g, RG, start, end, True, lane,
+                                         best, best_rank)
+        if end - RG <= size:
+            break
+        RG += size
+        if k < 3:
+            break
+        i = -1  # the next G: the rightmost of c[0..k-3] that can still move (uniform)
+        for t in range(k - 2):
+            if c[t] != n - k + t:
+                i = t
+        if i < 0:
+            break
+        for t in range(k - 2):
+            if t == i:
+                c[t] += 1
+            elif t > i:
+                c[t] = c[t - 1] + 1
+        for b in range(1, k - 2):
+            if b >= i:
+                rb = c[b] * (c[b] - 1) // 2
+                s = P[b - 1]
+                for a in range(b):
+                    s += Q[rb + c[a]]
+                P[b] = s
+        xb = c[k - 3] + 1
+    return best, best_rank
+
+
+@lru_cache(maxsize=None)
+def lanes_kernel(K: int):
+    """One warp per chunk of consecutive ranks ([`scan_lanes`][gpulab.subset.kernels_numba.scan_lanes]),
+    Q copied into shared memory, the block's argmin; `K` a compile-time constant, as in
+    `incremental_kernel`."""
+    KA = max(K, 1)
+    GA = max(K - 2, 1)
+
+    @cuda.jit
+    def subset_lanes(Q, T, n, npairs, base, stop, chunk, nchunks, out_val, out_rank):
+        fs = cuda.shared.array(0, float64)
+        us = cuda.shared.array(0, uint64)
+        q, o = q_in_shared(Q, fs, npairs)
+        c = cuda.local.array(KA, int32)
+        P = cuda.local.array(KA, float64)
+        PX = cuda.local.array(LANE_SLOTS, float64)
+        g = cuda.local.array(GA, float64)
+        best = np.inf
+        best_rank = RANK_NONE
+        lane = cuda.threadIdx.x % 32
+        warps = cuda.blockDim.x // 32
+        for t in range(cuda.blockIdx.x * warps + cuda.threadIdx.x // 32, nchunks, cuda.gridDim.x * warps):
+            start = base + uint64(t) * chunk
+            count = min(chunk, stop - start)
+            best, best_rank = scan_lanes(q, T, n, K, start, count, c, P, PX, g, lane, best, best_rank)
+        v, r = block_argmin(fs, us, o, best, best_rank)
+        if cuda.threadIdx.x == 0:
+            out_val[cuda.blockIdx.x] = v
+            out_rank[cuda.blockIdx.x] = r
+
+    return subset_lanes
+# --8<-- [end:lanes]

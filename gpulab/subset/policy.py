@@ -30,6 +30,9 @@ class SubsetPolicy:
         signature: numba's launch signature (a `SIG_*` name of `kernels_numba`), compiled
             first to opt the kernel into more than 48 KiB of dynamic shared memory.
         final: the kernel that reduces the blocks' answers (`chunked`).
+        per_warp: a chunked kernel whose chunks of ranks go to whole warps (the lanes share a
+            prefix and split its last indices), not to threads: the plan sizes its chunks and
+            grid in warps.
         compares_sums: the argmin compares squared sums (the incremental scans and the CPU
             baseline), not distances: sqrt maps neighbouring doubles to one, so on ties the two
             orders differ, and a merge of partial searches must compare what the variant compares.
@@ -43,3 +46,4 @@ class SubsetPolicy:
     signature: str = ""
     final: str = "final_argmin"
     compares_sums: bool = False
+    per_warp: bool = False

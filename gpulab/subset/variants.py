@@ -21,9 +21,14 @@ SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 # an earlier run (docs/benchmarks/ab-runs/subset-grid-waves-h100.log) one wave (132 blocks at
 # n = 200, 264 at n = 100, where an SM runs 2) took 12.5, 462 and 7.42 ms, two 12.6, 463 and 7.24.
 INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256, WAVES=2)
+# Lanes: a chunk of ranks per warp, so chunks are 32 times as long as incremental's (the
+# warp's lanes split each unit's subsets); at least 256 ranks for small problems. The same
+# blocks and waves as incremental.
+LANES = dict(INCREMENTAL, CHUNK=32 * 1024, CHUNK_MIN=256)
 # On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
 SEED_SIM = dict(BLOCK=32, MAX_BLOCKS=3)
 INCREMENTAL_SIM = dict(SEED_SIM, CHUNK=7, FINAL_BLOCK=32)
+LANES_SIM = dict(INCREMENTAL_SIM, CHUNK=224, CHUNK_MIN=224)  # 7 ranks a lane, as incremental has 7 a thread
 
 # How each kernel launches (policy.SubsetPolicy): where Q lives, the shared memory per thread, the
 # launch sequence (the seed's host partition loop, or the incremental scan's one launch).
@@ -49,6 +54,10 @@ _LADDER = [
      "memory, so no shared-memory cap on n",
      SubsetPolicy("subset_incremental_global", **dict(INCREMENTAL_POLICY, q_in="global")), INCREMENTAL,
      INCREMENTAL_SIM, False, False),
+    ("incremental_lanes", ("global", "shared", "registers"),
+     "a warp per chunk: its lanes share all but the last two indices, each lane keeps its second-to-last "
+     "index's prefix sum in registers, so a subset costs one read of Q, 32 consecutive words across the warp",
+     SubsetPolicy("subset_lanes", **dict(INCREMENTAL_POLICY, per_warp=True)), LANES, LANES_SIM, False, False),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs).
@@ -184,4 +193,5 @@ def ptx_targets() -> list[tuple[str, object, str]]:
     for K in CHECK_KS:
         for warp, q_in, tag in ((False, "shared", ""), (True, "shared", ",warp"), (False, "global", ",global")):
             out.append((f"subset_incremental[K={K}{tag}]", kn.incremental_kernel(K, warp, q_in), kn.SIG_INCREMENTAL))
+        out.append((f"subset_lanes[K={K}]", kn.lanes_kernel(K), kn.SIG_INCREMENTAL))
     return out

@@ -86,7 +86,8 @@ def _limit_case(variant):
     return None, None
 
 
-LIMITED = [v for v in REGISTRY if v.name in ("shared", "constant_local", "incremental", "incremental_warp")]
+LIMITED = [v for v in REGISTRY if v.name in ("shared", "constant_local", "incremental", "incremental_warp",
+                                             "incremental_lanes")]
 
 
 @pytest.mark.parametrize("variant", LIMITED, ids=lambda v: v.key)
@@ -303,7 +304,8 @@ def test_cuda_c_on_simulator_says_why():
 
 def test_every_ladder_step_has_both_backends():
     assert set(REGISTRY.names("numba")) == set(REGISTRY.names("cuda-c")) == {
-        "global", "shared", "constant_local", "incremental", "incremental_warp", "incremental_global"}
+        "global", "shared", "constant_local", "incremental", "incremental_warp", "incremental_global",
+        "incremental_lanes"}
     assert set(REGISTRY.names("cpu")) == {"cpu_parallel", "reference"}
 
 

@@ -46,7 +46,7 @@ def test_waves_cap_the_grid_of_a_plan(monkeypatch):
     monkeypatch.setattr(device, "info", lambda: type(info)(**{**info.as_dict(), "sm_count": 132}))
     monkeypatch.setattr(device, "sm_limits", lambda: SM90)
     for plan in plans.values():
-        monkeypatch.setattr(plan.K, "registers", lambda name, sig=None: 56)
+        plan.regs = 56
     # n = 200: Q fills an SM with the GPU's 512-thread blocks; n = 50: registers allow 2
     big = dict(p, BLOCK=512, WAVES=2)
     plans[200].block = plans[50].block = 512
@@ -61,7 +61,38 @@ def test_waves_cap_the_grid_of_a_plan(monkeypatch):
         raise RuntimeError("this provider cannot say")
 
     monkeypatch.setattr(plans[50].K, "registers", no_registers)  # without its inputs: no cap, as before
-    assert plans[50].waves_cap(big) == plans[50].max_blocks
+    plans[50].regs = plans[50].registers()
+    assert plans[50].regs is None and plans[50].waves_cap(big) == plans[50].max_blocks
+
+
+@pytest.mark.parametrize("threads, regs, fits", [
+    (512, 128, True), (512, 129, False),   # 128 x 32 = 4,096 a warp: 4 per quarter, 16 warps
+    (256, 168, True), (512, 168, False),   # 168 x 32 = 5,376: 3 per quarter, 12 warps
+    (1024, 64, True), (1024, 65, False),   # why 1024-thread blocks need <= 64 registers
+    (32, 255, True),
+])
+def test_registers_fit_follows_the_register_file(threads, regs, fits):
+    assert device.registers_fit(threads, regs, SM90) is fits
+
+
+@pytest.mark.parametrize("name", ["incremental", "incremental_lanes"])
+def test_a_block_the_registers_cannot_hold_is_halved(rng, monkeypatch, name):
+    """A kernel whose registers do not allow the block asked for (incremental_lanes at k = 16
+    on a GPU: more than 128 registers, so no 512-thread block) launches the largest power of
+    two that fits, with its shared memory, and gives the reference's answer."""
+    monkeypatch.setattr(device, "sm_limits", lambda: SM90)
+    monkeypatch.setattr(host.IncrementalPlan, "registers", lambda self: 168)
+    ss.clear_cache()
+    n, k = int(rng.integers(9, 14)), 3
+    C, S = planted(rng, n, k)
+    v = REGISTRY.get(name, "numba")
+    over = {"BLOCK": 512}
+    plan, _, _ = host.plan_for(v.policy, "numba", n, k, v.launch_params(over))
+    assert plan.block == 256 and plan.nbytes == host.shared_bytes(v.policy, n, k, 256)
+    ref = expect(C, S)
+    got = ss.least_correlated(C, k, variant=name, backend="numba", params=over)
+    assert got.combination == ref.combination and got.rank == ref.rank
+    ss.clear_cache()
 
 
 def test_waves_is_a_known_parameter_and_checked():
