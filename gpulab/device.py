@@ -304,19 +304,21 @@ def resident_blocks(threads: int, shared_bytes: int, registers: int, limits: SML
     by_threads = lim.threads // (warps * 32)
     per_block = -(-(shared_bytes + lim.reserved_shared) // 128) * 128  # allocated in units of 128 bytes
     by_shared = lim.shared // per_block if shared_bytes else lim.blocks
+    return max(1, min(lim.blocks, by_threads, by_shared, _warps_by_registers(registers, lim) // warps))
+
+
+def _warps_by_registers(registers: int, lim: SMLimits) -> int:
+    """The warps an SM's register file holds at `registers` a thread: registers per warp in
+    units of 256, from the four quarters of the file."""
     per_warp = -(-max(registers, 1) * 32 // 256) * 256
-    by_registers = 4 * ((lim.registers // 4) // per_warp) // warps
-    return max(1, min(lim.blocks, by_threads, by_shared, by_registers))
+    return 4 * ((lim.registers // 4) // per_warp)
 
 
 def registers_fit(threads: int, registers: int, limits: SMLimits | None = None) -> bool:
     """Whether one block of `threads` threads at `registers` registers per thread fits an SM's
     register file (counted as `resident_blocks` counts it): a launch that does not fails with
     LAUNCH_OUT_OF_RESOURCES."""
-    lim = limits or sm_limits()
-    warps = -(-threads // 32)
-    per_warp = -(-max(registers, 1) * 32 // 256) * 256
-    return 4 * ((lim.registers // 4) // per_warp) >= warps
+    return _warps_by_registers(registers, limits or sm_limits()) >= -(-threads // 32)
 
 
 def release_memory() -> None:

@@ -178,4 +178,4 @@ def test_subset_cpu_variants_run_from_the_reference_module():
 def test_subset_compares_sums_is_policy_data():
     from gpulab.subset.variants import COMPARES_SUMS
 
-    assert COMPARES_SUMS == {"incremental", "incremental_warp", "incremental_global", "cpu_parallel"}
+    assert COMPARES_SUMS == {"incremental", "incremental_warp", "incremental_global", "incremental_lanes", "cpu_parallel"}

@@ -273,8 +273,7 @@ def mismatch(a, b, n, out):
 # --8<-- [start:pair]
 @cuda.jit(device=True, inline=True)
 def scatter_in_slice(in_order, out_order, succ, i, lo, hi):
-    """succ[in_order[i]] = out_order[i] if that lands in succ[lo:hi] (one
-    launch per slice that fits in L2; inputs read with the evict-first hint)."""
+    """succ[in_order[i]] = out_order[i] where it lands in succ[lo:hi] (evict-first loads)."""
     t = cuda.ldcs(in_order, i)
     if t >= lo and t < hi:
         succ[uint32(t)] = cuda.ldcs(out_order, i)
@@ -282,9 +281,8 @@ def scatter_in_slice(in_order, out_order, succ, i, lo, hi):
 
 @cuda.jit
 def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot, lo, hi):
-    """Step 1: each vertex's k-th in-edge is followed by its k-th out-edge. The
-    slice at 0 also checks in = out: out[slot] counts where the sorted keys
-    differ, out[slot + 1] is the first (host presets 0, INT32_MAX)."""
+    """Step 1: each vertex's k-th in-edge is followed by its k-th out-edge. The slice at 0
+    also checks in = out: out[slot] counts where the sorted keys differ, out[slot + 1] is the first."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:

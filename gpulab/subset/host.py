@@ -585,7 +585,8 @@ class SeedPlan(SearchPlan):
 
 class IncrementalPlan(SearchPlan):
     """The incremental variants' search, for both backends: chunks of `params["CHUNK"]`
-    consecutive ranks per thread (per warp where `policy.per_warp`) (shorter for small problems, so that every SM gets threads),
+    consecutive ranks per thread, or per warp where `policy.per_warp` (shorter for small
+    problems, so that every SM gets threads),
     the whole search in one launch, then `policy.final` reduces the blocks' answers in one
     block of `params["FINAL_BLOCK"]` threads, on the device: one (value, rank) pair comes back
     (16 bytes, into pinned memory), however many blocks searched. A block larger than the
@@ -598,6 +599,9 @@ class IncrementalPlan(SearchPlan):
         if block < 32:
             raise LimitError(f"block = {block}: the incremental kernels need at least one full warp (32 threads)")
         check_reduction_block("FINAL_BLOCK", params["FINAL_BLOCK"])
+        if policy.per_warp and n > 32 * LANE_SLOTS:  # (shared memory caps n lower on today's GPUs)
+            raise LimitError(f"n = {n} exceeds {policy.kernel}'s limit of {32 * LANE_SLOTS} strategies (each of a "
+                             f"warp's 32 lanes keeps {LANE_SLOTS} partial sums); use incremental_global")
         super().__init__(policy, backend, n, k, params, width)
         self.regs = self.registers()
         while self.regs and self.block > 32 and not device.registers_fit(self.block, self.regs):
@@ -605,9 +609,6 @@ class IncrementalPlan(SearchPlan):
         self.nbytes = shared_bytes(policy, n, k, self.block)
         chunk = params.get("CHUNK", 256)
         lanes = 32 if policy.per_warp else 1  # the threads that share a chunk
-        if policy.per_warp and n > 32 * LANE_SLOTS:
-            raise LimitError(f"n = {n} exceeds {policy.kernel}'s limit of {32 * LANE_SLOTS} strategies (each of a "
-                             f"warp's 32 lanes keeps {LANE_SLOTS} partial sums in registers); use incremental_global")
         target = device.info().sm_count * 2048 // lanes  # chunks that fill every SM
         self.chunk = max(min(chunk, params.get("CHUNK_MIN", 32)), min(chunk, ceil_div(width, target)))
         self.nchunks = ceil_div(width, self.chunk)

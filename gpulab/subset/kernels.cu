@@ -387,7 +387,8 @@ __device__ __forceinline__ void scan_lanes(const double* __restrict__ Q, const u
     }
     const u64 end = start + count;
     int xb = K >= 3 ? c[K >= 3 ? K - 3 : 0] + 1 : 0;
-    u64 RG = start - (u64)(rows_before(c[K - 2], xb, n) + c[K - 1] - c[K - 2] - 1);  // the rank of (G, xb, xb+1)
+    const int x0 = c[K >= 2 ? K - 2 : 0];  // (K >= 2 here: K = 1 returned above)
+    u64 RG = start - (u64)(rows_before(x0, xb, n) + c[K - 1] - x0 - 1);  // the rank of (G, xb, xb+1)
     while (true) {
         const int m = n - xb;
         const u64 size = (u64)m * (m - 1) / 2;

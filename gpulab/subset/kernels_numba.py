@@ -65,9 +65,9 @@ def block_argmin(fs, us, o, best, best_rank):
     while step > 0:
         if tid < step:
             v, r = fs[o + tid + step], us[o + B + tid + step]
-            if better(v, r, fs[o + tid], us[o + B + tid]):
-                fs[o + tid] = v
-                us[o + B + tid] = r
+            keep = not better(v, r, fs[o + tid], us[o + B + tid])  # stored either way: the same accesses
+            fs[o + tid] = fs[o + tid] if keep else v  # whatever the data (the tracer's lines do not vary)
+            us[o + B + tid] = us[o + B + tid] if keep else r
         cuda.syncthreads()
         step //= 2
     return fs[o], us[o + B]

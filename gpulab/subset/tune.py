@@ -18,6 +18,7 @@ import gpulab  # noqa: F401
 def main(argv=None) -> int:
     from gpulab import device
     from gpulab.benchmark import device_slug, versions
+    from gpulab.subset import host
     from gpulab.subset.reference import correlation, least_correlated_cpu, squared_packed, synthetic_returns
     from gpulab.subset.variants import REGISTRY
     from gpulab.timing import measure
@@ -45,6 +46,8 @@ def main(argv=None) -> int:
                            "WAVES": p.get("WAVES")}  # the grid cap this sweep ran under (none before WAVES)
                     try:
                         launch = v.run(Q, n, k, p)
+                        # the block launched: a plan halves one the kernel's registers cannot hold
+                        row["launched BLOCK"] = host.plan_for(v.policy, backend, n, k, p)[0].block
                         d, rr = launch()
                         row["check"] = rr == r and math.isclose(d, math.sqrt(2 * s), rel_tol=1e-9)
                         t = measure(launch, warmup=1, repeat=7)

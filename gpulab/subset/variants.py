@@ -13,7 +13,9 @@ SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 # every SM gets threads); 512-thread blocks. The H200 tuning sweep (docs/benchmarks/
 # subset-tuning-h200.json) measured C(200,5) at 13.8 ms with 1024-thread blocks and 15.2 ms with
 # 512, but 1024 threads only launch while the kernel needs <= 64 registers (k <= 5 in CUDA C; the
-# numba kernel needs 70 at k = 5): 1024-thread launches failed with LAUNCH_OUT_OF_RESOURCES.
+# numba kernel needs 70 at k = 5): 1024-thread launches failed with LAUNCH_OUT_OF_RESOURCES (since
+# 2026-11-28 the plan halves such a block instead: host.IncrementalPlan; the sweep records the
+# block that launched).
 # FINAL_BLOCK: the threads of the one block that reduces the blocks' answers. WAVES: at most
 # twice the blocks the GPU runs at once (host.IncrementalPlan.waves_cap). On an H100
 # (docs/benchmarks/subset-grid-h100.json) two waves against the former 132 x 64 blocks, CUDA C:
@@ -23,7 +25,9 @@ SEED = dict(BLOCK=256, MAX_BLOCKS=132 * 16, PARTITION=1 << 24)
 INCREMENTAL = dict(BLOCK=512, MAX_BLOCKS=132 * 64, CHUNK=1024, FINAL_BLOCK=256, WAVES=2)
 # Lanes: a chunk of ranks per warp, so chunks are 32 times as long as incremental's (the
 # warp's lanes split each unit's subsets); at least 256 ranks for small problems. The same
-# blocks and waves as incremental.
+# blocks and waves as incremental, where the kernel's registers allow (from k = 8 they do not
+# allow 512 threads: the plan halves the block). The chunk count aims at 2,048 threads an SM,
+# which this kernel's registers do not reach (16 warps at 126 registers): not tuned for that.
 LANES = dict(INCREMENTAL, CHUNK=32 * 1024, CHUNK_MIN=256)
 # On numba's simulator (which pays per thread): one warp per block, a few blocks, short chunks.
 SEED_SIM = dict(BLOCK=32, MAX_BLOCKS=3)
@@ -78,6 +82,19 @@ DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_paralle
 # numba's constant_local compiles a kernel for every Q (Q is baked into it), which the
 # benchmark's warm-up hides.
 FASTEST = {"cuda-c": ((230_300, "constant_local"), (None, "incremental"))}
+# Where the table (or a backend's default) picks incremental for k >= 3 and the search's units
+# are large, incremental_lanes instead. A unit is what a warp of incremental_lanes walks per
+# prefix of k-2 indices; the C(n-2, k-2) units hold n(n-1)/(k(k-1)) subsets on average.
+# docs/benchmarks/subset-lanes-h200.json (an H200, 2026-11-28, every step in one run) measured
+# incremental_lanes faster on both backends at C(200,5) (units of 1,990: 8.34 against 12.82 ms in
+# CUDA C), slower in CUDA C at C(100,6) (330: 8.63 against 7.60) and on both at n = 50, k = 5
+# (122.5); the A/B script (docs/benchmarks/ab-runs/subset-lanes-ab-h200.json) measured C(200,6)
+# (1,327: 259 against 462 ms, 457 against 951 in numba). The bound is the smallest unit measured
+# faster on both backends. Not on the simulator (its default stays incremental), nor past the
+# kernel's n <= 256.
+LANES_FROM_UNIT = 1326
+# What a default becomes where lanes_instead holds.
+LARGE_UNITS = {"incremental": "incremental_lanes"}
 # Where the variant a default picks keeps Q in shared memory and n needs more of it than a block
 # of this device gets (n > 237 for incremental's 512-thread blocks on an H100 or H200), the default
 # is this one instead, on the same backend: the same scan, Q read from global memory, no cap on n
@@ -119,13 +136,26 @@ def default_backend() -> str:
 
 def fastest(backend: str, n: int, k: int, limit: int | None = None) -> str:
     """The variant `FASTEST` gives `backend` for C(n, k) subsets: its first row that covers
-    the size and whose variant can run at n; else the backend's default (`beyond_shared`
-    of it)."""
+    the size and whose variant can run at n; else the backend's default; `incremental_lanes`
+    for `incremental` where the units are large (`lanes_instead`); then `beyond_shared` of
+    that."""
     subsets = choose(n, k)
-    for most, name in FASTEST.get(backend, ()):
-        if (most is None or subsets <= most) and host.fits_by_kernel(REGISTRY.get(name, backend).policy, n):
-            return beyond_shared(name, backend, n, k, limit)
-    return beyond_shared(REGISTRY.default(backend), backend, n, k, limit)
+    name = REGISTRY.default(backend)
+    for most, row in FASTEST.get(backend, ()):
+        if (most is None or subsets <= most) and host.fits_by_kernel(REGISTRY.get(row, backend).policy, n):
+            name = row
+            break
+    if lanes_instead(n, k):
+        name = LARGE_UNITS.get(name, name)
+    return beyond_shared(name, backend, n, k, limit)
+
+
+def lanes_instead(n: int, k: int) -> bool:
+    """Whether a default that would run `incremental` runs `incremental_lanes`: k >= 3, units
+    of n(n-1)/(k(k-1)) >= `LANES_FROM_UNIT` subsets on average (C(n, k) over its C(n-2, k-2)
+    units), n within the lanes kernel's 32 x `host.LANE_SLOTS`, and not on numba's simulator."""
+    return (k >= 3 and n <= 32 * host.LANE_SLOTS and not device.on_simulator()
+            and n * (n - 1) >= LANES_FROM_UNIT * k * (k - 1))
 
 
 def beyond_shared(name: str, backend: str, n: int, k: int, limit: int | None = None) -> str:
@@ -146,7 +176,8 @@ def default_choice(n: int, k: int, variant: str | None = None, backend: str | No
     the caller gave (`None`: not named). The one place the defaults are decided:
 
     * no backend and no variant: `default_backend()` (CUDA C where it runs, else numba) with
-      `fastest(backend, n, k)`'s variant for the size (the measured table `FASTEST`);
+      `fastest(backend, n, k)`'s variant for the size (the measured table `FASTEST`, and
+      `incremental_lanes` where its units are large: `lanes_instead`);
     * no backend, a variant: that variant on the default backend, or on the backend that has
       it (`cpu_parallel`: `"cpu"`);
     * a backend and no variant: the backend's default (`DEFAULTS`);

@@ -2,7 +2,7 @@
 runs, with the variant the measured table `FASTEST` gives for the size; numba (its default,
 `incremental`) without pycuda and on the simulator. The machine is emulated (monkeypatched
 `device.on_simulator` and `cudac.unavailable_reason`), so these run anywhere, fast; the table is
-checked against the committed H200 benchmark."""
+checked against the committed H200 benchmark (the newest full run, every step in one run)."""
 
 import json
 from pathlib import Path
@@ -18,7 +18,7 @@ from gpulab.subset.variants import DEFAULTS, FASTEST, REGISTRY, default_choice
 from tests.conftest import ON_SIMULATOR
 
 ROOT = Path(__file__).resolve().parents[2]
-BENCH = ROOT / "docs" / "benchmarks" / "subset-h200.json"
+BENCH = ROOT / "docs" / "benchmarks" / "subset-lanes-h200.json"
 MACHINES = {"gpu+pycuda": (False, True), "gpu": (False, False), "sim": (True, True)}
 
 
@@ -48,8 +48,9 @@ def max_n_by_kernel() -> int:
 
 @pytest.mark.parametrize("machine,expected", [
     ("gpu+pycuda", {(20, 5): ("constant_local", "cuda-c"), (50, 4): ("constant_local", "cuda-c"),
-                    (50, 5): ("incremental", "cuda-c"), (200, 5): ("incremental", "cuda-c")}),
-    ("gpu", {size: ("incremental", "numba") for size in ((20, 5), (50, 4), (50, 5), (200, 5))}),
+                    (50, 5): ("incremental", "cuda-c"), (200, 5): ("incremental_lanes", "cuda-c")}),
+    ("gpu", {**{size: ("incremental", "numba") for size in ((20, 5), (50, 4), (50, 5))},
+             (200, 5): ("incremental_lanes", "numba")}),
     ("sim", {size: ("incremental", "numba") for size in ((20, 5), (50, 4), (50, 5), (200, 5))}),
 ])
 def test_none_picks_by_the_machine_and_the_size(monkeypatch, machine, expected):
@@ -71,6 +72,25 @@ def test_the_variant_follows_the_table_and_falls_back_over_a_limit(monkeypatch):
     assert choose(top, 2) <= most and default_choice(top, 2) == ("constant_local", "cuda-c")
     assert choose(top + 1, 2) <= most and default_choice(top + 1, 2) == ("incremental", "cuda-c")
     assert choose(200, 2) <= most and default_choice(200, 2) == ("incremental", "cuda-c")
+
+
+def test_lanes_where_units_are_large_and_the_kernel_takes_n(monkeypatch):
+    """incremental_lanes replaces a default incremental from units of LANES_FROM_UNIT subsets
+    (C(n, k) / C(n, k-2)), k >= 3, up to n = 256; past the shared-memory cap the default is
+    incremental_global as before; a backend named alone keeps its default."""
+    from gpulab.subset.variants import LANES_FROM_UNIT, lanes_instead
+
+    emulate(monkeypatch, "gpu+pycuda")
+    assert 200 * 199 // 30 == LANES_FROM_UNIT  # the bound is C(200,6)'s units: n(n-1)/(k(k-1))
+    assert choose(200, 6) == 200 * 199 * choose(198, 4) // 30  # C(n, k) over its C(n-2, k-2) units
+    assert lanes_instead(200, 6) and default_choice(200, 6) == ("incremental_lanes", "cuda-c")
+    assert not lanes_instead(100, 6) and default_choice(100, 6) == ("incremental", "cuda-c")  # units of 330
+    assert not lanes_instead(2000, 2)  # k = 2: not measured
+    assert default_choice(236, 5) == ("incremental_lanes", "cuda-c")
+    assert default_choice(300, 5) == ("incremental_global", "cuda-c")  # Q past the shared memory
+    assert default_choice(200, 5, None, "cuda-c") == ("incremental", "cuda-c")
+    monkeypatch.setattr(host, "shared_limit", lambda: 10**9)  # a GPU with room for Q at n = 257
+    assert default_choice(256, 5)[0] == "incremental_lanes" and default_choice(257, 5)[0] == "incremental"
 
 
 def test_every_row_names_a_registered_variant_smallest_first():
@@ -133,7 +153,7 @@ def test_the_api_runs_the_concrete_choice(monkeypatch, rng):
     monkeypatch.setattr(REGISTRY, "resolve", lambda name, backend: resolved.append((name, backend)) or 1 / 0)
     with pytest.raises(ZeroDivisionError):
         ss.search_packed(np.zeros(choose(200, 2)), 200, 5)  # (Q of n = 200; resolve comes first)
-    assert resolved == [("incremental", "cuda-c")]
+    assert resolved == [("incremental_lanes", "cuda-c")]
     C2, n, k = ss.check(C, 3)
     assert (n, k) == (7, 3) and np.array_equal(C2, C)
 

@@ -14,7 +14,7 @@ from gpulab import cudac, device
 from gpulab.errors import GpulabError, LimitError
 from gpulab.subset import bench, host
 from gpulab.subset.combinatorics import choose
-from gpulab.subset.variants import BEYOND_SHARED, REGISTRY, default_backend, default_choice
+from gpulab.subset.variants import BEYOND_SHARED, REGISTRY, default_backend, default_choice, lanes_instead
 from tests.conftest import ON_SIMULATOR, skip_unless_runnable
 from tests.subset.test_call_cache import assert_same, expect, planted
 
@@ -107,11 +107,12 @@ def test_no_backend_switches_to_it_above_the_shared_limit(monkeypatch, rng):
 
 def test_on_an_h200_the_switch_is_at_n_237(monkeypatch):
     """A GPU with CUDA C (emulated: nothing runs) and the H200's 227 KiB per block: the
-    table's incremental up to n = 237 (512-thread blocks), incremental_global from 238."""
+    table's incremental (at k = 5 and n >= 164 its lanes form, whose layout is the same) up to
+    n = 237 (512-thread blocks), incremental_global from 238."""
     monkeypatch.setattr(device, "on_simulator", lambda: False)
     monkeypatch.setattr(cudac, "unavailable_reason", lambda: None)
     monkeypatch.setattr(host, "shared_limit", lambda: 227 * 1024)
-    assert default_choice(237, 5) == ("incremental", "cuda-c")
+    assert default_choice(237, 5) == ("incremental_lanes", "cuda-c")
     assert default_choice(238, 5) == (NAME, "cuda-c")
     assert default_choice(300, 5) == (NAME, "cuda-c")
     assert default_choice(300, 5, None, "numba") == (NAME, "numba")
@@ -131,7 +132,7 @@ def test_a_dask_client_chooses_without_asking_the_device(monkeypatch):
 
     monkeypatch.setattr(host, "shared_limit", asked)
     sm90 = host.SM90_SHARED_OPTIN
-    assert default_choice(237, 5, limit=sm90) == ("incremental", "cuda-c")
+    assert default_choice(237, 5, limit=sm90) == ("incremental_lanes", "cuda-c")
     assert default_choice(238, 5, limit=sm90) == (NAME, "cuda-c")
     assert default_choice(300, 5, None, "numba", limit=sm90) == (NAME, "numba")
     C = np.corrcoef(np.random.default_rng(0).standard_normal((238, 12)))
@@ -152,9 +153,10 @@ def test_a_given_limit_replaces_the_device_and_sm90(monkeypatch, rng):
     small = int(rng.integers(96, 164)) * 1024  # a GPU with less than sm_90's 227 KiB (an A100 opts in to 163 KiB)
     n = next(n for n in range(2, 238) if host.shared_bytes(inc.policy, n, 5, block) > small)
     assert host.shared_bytes(inc.policy, n, 5, block) <= host.SM90_SHARED_OPTIN  # the premise: sm_90 takes it
-    assert default_choice(n, 5, limit=host.SM90_SHARED_OPTIN) == ("incremental", "cuda-c")
+    shared_default = {m: "incremental_lanes" if lanes_instead(m, 5) else "incremental" for m in (n - 1, n)}
+    assert default_choice(n, 5, limit=host.SM90_SHARED_OPTIN) == (shared_default[n], "cuda-c")
     assert default_choice(n, 5, limit=small) == (NAME, "cuda-c")
-    assert default_choice(n - 1, 5, limit=small) == ("incremental", "cuda-c")
+    assert default_choice(n - 1, 5, limit=small) == (shared_default[n - 1], "cuda-c")
     assert default_choice(n, 5, None, "numba", limit=small) == (NAME, "numba")
     assert default_choice(n, 5, "incremental", limit=small) == ("incremental", "cuda-c")  # named: kept
 
