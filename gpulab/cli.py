@@ -358,8 +358,9 @@ def _subset_parser(sub) -> None:
     s.add_argument("--backend", default=None, choices=["numba", "cuda-c", "cpu"],
                    help="cpu: numba's parallel CPU search, no GPU or simulator. Default: cuda-c where it runs "
                         "(a GPU and pycuda: about twice numba's speed), with the variant measured fastest for "
-                        "C(n, k) (constant_local up to 230,300 subsets and n <= 128, else incremental); elsewhere numba, "
-                        "incremental. --json reports the choice")
+                        "C(n, k) (constant_local up to 230,300 subsets and n <= 128, else incremental, or incremental_lanes "
+                        "for k >= 5 and large n); elsewhere numba, the same rule (on the simulator: incremental). "
+                        "--json reports the choice")
     where = s.add_mutually_exclusive_group()
     where.add_argument("--gpus", metavar="all|N", type=_gpu_count,
                        help="a local Dask cluster, one worker per GPU (on the simulator: 2 CPU workers)")

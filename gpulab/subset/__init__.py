@@ -55,7 +55,7 @@ def least_correlated(C, k: int, variant: str | None = None, backend: str | None 
             `"cuda-c"` on a GPU where it runs — twice numba's speed on the H200 (8.9 against
             19.2 ms at C(100,6)) — with the variant measured fastest for C(n, k) (`constant_local`
             up to 230,300 subsets where n <= 128, else `incremental`, or `incremental_lanes`
-            where n(n-1)/(k(k-1)) >= 1,326 and n <= 256), and `"numba"` elsewhere (no
+            where k >= 5, n(n-1)/(k(k-1)) >= 1,326 and n <= 256), and `"numba"` elsewhere (no
             pycuda: the same `incremental_lanes` rule; numba's simulator: `"incremental"`); where that variant's Q
             would not fit the device's shared memory per block (n > 237 on an H200),
             `"incremental_global"`: see [`default_choice`][gpulab.subset.variants.default_choice].

@@ -77,20 +77,22 @@ DEFAULTS = {"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_paralle
 # 2% behind incremental_warp), incremental from C(50,5) = 2,118,760 (0.551 ms against
 # constant_local's 0.862; at C(100,6) and C(200,5) within 1% of incremental_warp). Between
 # those two sizes nothing was measured: the boundary is the last size constant_local won.
-# tests/subset/test_default_backend.py checks every row against that file.
+# tests/subset/test_default_backend.py checks every row against the newest full H200 run
+# (docs/benchmarks/subset-lanes-h200.json, 2026-11-28).
 # Elsewhere (numba's simulator, a GPU without pycuda) numba runs its default, incremental:
 # numba's constant_local compiles a kernel for every Q (Q is baked into it), which the
 # benchmark's warm-up hides.
 FASTEST = {"cuda-c": ((230_300, "constant_local"), (None, "incremental"))}
-# Where the table (or a backend's default) picks incremental for k >= 3 and the search's units
+# Where the table (or a backend's default) picks incremental for k >= 5 and the search's units
 # are large, incremental_lanes instead. A unit is what a warp of incremental_lanes walks per
 # prefix of k-2 indices; the C(n-2, k-2) units hold n(n-1)/(k(k-1)) subsets on average.
 # docs/benchmarks/subset-lanes-h200.json (an H200, 2026-11-28, every step in one run) measured
 # incremental_lanes faster on both backends at C(200,5) (units of 1,990: 8.34 against 12.82 ms in
 # CUDA C), slower in CUDA C at C(100,6) (330: 8.63 against 7.60) and on both at n = 50, k = 5
 # (122.5); the A/B script (docs/benchmarks/ab-runs/subset-lanes-ab-h200.json) measured C(200,6)
-# (1,327: 259 against 462 ms, 457 against 951 in numba). The bound is the smallest unit measured
-# faster on both backends. Not on the simulator (its default stays incremental), nor past the
+# (1,326: 259 against 462 ms, 457 against 951 in numba). The bound is the smallest unit measured
+# faster on both backends among the sizes where the table picks incremental; k >= 5 because only
+# k = 5 and 6 were measured at such sizes (at n = 50, k = 3 and 4 it was slower in numba). Not on the simulator (its default stays incremental), nor past the
 # kernel's n <= 256.
 LANES_FROM_UNIT = 1326
 # What a default becomes where lanes_instead holds.
@@ -151,10 +153,10 @@ def fastest(backend: str, n: int, k: int, limit: int | None = None) -> str:
 
 
 def lanes_instead(n: int, k: int) -> bool:
-    """Whether a default that would run `incremental` runs `incremental_lanes`: k >= 3, units
+    """Whether a default that would run `incremental` runs `incremental_lanes`: k >= 5, units
     of n(n-1)/(k(k-1)) >= `LANES_FROM_UNIT` subsets on average (C(n, k) over its C(n-2, k-2)
     units), n within the lanes kernel's 32 x `host.LANE_SLOTS`, and not on numba's simulator."""
-    return (k >= 3 and n <= 32 * host.LANE_SLOTS and not device.on_simulator()
+    return (k >= 5 and n <= 32 * host.LANE_SLOTS and not device.on_simulator()
             and n * (n - 1) >= LANES_FROM_UNIT * k * (k - 1))
 
 

@@ -76,7 +76,7 @@ def test_the_variant_follows_the_table_and_falls_back_over_a_limit(monkeypatch):
 
 def test_lanes_where_units_are_large_and_the_kernel_takes_n(monkeypatch):
     """incremental_lanes replaces a default incremental from units of LANES_FROM_UNIT subsets
-    (C(n, k) / C(n, k-2)), k >= 3, up to n = 256; past the shared-memory cap the default is
+    (n(n-1)/(k(k-1)) subsets on average), k >= 5, up to n = 256; past the shared-memory cap the default is
     incremental_global as before; a backend named alone keeps its default."""
     from gpulab.subset.variants import LANES_FROM_UNIT, lanes_instead
 
@@ -85,7 +85,7 @@ def test_lanes_where_units_are_large_and_the_kernel_takes_n(monkeypatch):
     assert choose(200, 6) == 200 * 199 * choose(198, 4) // 30  # C(n, k) over its C(n-2, k-2) units
     assert lanes_instead(200, 6) and default_choice(200, 6) == ("incremental_lanes", "cuda-c")
     assert not lanes_instead(100, 6) and default_choice(100, 6) == ("incremental", "cuda-c")  # units of 330
-    assert not lanes_instead(2000, 2)  # k = 2: not measured
+    assert not lanes_instead(2000, 2) and not lanes_instead(200, 4)  # k < 5: not measured
     assert default_choice(236, 5) == ("incremental_lanes", "cuda-c")
     assert default_choice(300, 5) == ("incremental_global", "cuda-c")  # Q past the shared memory
     assert default_choice(200, 5, None, "cuda-c") == ("incremental", "cuda-c")
