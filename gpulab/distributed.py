@@ -456,7 +456,9 @@ def least_correlated(C, k: int, *, client=None, chunks: int | None = None, varia
         client: a ``distributed.Client``; default: the active one.
         chunks: how many rank ranges (tasks); default [`default_chunks`][gpulab.distributed.default_chunks]
             (one per worker: `CHUNKS_PER_WORKER`).
-        variant: chapter 2's variant each task runs; `None`: the backend's default.
+        variant: chapter 2's variant each task runs; `None`: as in the single-GPU search, the
+            variant [`default_choice`][gpulab.subset.variants.default_choice] picks for the size
+            and backend (with no backend either, the one measured fastest for the size).
         backend: its backend (`"numba"`, `"cuda-c"` or `"cpu"`); `None`: as in the single-GPU
             search ([`default_choice`][gpulab.subset.variants.default_choice]: CUDA C with the
             variant measured fastest for the size where CUDA C runs, else numba), decided on

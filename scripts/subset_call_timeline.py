@@ -9,6 +9,9 @@ the kernels alone:
   public ms         least_correlated(C, k, variant=..., backend=...), its plan kept: what a caller
                     that searches again and again pays per call
   validate+pack ms  host.validate + squared_packed: the public call's checks of a host C
+  public dev-C ms   the same call on C already on the device (a numba array): checked and packed there
+  dev checks+Q ms   that call's checks and packing of the device C alone
+  public CuPy ms    the same call on a CuPy C (where CuPy is installed)
   lookup ms         v.run(Q, n, k, params): the kept plan found and bound to Q
   launch ms         launch(): Q into the kept buffer, the kernels, the answer back (16 bytes)
   launch dev-Q ms   the same with Q already on the device (nothing uploaded)
@@ -62,6 +65,15 @@ def kernels_alone(v, plan, dQ, start: int, stop: int):
     return v.run(dQ, plan.n, plan.k, v.launch_params(None))
 
 
+def device_checks(dC, k: int):
+    """A device C's checks and Q, as `least_correlated` makes them (before 2026-11-28: two
+    functions, two launches, a fresh Q and stats buffer every call)."""
+    if hasattr(host, "validated_packed_on_device"):
+        return host.validated_packed_on_device(dC, k)[0]
+    d, n, k = host.validate_on_device(dC, k)
+    return host.squared_packed_on_device(d, n)
+
+
 def timeline(backend: str, variant: str | None, C, Q, dQ, n: int, k: int, repeat: int) -> dict:
     v = subset.REGISTRY.get(variant or subset.REGISTRY.default(backend), backend)
     row = {"backend": backend, "variant": v.name, "n": n, "k": k}
@@ -82,6 +94,16 @@ def timeline(backend: str, variant: str | None, C, Q, dQ, n: int, k: int, repeat
     row["new plan ms"] = clock(public, repeat, before=subset.clear_cache)
     row["public ms"] = clock(public, repeat)
     row["validate+pack ms"] = clock(lambda: squared_packed(host.validate(C, k)[0]), repeat)
+    dC = cuda.to_device(C)
+    row["public dev-C ms"] = clock(lambda: subset.least_correlated(dC, k, variant=v.name, backend=backend), repeat)
+    row["dev checks+Q ms"] = clock(lambda: device_checks(dC, k), repeat)
+    try:
+        import cupy
+    except ImportError:
+        pass
+    else:
+        cC = cupy.asarray(C)
+        row["public CuPy ms"] = clock(lambda: subset.least_correlated(cC, k, variant=v.name, backend=backend), repeat)
     row["lookup ms"] = clock(lambda: v.run(Q, n, k, p), repeat)
     row["launch ms"] = clock(v.run(Q, n, k, p), repeat)
     row["launch dev-Q ms"] = clock(v.run(dQ, n, k, p), repeat)
@@ -95,16 +117,23 @@ def timeline(backend: str, variant: str | None, C, Q, dQ, n: int, k: int, repeat
     return row
 
 
-def profile(backend: str, variant: str | None, C, k: int, calls: int) -> None:
-    """cProfile of `calls` warm public calls: the functions with the most time of their own, then
-    the most time below them (per call, microseconds)."""
+def profile(backend: str, variant: str | None, C, k: int, calls: int, where: str = "host") -> None:
+    """cProfile of `calls` warm public calls on C where `where` says (the host, a numba device
+    array, a CuPy array): the functions with the most time of their own, then the most time
+    below them (per call, microseconds)."""
     from gpulab.timing import host_profile
 
+    if where == "numba":
+        C = cuda.to_device(C)
+    elif where == "cupy":
+        import cupy
+
+        C = cupy.asarray(C)
     v = variant or subset.REGISTRY.default(backend)
     for _ in range(3):
         subset.least_correlated(C, k, variant=v, backend=backend)
     lines = host_profile(lambda: subset.least_correlated(C, k, variant=v, backend=backend), calls)
-    print(f"== {backend}/{v}: {lines[0]}")
+    print(f"== {backend}/{v}, C on {where}: {lines[0]}")
     print("\n".join(lines[1:]))
 
 
@@ -118,13 +147,15 @@ def main() -> None:
     ap.add_argument("--json", help="write the rows, the device, versions and date to this file")
     ap.add_argument("--profile", type=int, metavar="CALLS",
                     help="instead: cProfile CALLS warm public calls per backend, print where the host time goes")
+    ap.add_argument("--profile-input", choices=["host", "numba", "cupy"], default="host",
+                    help="with --profile: where C lies (default: host)")
     a = ap.parse_args()
     C = correlation(synthetic_returns(500, a.n, factors=3, strength=0.5, seed=1))
     Q = squared_packed(C)
     dQ = cuda.to_device(Q)
     if a.profile:
         for b in a.backends:
-            profile(b, a.variant, C, a.k, a.profile)
+            profile(b, a.variant, C, a.k, a.profile, a.profile_input)
         return
     rows = [timeline(b, a.variant, C, Q, dQ, a.n, a.k, a.repeat) for b in a.backends]
     print(f"{device.info().name}: n = {a.n}, k = {a.k}, medians of {a.repeat}")

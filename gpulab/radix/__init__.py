@@ -55,8 +55,8 @@ import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import (describe, device_empty, device_input, is_device_array, numba_stream, shape_dtype, to_caller,
-                           to_host)
+from gpulab.arrays import (describe, device_empty, device_input, device_input_on, is_device_array, numba_stream,
+                           shape_dtype, to_caller, to_host)
 from gpulab.launch import PlanCache
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
@@ -218,12 +218,7 @@ def _take(x, name, buffer, s):
     if not is_device_array(x):
         buffer.copy_to_device(np.ascontiguousarray(x).view(np.uint32), stream=s)
         return _as(buffer, x.dtype)
-    if hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): device_input takes it as it is
-        return device_input(x, name, stream=s, sync=False).array
-    cai = x.__cuda_array_interface__
-    theirs = cai.get("stream")
-    ours = int(s) if s else 1  # numba's default stream is the legacy one: 1 in the interface
-    return device_input(x, name, stream=s, sync=theirs is not None and theirs != ours, cai=cai).array
+    return device_input_on(x, name, stream=s).array
 
 
 def _as(a, dtype):

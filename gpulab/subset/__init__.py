@@ -82,8 +82,7 @@ def least_correlated(C, k: int, variant: str | None = None, backend: str | None 
         BackendUnavailable: the variant cannot run here (the message says why).
     """
     if is_device_array(C):
-        dC, n, k = host.validate_on_device(C, k)
-        Q = host.squared_packed_on_device(dC, n)
+        Q, n, k = host.validated_packed_on_device(C, k)
     else:
         C, n, k = host.validate(C, k)
         Q = squared_packed(C)

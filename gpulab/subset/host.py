@@ -90,35 +90,65 @@ def check_values(nonfinite: int, asymmetry: float, diagonal: float) -> None:
 
 
 # --8<-- [start:validate_device]
-def validate_on_device(C, k) -> tuple[object, int, int]:
-    """[`validate`][gpulab.subset.host.validate] for a matrix on the device: the same checks,
-    the values examined by one kernel where they lie; three numbers come back.
-    Returns `(C as a numba device array, n, k)`."""
-    from numba import cuda
+class DeviceChecks:
+    """What a device C's checks and packing use, made once per (n, calling thread) and kept
+    in `DEVICE_INPUTS` like the plans, so a repeated search allocates nothing: Q, which the
+    search then reads where it lies; two buffers of the three numbers, used in turns (each
+    launch zeroes the one the next launch adds into, so no upload resets them); and the pinned
+    memory they come back into."""
 
-    from gpulab.arrays import device_input
-    from gpulab.subset.kernels_numba import correlation_checks
+    def __init__(self, n: int):
+        from numba import cuda
+
+        self.n = n
+        self.Q = cuda.device_array(max(npairs(n), 1), np.float64)
+        self.stats, self.stale = cuda.to_device(np.zeros(3)), cuda.to_device(np.zeros(3))
+        self.back = device.Readback(3, np.float64)
+
+    def run(self, dC) -> tuple[int, float, float]:
+        """Check and pack dC into `Q`; returns the three numbers."""
+        stats, self.stats, self.stale = self.stats, self.stale, self.stats  # this launch's, then the next one's
+        _check_and_pack(dC, self.n, stats, self.stats, self.Q)
+        nonfinite, asymmetry, diagonal = self.back.fetch(stats)
+        return int(nonfinite), float(asymmetry), float(diagonal)
+
+
+DEVICE_INPUTS = PlanCache(maxsize=8)
+
+
+def _check_and_pack(dC, n: int, stats, stale, dQ) -> None:
+    """One launch of `check_and_pack`: Q from dC, the three numbers added into `stats`
+    (zeroed before), `stale` zeroed."""
+    from gpulab.launch import launch_numba
+    from gpulab.subset.kernels_numba import check_and_pack
+
+    threads, blocks = (256, min(ceil_div(n * n, 256), 132 * 8)) if not device.on_simulator() else (32, 2)
+    launch_numba(check_and_pack, blocks, threads, dC, np.int32(n), stats, stale, dQ)
+
+
+def validated_packed_on_device(C, k) -> tuple[object, int, int]:
+    """[`validate`][gpulab.subset.host.validate] and `squared_packed` for a matrix on the
+    device, in one launch where it lies: the kernel writes Q and three numbers (24 bytes) come
+    back. Returns `(Q, n, k)`; Q is a numba device array of n(n-1)/2 float64 (at least one
+    element), bit-identical to the host's, and a buffer kept for this thread and n: the next
+    such call here overwrites it (`least_correlated` searches it at once)."""
+    from gpulab.arrays import device_input_on
 
     n, k = check_form(C, k)
-    dC = device_input(C, "C").array
-    stats = cuda.to_device(np.zeros(3, np.float64))
-    threads, blocks = (256, min(ceil_div(n * n, 256), 132 * 8)) if not device.on_simulator() else (32, 2)
-    correlation_checks[blocks, threads](dC, np.int32(n), stats)
-    nonfinite, asymmetry, diagonal = stats.copy_to_host()
-    check_values(int(nonfinite), float(asymmetry), float(diagonal))
-    return dC, n, k
+    dC = device_input_on(C, "C").array
+    checks = DEVICE_INPUTS.get((n, threading.get_ident()), lambda: DeviceChecks(n))
+    check_values(*checks.run(dC))
+    return checks.Q, n, k
 
 
 def squared_packed_on_device(dC, n: int):
-    """`Q = pack(C)**2` computed on the device from a device C: a device array of n(n-1)/2
-    float64 (at least one element), bit-identical to the host's."""
+    """`Q = pack(C)**2` computed on the device from a device C (no checks): a new device array
+    of n(n-1)/2 float64 (at least one element), bit-identical to the host's."""
     from numba import cuda
 
-    from gpulab.subset.kernels_numba import pack_squared
-
     dQ = cuda.device_array(max(npairs(n), 1), np.float64)
-    block = (32, 8) if not device.on_simulator() else (8, 4)
-    pack_squared[(ceil_div(n, block[0]), ceil_div(n, block[1])), block](dC, np.int32(n), dQ)
+    unread = cuda.device_array(3, np.float64)
+    _check_and_pack(dC, n, unread, unread, dQ)
     return dQ
 
 
@@ -416,10 +446,11 @@ PLANS = PlanCache(maxsize=8)
 
 
 def clear_cache() -> None:
-    """Drop the kept search plans (kernels, binomial tables, device and pinned buffers): their
-    memory is freed once nothing else holds them. The next search of each shape makes its plan
+    """Drop the kept search plans (kernels, binomial tables, device and pinned buffers) and the
+    buffers of a device C's checks: their memory is freed once nothing else holds them. The next search of each shape makes its plan
     again."""
     PLANS.clear()
+    DEVICE_INPUTS.clear()
 
 
 def launcher(policy: SubsetPolicy, backend: str):

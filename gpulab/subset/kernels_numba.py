@@ -8,9 +8,9 @@ The seed variants (`global`, `shared`, `constant_local`) unrank every subset fro
 scratch and compare distances `sqrt(2 * sum)`; the incremental ones walk chunks of
 consecutive ranks with [`scan_chunk`][gpulab.subset.reference.scan_chunk] and compare sums.
 
-Two helpers serve a correlation matrix that already lives on the device (a CuPy array, a
-PyTorch tensor ...): `correlation_checks` validates it there and `pack_squared` builds `Q`
-from it, so its n² values never cross to the host.
+A correlation matrix that already lives on the device (a CuPy array, a PyTorch tensor ...)
+is validated and packed into `Q` there by one kernel, `check_and_pack`, so its n² values
+never cross to the host.
 """
 
 from __future__ import annotations
@@ -308,21 +308,32 @@ def final_argmin(vals, ranks, nblocks, out_val, out_rank):
 
 # --8<-- [start:device_checks]
 @cuda.jit
-def correlation_checks(C, n, stats):
-    """One pass over C (n×n, any real dtype), read where it lies: NaN/inf entries are counted
-    in `stats[0]`, `stats[1]` becomes max |C[i,j] - C[j,i]| and `stats[2]` max |C[i,i] - 1|.
+def check_and_pack(C, n, stats, stale, Q):
+    """One pass over C (n×n, any real dtype), read where it lies, for both jobs at once:
+    `Q[i(i-1)/2 + j] = C[i, j]**2` for i > j, squared in float64 exactly as the host's
+    `squared_packed` (so every variant sums the same bits), and the checks: NaN/inf entries
+    are counted in `stats[0]`, `stats[1]` becomes max |C[i,j] - C[j,i]| and `stats[2]`
+    max |C[i,i] - 1| (`stats` zeroed before the launch). The first thread zeroes `stale`: the
+    host's other buffer of three, which the next launch adds into.
 
-    Each thread keeps its own count and maxima over a grid-stride loop and touches the three
-    atomics only when it saw something (a valid matrix costs no atomics at all).
+    Consecutive threads take consecutive j of a row, so the reads of C[i, j] and the writes of
+    Q are coalesced. Each thread keeps its own count and maxima over a grid-stride loop and
+    touches the three atomics only when it saw something (a valid matrix costs no atomics).
     """
     bad = 0.0
     asym = 0.0
     diag = 0.0
     nn = uint64(n) * uint64(n)
+    if cuda.grid(1) == 0:
+        stale[0] = 0.0
+        stale[1] = 0.0
+        stale[2] = 0.0
     for p in range(uint64(cuda.grid(1)), nn, uint64(cuda.gridsize(1))):
         i = p // uint64(n)
         j = p - i * uint64(n)
         v = float64(C[i, j])
+        if i > j:
+            Q[i * (i - uint64(1)) // uint64(2) + j] = v * v
         if not math.isfinite(v):
             bad += 1.0
         elif i == j:
@@ -337,16 +348,6 @@ def correlation_checks(C, n, stats):
         cuda.atomic.max(stats, 1, asym)
     if diag > 0.0:
         cuda.atomic.max(stats, 2, diag)
-
-
-@cuda.jit
-def pack_squared(C, n, Q):
-    """`Q[i(i-1)/2 + j] = C[i, j]**2` for i > j (x over j: coalesced reads and writes);
-    squared in float64 exactly as the host's `squared_packed`, so every variant sums the same bits."""
-    j, i = cuda.grid(2)
-    if i < n and j < i:
-        v = float64(C[i, j])
-        Q[i * (i - 1) // 2 + j] = v * v
 # --8<-- [end:device_checks]
 
 
@@ -394,8 +395,7 @@ SIG_SHARED = "void(float64[::1], uint64[:, ::1], int32, int32, int32, uint64, in
 SIG_CONSTANT = "void(uint64[:, ::1], int32, int32, uint64, int64, float64[::1], uint64[::1])"
 SIG_INCREMENTAL = "void(float64[::1], uint64[:, ::1], int32, int32, uint64, uint64, uint64, int64, float64[::1], uint64[::1])"
 SIG_FINAL = "void(float64[::1], uint64[::1], int32, float64[::1], uint64[::1])"
-SIG_CHECKS = "void({0}[:, ::1], int32, float64[::1])"
-SIG_PACK = "void({0}[:, ::1], int32, float64[::1])"
+SIG_CHECKS = "void({0}[:, ::1], int32, float64[::1], float64[::1], float64[::1])"
 SIG_MOMENTS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], int32[::1])"
 SIG_PAIRS = "void({0}[:, ::1], int32, int32, float64[::1], float64[::1], float64[:, ::1])"
 

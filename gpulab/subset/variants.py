@@ -219,8 +219,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
            ("subset_constant_local", kn.constant_local_kernel(np.linspace(0, 1, 8128)), kn.SIG_CONSTANT),
            ("final_argmin", kn.final_argmin, kn.SIG_FINAL)]
     for dt in ("float64", "float32"):
-        out.append((f"correlation_checks[{dt}]", kn.correlation_checks, kn.SIG_CHECKS.format(dt)))
-        out.append((f"pack_squared[{dt}]", kn.pack_squared, kn.SIG_PACK.format(dt)))
+        out.append((f"check_and_pack[{dt}]", kn.check_and_pack, kn.SIG_CHECKS.format(dt)))
         out.append((f"column_moments[{dt}]", kn.column_moments, kn.SIG_MOMENTS.format(dt)))
         out.append((f"correlation_pairs[{dt}]", kn.correlation_pairs, kn.SIG_PAIRS.format(dt)))
     for K in CHECK_KS:

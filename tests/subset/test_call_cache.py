@@ -108,6 +108,41 @@ def test_a_device_c_of_the_same_shape_is_searched_where_it_lies(rng):
     assert len(host.PLANS) == 1
 
 
+def test_a_device_c_reuses_its_buffers_and_is_checked_every_time(rng):
+    """A device C's checks and packing keep their buffers per n: a repeated call allocates
+    nothing, Q is rewritten bit for bit for new data, and the three numbers are reset every
+    call (a bad matrix after a good one is refused, a good one after a bad one accepted)."""
+    host.clear_cache()
+    try:
+        n = 11
+        (C1, r1), (C2, r2) = two_problems(rng, n, 3)
+        bad = C2.copy()
+        bad[4, 7] += 0.01  # asymmetric by 0.01
+        Q1, _, _ = host.validated_packed_on_device(cuda.to_device(C1), 3)
+        assert np.array_equal(Q1.copy_to_host(), ss.squared_packed(C1))
+        with pytest.raises(ShapeError, match=r"not symmetric: max \|C - C.T\| = 0.01"):
+            host.validated_packed_on_device(cuda.to_device(bad), 3)
+        Q2, _, _ = host.validated_packed_on_device(cuda.to_device(C2), 3)
+        assert Q2 is Q1 and len(host.DEVICE_INPUTS) == 1
+        for good_after in (1, 2, 3):  # the two buffers of three numbers, each used again after a bad matrix
+            with pytest.raises(ShapeError, match="not symmetric"):
+                host.validated_packed_on_device(cuda.to_device(bad), 3)
+            for _ in range(good_after):
+                assert host.validated_packed_on_device(cuda.to_device(C2), 3)[0] is Q1
+        assert np.array_equal(Q2.copy_to_host(), ss.squared_packed(C2))
+        for C, r in ((C1, r1), (bad, None), (C2, r2)):
+            if r is None:
+                with pytest.raises(ShapeError, match="not symmetric"):
+                    ss.least_correlated(cuda.to_device(C), 3, variant="incremental", backend="numba")
+            else:
+                assert_same(ss.least_correlated(cuda.to_device(C), 3, variant="incremental", backend="numba"), r, "device C")
+        fresh = ss.squared_packed(cuda.to_device(C1))  # the public helper's Q is the caller's own
+        assert fresh is not Q1 and np.array_equal(fresh.copy_to_host(), ss.squared_packed(C1))
+    finally:
+        host.clear_cache()
+    assert len(host.DEVICE_INPUTS) == 0
+
+
 def test_equal_rank_ranges_share_one_plan(rng):
     """The CLI's chunks and distributed's tasks: ranges of one width, at different starts."""
     C, S = planted(rng, 8, 3)
