@@ -95,3 +95,24 @@ def test_a_rows_marker_can_choose_its_open_columns(tmp_path, rng):
     assert "All 2 records" in text and all(c in text for c in names)  # everything below
     with pytest.raises(KeyError, match="nope"):
         render('cols="backend|nope" ')
+
+
+def test_a_rows_marker_where_filters_a_short_table_and_long_notes_stay_in_the_json(tmp_path, rng):
+    """`where="k=v"` opens only the rows where k is v, even when the table is short enough to
+    open whole (a short table once opened every row, whatever where= said); a long or multi-line
+    text of the JSON (a script's docstring) is not printed under the table."""
+    spec = importlib.util.spec_from_file_location("gpulab_bench_tables_test3", HOOK.with_name("bench_tables.py"))
+    tables = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tables)
+    (tmp_path / "benchmarks").mkdir()
+    backends = ["numba", "cuda-c"] * 3
+    rng.shuffle(backends)
+    rows = [{"backend": b, "population": 1000 * (i + 1), "total_ms": float(rng.uniform(1, 9))}
+            for i, b in enumerate(backends)]
+    doc = {"what": "a docstring\nof several lines " + "x" * 200, "date": "2026-11-28", "rows": rows}
+    (tmp_path / "benchmarks" / "st.json").write_text(__import__("json").dumps(doc))
+    text = tables.ROWS.sub(lambda m: tables._render_rows(m, tmp_path), '<!-- gpulab:rows st where="backend=cuda-c" -->')
+    opened = text.split("All 6 records")[0]
+    assert opened.count("| cuda-c |") == 3 and "| numba |" not in opened, opened
+    assert "backend = cuda-c: 3 of 6 records" in text
+    assert "date = 2026-11-28" in text and "docstring" not in text

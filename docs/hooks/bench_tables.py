@@ -162,13 +162,16 @@ def _open_view(cols, rows, opts, budget: float = TEXT_PX):
              and all(isinstance(r.get(c), str) for r in rows)]
     other = [c for c in varying if c not in params + results + names]
     what = ""
-    if len(rows) > MAX_ROWS:
+    if "where" in opts:  # where="k=v": only those rows open, however many the table has
+        k, v = opts["where"].split("=", 1)
+        shown = [r for r in rows if str(r.get(k)) == v]
+        what = f"{k} = {v}: {len(shown)} of {len(rows)} records"
+        if len(shown) > MAX_ROWS:
+            what += f" (the first {MAX_ROWS} shown)"
+        rows = shown[:MAX_ROWS]
+    elif len(rows) > MAX_ROWS:
         by, lower = _rank_column(cols, rows, opts)
-        if "where" in opts:
-            k, v = opts["where"].split("=", 1)
-            shown = [r for r in rows if str(r.get(k)) == v]
-            what = f"{k} = {v}: {len(shown)} of {len(rows)} records"
-        elif by is not None:
+        if by is not None:
             group = opts["best"].split("|") if "best" in opts else (names if params else names[:1])
             best: dict = {}
             for r in rows:
@@ -244,7 +247,8 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
         if missing:
             raise KeyError(f"{path.name}: cols= names columns it does not have: {missing}")
     out = _rows_table(open_cols, open_rows, rows)
-    meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))}
+    meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))
+            and not (isinstance(v, str) and ("\n" in v or len(v) > 160))}  # long texts stay in the JSON
     note = ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items())
     src = f"from `docs/benchmarks/{path.name}`"
     if what or open_cols != cols:
