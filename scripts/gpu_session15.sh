@@ -63,7 +63,7 @@ if [[ " $stages " == *" gpexp "* ]]; then
 fi
 if [[ " $stages " == *" gpruns "* ]]; then
   for turn in $(seq ${RUNS_TURNS:-2}); do
-    timeout ${AB_T:-200} $py scripts/gp_loop_ab.py --runs 25000x50 --backends cuda-c numba --rounds 3 --tag now \
+    timeout ${AB_T:-200} $py scripts/gp_loop_ab.py --runs 25000x50 --backends cuda-c numba --rounds 3 --seeds ${RUNS_SEEDS:-0} --tag now \
       --json "$OUT/loop-now-$turn.json" > "$OUT/runs-$turn.txt" 2>&1
     say "runs turn $turn exit $? ($(el) s)"; grep -E "round" "$OUT/runs-$turn.txt" | tee -a "$summary"
   done
