@@ -188,7 +188,10 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
     `stream` will read: numba's own taken as it is (never waited for, as numba's own launches
     do not wait), another library's waited for only where its interface names a stream other
     than `stream` (numba's default stream `0` is the legacy one, `1` in the interface), else
-    read through a kept view (no wait, no new wrapper: tens of microseconds less a call)."""
+    read through a kept view (no wait, no new wrapper: tens of microseconds less a call). A host
+    array is `device_input`'s (copied on `stream`)."""
+    if not is_device_array(x):
+        return device_input(x, name, stream=stream, dtypes=dtypes, ndim=ndim)
     if hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): taken as it is
         return device_input(x, name, stream=stream, sync=False, dtypes=dtypes, ndim=ndim)
     cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
@@ -279,9 +282,9 @@ def to_caller(d_array, like: DeviceInput | bool, stream=0):
     return d_array
 
 
-def device_empty(n: int, dtype, like: DeviceInput, stream=0):
-    """A new 1-d device array of `n` elements for a result that goes back to the caller (as a
-    numba array, for the kernels). Where the caller's input is a CuPy array or a PyTorch tensor
+def device_empty(n: int | tuple, dtype, like: DeviceInput, stream=0):
+    """A new C-contiguous device array of shape `n` (an int: 1-d) for a result that goes back to
+    the caller (as a numba array, for the kernels). Where the caller's input is a CuPy array or a PyTorch tensor
     and the work runs on the default stream, the memory comes from that library's allocator:
     its pool makes a repeated call's result nearly free, where numba's `cuda.device_array` asks
     the driver every time (a radix sort of 2^24 keys on an H100 in CUDA C: 1.055x its kernels'

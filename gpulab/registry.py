@@ -84,11 +84,16 @@ class Registry:
     `defaults` names each backend's default variant (its best), e.g.
     `{"numba": "incremental", "cuda-c": "incremental", "cpu": "cpu_parallel"}`: a public call
     that names a backend but no variant runs that one (see [`default`][gpulab.registry.Registry.default]).
+    `fallbacks` names, per GPU backend, what such a call runs instead on numba's simulator or
+    where the default cannot run: a variant quick enough for the simulator's CPU (the fastest
+    kernels on a GPU use large tiles, which the simulator runs thread by thread).
     """
 
-    def __init__(self, chapter: str, variants: list[Variant] | None = None, defaults: dict[str, str] | None = None):
+    def __init__(self, chapter: str, variants: list[Variant] | None = None, defaults: dict[str, str] | None = None,
+                 fallbacks: dict[str, str] | None = None):
         self.chapter = chapter
         self.defaults: dict[str, str] = dict(defaults or {})
+        self.fallbacks: dict[str, str] = dict(fallbacks or {})
         self._variants: dict[tuple[str, str], Variant] = {}
         for v in variants or []:
             self.add(v)
@@ -163,9 +168,17 @@ class Registry:
         return out
 
     def resolve(self, name: str | None, backend: str) -> Variant:
-        """The variant to run (`name=None`: the backend's [`default`][gpulab.registry.Registry.default]),
-        or a [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
-        v = self.get(self.default(backend) if name is None else name, backend)
+        """The variant to run (`name=None`: the backend's [`default`][gpulab.registry.Registry.default],
+        or its entry in `fallbacks` on numba's simulator or where the default cannot run), or a
+        [`BackendUnavailable`][gpulab.errors.BackendUnavailable] that says why it cannot run here."""
+        if name is None:
+            name = self.default(backend)
+            if backend in self.fallbacks:
+                from gpulab import device
+
+                if device.on_simulator() or self.get(name, backend).unavailable_reason():
+                    name = self.fallbacks[backend]
+        v = self.get(name, backend)
         reason = v.unavailable_reason()
         if reason:
             raise BackendUnavailable(f"{self.chapter} variant {v.key} cannot run here: {reason}")

@@ -10,6 +10,12 @@
 #   subfinal issue 31, the code now: the GPU tests of device input (subset and radix, CuPy included),
 #         the call timeline twice (subset-call-timeline-<turn>.json), cProfile of the public call on a
 #         CuPy C, and gpulab bench subset at n=50 k=5 (20 repeats) into subset-call/
+#   matmul   issue 31, chapter 1: the tests of device input and defaults (tests/matmul, -k), the public
+#         call on CuPy arrays before (OLD tree) and now in turns (scripts/matmul_call_ab.py:
+#         mmcall-<code>-<turn>.json), then gpulab bench matmul of the fast variants at N = 4096,
+#         8192, 4099 and thin B (mmbench/)
+#   shapes   issue 31, chapter 1: scripts/matmul_shapes.py, the fast variants at tile-multiple and
+#         other shapes, both backends (matmul-shapes.json)
 set -uo pipefail
 stages="${*:-ncu}"
 source "$(dirname "$0")/gpu_stages.sh"
@@ -66,5 +72,23 @@ if [[ " $stages " == *" subfinal "* ]]; then
     --variants global shared constant_local incremental incremental_warp incremental_global incremental_lanes cpu_parallel \
     > "$OUT/bench.txt" 2>&1
   say "bench exit $? ($(el) s)"; grep -E "^n=50" "$OUT/bench.txt" | head -20 | tee -a "$summary"
+fi
+if [[ " $stages " == *" matmul "* ]]; then
+  timeout ${T_T:-150} $py -m pytest -q -p no:cacheprovider -n 8 tests/matmul \
+    -k "device or cupy or torch or default or stream or warptile" > "$OUT/mm-tests.log" 2>&1
+  say "matmul tests exit $? ($(el) s): $(tail -1 "$OUT/mm-tests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/mm-tests.log" | head | tee -a "$summary"
+  for turn in 1 2; do for code in old new; do
+    pp="$PWD"; [[ $code == old ]] && pp="$PWD/${OLD:-abold}"
+    PYTHONPATH="$pp:/tmp/gpukit-site" timeout 150 $py scripts/matmul_call_ab.py --repeat 20 --tag $code \
+      --json "$OUT/mmcall-$code-$turn.json" > "$OUT/mmcall-$code-$turn.txt" 2>&1
+    say "matmul call $code $turn exit $? ($(el) s)"; grep -E "^(old|new) " "$OUT/mmcall-$code-$turn.txt" | tee -a "$summary"
+  done; done
+  timeout ${MM_T:-240} $py -m gpulab bench matmul --variants register prefetch wide vec4 warptile cpasync \
+    --sizes N=4096 N=8192 N=4099 "8192x128x128 (thin B)" --repeat 10 --no-progress --out "$OUT/mmbench" > "$OUT/mmbench.txt" 2>&1
+  say "bench matmul exit $? ($(el) s)"; grep -E "^(N=|8192x)" "$OUT/mmbench.txt" | grep -E "warptile|cpasync" | tee -a "$summary"
+fi
+if [[ " $stages " == *" shapes "* ]]; then
+  timeout ${SH_T:-300} $py scripts/matmul_shapes.py --repeat 10 --json "$OUT/matmul-shapes.json" > "$OUT/shapes.txt" 2>&1
+  say "shapes exit $? ($(el) s)"; grep -v -i warn "$OUT/shapes.txt" | tee -a "$summary"
 fi
 stages_end

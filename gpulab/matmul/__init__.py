@@ -20,10 +20,10 @@ import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import caller_of, device_input, numba_stream, to_caller
+from gpulab.arrays import caller_of, device_empty, device_input_on, numba_stream, to_caller
 from gpulab.matmul.host import validate
 from gpulab.matmul.reference import matmul_reference
-from gpulab.matmul.variants import REGISTRY
+from gpulab.matmul.variants import DEFAULTS, REGISTRY, default_variant
 
 __all__ = ["CHAPTER", "matmul", "matmul_reference", "REGISTRY", "variants"]
 
@@ -36,8 +36,11 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
         A: M×K float32 matrix: numpy, or a device array (CuPy, PyTorch CUDA tensor, numba).
         B: K×N float32 matrix, the same (for `constant*` variants at most 64 KiB: K·N ≤ 16384;
             numba compiles B into those kernels, so a device B is copied to the host once).
-        variant: a name from `gpulab.matmul.variants()`; `None`: the backend's default
-            (`"register"`).
+        variant: a name from `gpulab.matmul.variants()`; `None`: the variant measured fastest
+            for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
+            `"warptile"`, or where K or N is not a multiple of 4 (rows of A or B that are not
+            whole float4s) `"cpasync"` in CUDA C and `"wide"` in numba; on numba's simulator
+            `"register"` (quicker to simulate).
         backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU); chapter 1 has no CPU
             variant, so `"cpu"` is an error that says so.
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
@@ -51,15 +54,16 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
         ShapeError, DtypeError, LimitError: the inputs do not fit the kernels (the message says which limit).
         BackendUnavailable: the variant cannot run here (the message says why).
     """
-    from numba import cuda
-
     M, K, N = validate(A, B)
+    if variant is None and backend in DEFAULTS:
+        variant = default_variant(backend, M, K, N)
     v = REGISTRY.resolve(variant, backend)
     s = numba_stream(stream)
-    a, b = device_input(A, "A", stream=s), device_input(B, "B", stream=s)
-    dC = cuda.device_array((M, N), dtype=np.float32, stream=s)
+    a, b = device_input_on(A, "A", stream=s), device_input_on(B, "B", stream=s)
+    like = caller_of(a, b)
+    dC = device_empty((M, N), np.float32, like, stream=s)  # a CuPy or PyTorch caller's: from its pool
     v.run(a.array, b.array, dC, None if b.on_device else b.source, v.launch_params(), stream=s)()
-    return to_caller(dC, caller_of(a, b), stream=s)
+    return to_caller(dC, like, stream=s)
 # --8<-- [end:entry]
 
 

@@ -48,8 +48,38 @@ _LADDER = [
      tiled("matmul_prefetch"), tiled("matmul_prefetch"), TILE_128_16X8, TILE_128, False),
 ]
 
-# Each backend's default (what a call naming a backend but no variant runs). No CPU variant.
-DEFAULTS = {"numba": "register", "cuda-c": "register"}
+# Each backend's default (what a call naming a backend but no variant runs): the fastest
+# measured. warptile is the fastest variant of both backends at every size of the committed
+# benchmarks whose rows of A and B are whole float4s (K % 4 == 0 and N % 4 == 0). Where they are
+# not, warptile loads scalars, and the fastest were CUDA C's cpasync (its copies zero-fill the
+# edges) and numba's wide: SCALAR_ROWS (docs/benchmarks/matmul-shapes-h200.json: 4099^3,
+# 3001x2999x5003 and 8191^3; tests/matmul/test_matmul_defaults.py holds `default_variant` to the
+# committed benchmarks). On numba's simulator a call naming no variant runs register:
+# warptile's 128-thread blocks of 128x128 tiles are slow to simulate thread by thread. No CPU variant.
+DEFAULTS = {"numba": "warptile", "cuda-c": "warptile"}
+FALLBACKS = {"numba": "register", "cuda-c": "register"}
+SCALAR_ROWS = {"numba": "wide", "cuda-c": "cpasync"}
+
+
+def fastest(backend: str, M: int, K: int, N: int) -> str:
+    """The variant measured fastest on `backend` for an M×K by K×N product on a GPU (the table
+    above: `DEFAULTS`, or `SCALAR_ROWS` where K % 4 or N % 4 is not 0)."""
+    return SCALAR_ROWS[backend] if (K % 4 or N % 4) else DEFAULTS[backend]
+
+
+def default_variant(backend: str, M: int, K: int, N: int) -> str:
+    """What `gpulab.matmul.matmul` runs when no variant is named: `fastest(backend, M, K, N)`
+    where it can run here (cpasync needs compute capability 8.0), else the backend's default;
+    on numba's simulator `FALLBACKS`."""
+    from gpulab import device
+
+    if device.on_simulator():
+        return FALLBACKS[backend]
+    name = fastest(backend, M, K, N)
+    need = REGISTRY.get(name, backend).policy.min_cc
+    if need is not None and tuple(device.info().compute_capability) < tuple(need):
+        name = DEFAULTS[backend]
+    return name
 
 
 def variant(name, backend, memory, lesson, policy, params, teaching_only=False) -> Variant:
@@ -58,7 +88,7 @@ def variant(name, backend, memory, lesson, policy, params, teaching_only=False) 
                    teaching_only=teaching_only)
 
 
-REGISTRY = Registry("matmul", defaults=DEFAULTS)
+REGISTRY = Registry("matmul", defaults=DEFAULTS, fallbacks=FALLBACKS)
 for name, memory, lesson, numba_policy, cuda_policy, numba_params, cuda_params, teaching in _LADDER:
     REGISTRY.add(variant(name, "numba", memory, lesson, numba_policy, numba_params, teaching))
     REGISTRY.add(variant(name, "cuda-c", memory, lesson, cuda_policy, cuda_params, teaching))

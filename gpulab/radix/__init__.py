@@ -67,10 +67,7 @@ __all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "spli
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = REGISTRY.default("numba")  # the GPU backends' default (onesweep: the fastest measured)
-# On the simulator: warp intrinsics run there (gpulab.simwarp), but every lane of the default
-# 256-thread blocks is a Python thread meeting at a barrier per intrinsic; radix4_shared is
-# the quicker of the exact sorts to simulate.
-FALLBACK_VARIANT = "radix4_shared"
+FALLBACK_VARIANT = REGISTRY.fallbacks["numba"]  # what a call naming no variant runs on the simulator
 
 
 _PLANS = PlanCache(maxsize=1)  # one plan at a time: each holds buffers several times the size of the keys
@@ -159,11 +156,8 @@ def plan(n: int, *, pairs: bool = False, variant: str | None = None, backend: st
 
 def _resolve(variant, backend):
     """The variant to run: `None` is the backend's default (`REGISTRY.default(backend)`), on the
-    simulator (or where the default cannot run) FALLBACK_VARIANT for the GPU backends."""
-    if variant is None:
-        variant = REGISTRY.default(backend)
-        if backend != "cpu" and (device.on_simulator() or REGISTRY.get(variant, backend).unavailable_reason()):
-            variant = FALLBACK_VARIANT
+    simulator (or where the default cannot run) the registry's fallback (`FALLBACK_VARIANT`)
+    for the GPU backends."""
     return REGISTRY.resolve(variant, backend)
 
 
