@@ -196,7 +196,7 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
         return device_input(x, name, stream=stream, sync=False, dtypes=dtypes, ndim=ndim)
     cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
     theirs = cai.get("stream")
-    ours = int(stream) if stream else 1
+    ours = (int(stream) if stream is not None else 0) or 1  # numba's default stream (0, or its object): 1
     return device_input(x, name, stream=stream, sync=theirs is not None and theirs != ours, cai=cai,
                         dtypes=dtypes, ndim=ndim)
 
@@ -311,7 +311,7 @@ def device_empty(n: int | tuple, dtype, like: DeviceInput, stream=0):
                 return _result_view(torch.empty(n, dtype=_torch_dtype(torch, dtype), device=dev))
     except (AttributeError, KeyError, TypeError, ValueError):  # a library too old for the dtype: numba's
         pass
-    return cuda.device_array(n, dtype)
+    return cuda.device_array(n, dtype, stream=stream)
 
 
 def _result_view(x):

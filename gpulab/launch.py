@@ -5,6 +5,7 @@ of the plans the public functions keep."""
 
 from __future__ import annotations
 
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Callable, Mapping
@@ -362,24 +363,33 @@ class PlanCache:
     def __init__(self, maxsize: int = 1, after_evict: Callable[[], None] | None = None):
         self.maxsize, self.after_evict = maxsize, after_evict
         self._plans: OrderedDict = OrderedDict()
+        self._lock = threading.Lock()  # threads share the cache (their keys may differ): the dict's steps are atomic
 
     def get(self, key: tuple, build: Callable[[], Any]):
-        """The plan kept for `key`, else `build()`'s (kept unless it raises)."""
-        plan = self._plans.get(key)
-        if plan is not None:
-            self._plans.move_to_end(key)
-            return plan
-        if len(self._plans) >= self.maxsize:
+        """The plan kept for `key`, else `build()`'s (kept unless it raises). `build` runs
+        outside the lock: two threads may build one key at once, and the later one is kept."""
+        with self._lock:
+            plan = self._plans.get(key)
+            if plan is not None:
+                self._plans.move_to_end(key)
+                return plan
+            evicted = len(self._plans) >= self.maxsize
             while len(self._plans) >= self.maxsize:
                 self._plans.popitem(last=False)
-            if self.after_evict is not None:
-                self.after_evict()
-        plan = self._plans[key] = build()
+        if evicted and self.after_evict is not None:
+            self.after_evict()
+        plan = build()
+        with self._lock:
+            self._plans[key] = plan
+            self._plans.move_to_end(key)
+            while len(self._plans) > self.maxsize:
+                self._plans.popitem(last=False)
         return plan
 
     def clear(self) -> None:
         """Drop every plan (their buffers are freed once nothing else holds them)."""
-        self._plans.clear()
+        with self._lock:
+            self._plans.clear()
 
     def values(self):
         return self._plans.values()

@@ -1,8 +1,9 @@
 """The GP run Nsight Compute profiles for the breeding kernels' memory throughput (issue 29):
 `gp.evolve` at the paper's scale (25,000 individuals, synthetic market of `gpulab gp evolve`),
 CUDA C, GPU breeding, ``GENERATIONS`` generations (argv[1], default 30: the programs have grown
-by then), ``POPULATION`` individuals (argv[2], default 25,000). scripts/gpu_session12.sh's ``ncu`` stage profiles one late generation's breeding
-kernels in it (--launch-skip)."""
+by then), ``POPULATION`` individuals (argv[2], default 25,000). The ``ncu`` stages of
+scripts/gpu_session12.sh (25,000) and scripts/gpu_session18.sh (25,000 and 500,000) profile one
+late generation's breeding kernels in it (--launch-skip)."""
 import sys
 
 from gpulab.gp.cli import market_from

@@ -116,3 +116,5 @@ def test_a_rows_marker_where_filters_a_short_table_and_long_notes_stay_in_the_js
     assert opened.count("| cuda-c |") == 3 and "| numba |" not in opened, opened
     assert "backend = cuda-c: 3 of 6 records" in text
     assert "date = 2026-11-28" in text and "docstring" not in text
+    with pytest.raises(KeyError, match="matches none"):
+        tables.ROWS.sub(lambda m: tables._render_rows(m, tmp_path), '<!-- gpulab:rows st where="backend=cuda_c" -->')

@@ -165,6 +165,9 @@ def _open_view(cols, rows, opts, budget: float = TEXT_PX):
     if "where" in opts:  # where="k=v": only those rows open, however many the table has
         k, v = opts["where"].split("=", 1)
         shown = [r for r in rows if str(r.get(k)) == v]
+        if not shown:  # a misspelled column or value: fail the build, as cols= and units= do
+            raise KeyError(f"where={opts['where']!r} matches none of the {len(rows)} records "
+                           f"(their {k!r}: {sorted({str(r.get(k)) for r in rows})[:8]})")
         what = f"{k} = {v}: {len(shown)} of {len(rows)} records"
         if len(shown) > MAX_ROWS:
             what += f" (the first {MAX_ROWS} shown)"

@@ -37,7 +37,7 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
         B: K×N float32 matrix, the same (for `constant*` variants at most 64 KiB: K·N ≤ 16384;
             numba compiles B into those kernels, so a device B is copied to the host once).
         variant: a name from `gpulab.matmul.variants()`; `None`: the variant measured fastest
-            for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
+            (or within 2 % of it) for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
             `"warptile"`, or where K or N is not a multiple of 4 (rows of A or B that are not
             whole float4s) `"cpasync"` in CUDA C and `"wide"` in numba; on numba's simulator
             `"register"` (quicker to simulate).

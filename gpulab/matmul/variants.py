@@ -49,9 +49,10 @@ _LADDER = [
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs): the fastest
-# measured. warptile is the fastest variant of both backends at every size of the committed
-# benchmarks whose rows of A and B are whole float4s (K % 4 == 0 and N % 4 == 0). Where they are
-# not, warptile loads scalars, and the fastest were CUDA C's cpasync (its copies zero-fill the
+# measured. warptile is the fastest variant of both backends, or within 2 % of it, at every size
+# of the committed benchmarks whose rows of A and B are whole float4s (K % 4 == 0 and N % 4 == 0)
+# and whose product takes 0.1 ms or more. Where they are not whole float4s, warptile loads
+# scalars, and the fastest (or within 2 %) were CUDA C's cpasync (its copies zero-fill the
 # edges) and numba's wide: SCALAR_ROWS (docs/benchmarks/matmul-shapes-h200.json: 4099^3,
 # 3001x2999x5003 and 8191^3; tests/matmul/test_matmul_defaults.py holds `default_variant` to the
 # committed benchmarks). On numba's simulator a call naming no variant runs register:
@@ -69,17 +70,14 @@ def fastest(backend: str, M: int, K: int, N: int) -> str:
 
 def default_variant(backend: str, M: int, K: int, N: int) -> str:
     """What `gpulab.matmul.matmul` runs when no variant is named: `fastest(backend, M, K, N)`
-    where it can run here (cpasync needs compute capability 8.0), else the backend's default;
-    on numba's simulator `FALLBACKS`."""
+    where it can run here (cpasync needs compute capability 8.0: `unavailable_reason`), else
+    the backend's default; on numba's simulator `FALLBACKS`."""
     from gpulab import device
 
     if device.on_simulator():
         return FALLBACKS[backend]
     name = fastest(backend, M, K, N)
-    need = REGISTRY.get(name, backend).policy.min_cc
-    if need is not None and tuple(device.info().compute_capability) < tuple(need):
-        name = DEFAULTS[backend]
-    return name
+    return DEFAULTS[backend] if REGISTRY.get(name, backend).unavailable_reason() else name
 
 
 def variant(name, backend, memory, lesson, policy, params, teaching_only=False) -> Variant:

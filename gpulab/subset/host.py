@@ -106,9 +106,16 @@ class DeviceChecks:
         self.back = device.Readback(3, np.float64)
 
     def run(self, dC) -> tuple[int, float, float]:
-        """Check and pack dC into `Q`; returns the three numbers."""
-        stats, self.stats, self.stale = self.stats, self.stale, self.stats  # this launch's, then the next one's
-        _check_and_pack(dC, self.n, stats, self.stats, self.Q)
+        """Check and pack dC into `Q`; returns the three numbers. A launch that fails (or is
+        interrupted) leaves both buffers zeroed again, so the next call starts clean."""
+        stats, stale = self.stats, self.stale
+        try:
+            _check_and_pack(dC, self.n, stats, stale, self.Q)
+        except BaseException:
+            self.stats.copy_to_device(np.zeros(3))
+            self.stale.copy_to_device(np.zeros(3))
+            raise
+        self.stats, self.stale = stale, stats  # the next launch adds into the buffer this one zeroed
         nonfinite, asymmetry, diagonal = self.back.fetch(stats)
         return int(nonfinite), float(asymmetry), float(diagonal)
 
@@ -122,7 +129,8 @@ def _check_and_pack(dC, n: int, stats, stale, dQ) -> None:
     from gpulab.launch import launch_numba
     from gpulab.subset.kernels_numba import check_and_pack
 
-    threads, blocks = (256, min(ceil_div(n * n, 256), 132 * 8)) if not device.on_simulator() else (32, 2)
+    sim = device.on_simulator()
+    threads, blocks = (256, min(ceil_div(n * n, 256), device.info().sm_count * 8)) if not sim else (32, 2)
     launch_numba(check_and_pack, blocks, threads, dC, np.int32(n), stats, stale, dQ)
 
 
@@ -208,6 +216,8 @@ def squared_packed(C):
 
     if is_device_array(C):
         c = device_input(C, "C", ndim=2)
+        if c.shape[0] != c.shape[1]:
+            raise ShapeError(f"C must be a square n×n matrix, got shape {c.shape}")
         return to_caller(squared_packed_on_device(c.array, c.shape[0])[:c.shape[0] * (c.shape[0] - 1) // 2], caller_of(c))
     return reference.squared_packed(C)
 

@@ -31,7 +31,8 @@ def measured():
                 yield p.name, s["M"], s["K"], s["N"], r["backend"], r["variant"], r["median_ms"]
     for p in SHAPES:
         for r in json.loads(p.read_text())["rows"]:
-            yield p.name, r["M"], r["K"], r["N"], r["backend"], r["variant"], r["ms"]
+            if r["rel error"] <= 1e-4:  # a checked result (float32 sums of up to 8,191 terms: about 1e-6)
+                yield p.name, r["M"], r["K"], r["N"], r["backend"], r["variant"], r["ms"]
 
 
 def test_the_variant_picked_for_a_shape_is_the_fastest_measured_there():

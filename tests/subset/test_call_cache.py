@@ -143,6 +143,56 @@ def test_a_device_c_reuses_its_buffers_and_is_checked_every_time(rng):
     assert len(host.DEVICE_INPUTS) == 0
 
 
+def test_an_interrupted_check_leaves_no_stale_numbers(rng, monkeypatch):
+    """A device C's check that fails in its launch (an interrupt, a launch error) must not leave
+    a bad matrix's numbers for the next call to add to: a good matrix after it is accepted."""
+    host.clear_cache()
+    try:
+        (C, r), _ = two_problems(rng, 9, 3)
+        bad = C.copy()
+        bad[2, 5] += 0.5
+        with pytest.raises(ShapeError, match="not symmetric"):
+            host.validated_packed_on_device(cuda.to_device(bad), 3)  # its numbers stay in one buffer
+        real = host._check_and_pack
+
+        def interrupted(*args):
+            raise KeyboardInterrupt
+
+        monkeypatch.setattr(host, "_check_and_pack", interrupted)
+        with pytest.raises(KeyboardInterrupt):
+            host.validated_packed_on_device(cuda.to_device(C), 3)
+        monkeypatch.setattr(host, "_check_and_pack", real)
+        for _ in range(2):  # both buffers, in turn
+            assert_same(ss.least_correlated(cuda.to_device(C), 3, variant="incremental", backend="numba"), r, "after")
+    finally:
+        host.clear_cache()
+
+
+def test_threads_checking_device_cs_of_one_n_get_their_own_q(rng, monkeypatch):
+    """The kept Q of a device C is per thread: two threads checking matrices of one n at once
+    (a Dask worker runs several tasks at once) never share one. The launch is left out
+    (numba's simulator runs kernels from the main thread only); what is tested is whose
+    buffers each call gets."""
+    import threading
+
+    monkeypatch.setattr(host, "_check_and_pack", lambda *args: None)
+    C = cuda.to_device(planted(rng, 8, 3)[0])
+    mine = host.validated_packed_on_device(C, 3)[0]
+    got, barrier = [], threading.Barrier(2)
+
+    def check():
+        barrier.wait()
+        got.append(host.validated_packed_on_device(C, 3)[0])
+
+    threads = [threading.Thread(target=check) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(got) == 2 and len({id(q) for q in (mine, *got)}) == 3
+    assert host.validated_packed_on_device(C, 3)[0] is mine
+
+
 def test_equal_rank_ranges_share_one_plan(rng):
     """The CLI's chunks and distributed's tasks: ranges of one width, at different starts."""
     C, S = planted(rng, 8, 3)
