@@ -256,6 +256,17 @@ def info() -> DeviceInfo:
     )
 
 
+def too_old_for(need) -> str | None:
+    """Why this device cannot run a kernel that needs compute capability `need` (a (major,
+    minor) pair; `None`: any), or `None` where it can. The simulator reports sm_90's."""
+    if need is None:
+        return None
+    cc = tuple(info().compute_capability)
+    if cc >= tuple(need):
+        return None
+    return f"needs compute capability {need[0]}.{need[1]} or newer; this GPU has {cc[0]}.{cc[1]}"
+
+
 @lru_cache(maxsize=1)
 def l2_bytes() -> int:
     """The L2 cache's size in bytes of the device this process uses (one per process; on the

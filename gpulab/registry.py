@@ -67,16 +67,10 @@ class Variant:
         """Why this variant cannot run on this machine, or ``None`` if it can."""
         from gpulab import cudac, device
 
-        if self.backend == "cuda-c" and cudac.unavailable_reason():
-            return cudac.unavailable_reason()
-        need = getattr(self.policy, "min_cc", None)
-        if need is not None and not device.on_simulator():
-            cc = tuple(device.info().compute_capability)
-            if cc < tuple(need):
-                return (f"needs compute capability {need[0]}.{need[1]} or newer; "
-                        f"this GPU has {cc[0]}.{cc[1]}")
-        if self.backend == "cuda-c":
-            return None
+        reason = cudac.unavailable_reason() if self.backend == "cuda-c" else None
+        reason = reason or device.too_old_for(getattr(self.policy, "min_cc", None))
+        if reason or self.backend == "cuda-c":
+            return reason
         if self.needs_warp_intrinsics and device.on_simulator():
             from gpulab import simwarp
 

@@ -124,13 +124,9 @@ KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, constant="B_const",
 
 def check_cc(policy: MatmulPolicy) -> None:
     """Refuse a kernel that needs a newer GPU than this one (`policy.min_cc`)."""
-    if policy.min_cc is None:
-        return
-    cc = tuple(device.info().compute_capability)
-    if cc < tuple(policy.min_cc):
-        need = "%d.%d" % tuple(policy.min_cc)
-        raise BackendUnavailable(f"{policy.kernel} needs compute capability {need} or newer (it uses cp.async); "
-                                 f"this GPU has {cc[0]}.{cc[1]}")
+    reason = device.too_old_for(policy.min_cc)
+    if reason:
+        raise BackendUnavailable(f"{policy.kernel} {reason} (it uses cp.async)")
 
 
 def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict, stream=0):
