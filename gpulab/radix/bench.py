@@ -11,7 +11,8 @@ Three kinds of case, all uint32 keys drawn fresh for the run:
 * ``pairs 2^k``: keys with uint32 values (the positions 0..n-1, so the result is an argsort,
   made once outside the timed region) — the same work as the peer, CUB's ``SortPairs`` with
   those values (before 2026-11-22 ours also wrote the positions inside its timed region); the
-  public ``argsort`` call, which does write them, is recorded as the public-call time;
+  public call is ``sort_pairs`` on those keys and values (until 2026-11-28 it was ``argsort``,
+  which also writes the positions and widens them to int64);
   ``cupy.argsort`` (int64 indices) is recorded in ``other_peers_ms``.
 * ``distinct N``: the seed's comparison, CPU (``numpy.unique``) against the GPU pipeline
   (sort, flag run heads, scan, compact), on N keys uniform in [0, N/2) (about 43% distinct);
@@ -23,6 +24,10 @@ The ceiling column is the memory-bandwidth bound of an ideal 4-pass (8-bit digit
 that reads and writes every key once per pass (32 bytes per key) at the device-to-device copy
 bandwidth measured on the H200 (4.24 TB/s, ``shared/device/README.md``). `bytes_per_key`
 is the per-variant model the book compares with the measured times.
+
+The public-call column times `gpulab.radix.sort` / `sort_pairs` / `distinct` on the keys as a
+CuPy user holds them (`caller_arrays`; numba arrays where CuPy is missing), the JSON's
+``public_call_inputs`` says which.
 """
 
 from __future__ import annotations
@@ -225,7 +230,17 @@ def teardown(state):
 
 SPEC = BenchSpec(chapter="radix", cases=cases, setup=setup, runner=runner, check=check,
                  peer_name="CUB", peer=peer, other_peers=other_peers, teardown=teardown,
-                 extra={"cub_version": lambda: _cub_version()})
+                 extra={"cub_version": lambda: _cub_version(), "public_call_inputs": lambda: _public_inputs()})
+
+
+def _public_inputs() -> str:
+    if device.on_simulator():
+        return "numba device arrays (simulator)"
+    try:
+        import cupy  # noqa: F401
+    except ImportError:
+        return "numba device arrays (CuPy is not installed): each result a new numba allocation"
+    return "CuPy arrays (views of the case's keys and values): each result from CuPy's memory pool"
 
 
 def _cub_version():
@@ -334,17 +349,38 @@ def write_model(result_path: str | Path, out_dir: str | Path) -> Path:
 # ----------------------------------------------------------------------------- the public call
 
 
+def caller_arrays(state):
+    """The case's device inputs as a user of the GPU holds them: CuPy arrays where CuPy is
+    installed (views of the run's numba arrays, no copy), else the numba arrays themselves.
+    A CuPy caller's result comes from CuPy's memory pool, as it does in that user's program;
+    a numba caller's is a new allocation, unless it passes `out=`."""
+    keys = state["d_keys"]
+    vals = state.get("d_positions")
+    if state["sim"]:
+        return keys, vals
+    try:
+        import cupy
+    except ImportError:
+        return keys, vals
+    return cupy.asarray(keys), (None if vals is None else cupy.asarray(vals))
+
+
 def public(variant, state):
-    """The public function on the keys already on the device (`sort`, `argsort` or `distinct`),
-    with the compile-time parameters of the plan the kernel time measured. `argsort` returns
-    int64 indices, so it adds a widening pass (read 4, write 8 bytes per key) to the plan's
-    uint32 positions."""
+    """The public function on the case's keys already on the device, as a CuPy user calls it
+    (`caller_arrays`): `sort` for keys, `sort_pairs` for pairs (the same work as CUB's
+    SortPairs: given values moved with the keys), `distinct`; with the compile-time parameters
+    of the plan the kernel time measured."""
     import gpulab.radix as rx
 
     plan = _plan(variant, state)
     params = getattr(plan, "sp", plan).params
-    fn = {"keys": rx.sort, "pairs": rx.argsort, "distinct": rx.distinct}[state["kind"]]
-    return lambda: fn(state["d_keys"], variant.name, variant.backend, params)
+    if state["kind"] == "pairs":
+        runner(variant, state)  # makes the positions the kernel time sorts with the keys
+        keys, vals = caller_arrays(state)
+        return lambda: rx.sort_pairs(keys, vals, variant.name, variant.backend, params)
+    keys, _ = caller_arrays(state)
+    fn = {"keys": rx.sort, "distinct": rx.distinct}[state["kind"]]
+    return lambda: fn(keys, variant.name, variant.backend, params)
 
 
 SPEC.public = public

@@ -36,6 +36,9 @@
 #ifndef LOOKBACK
 #define LOOKBACK 1       // onesweep: status words a digit's look-back loads at once (their latencies overlap)
 #endif
+#ifndef PREFETCH_VALUES
+#define PREFETCH_VALUES 0  // onesweep key-value tiles: 1 prefetch the tile's values into L2 as it starts, 2 into L1
+#endif
 #if LOOKBACK < 1
 #error "LOOKBACK: the look-back loads at least one status word at a time"
 #endif
@@ -460,24 +463,32 @@ extern "C" __global__ void __launch_bounds__(BLOCK, DOWNSWEEP_MIN_BLOCKS) downsw
 // --8<-- [start:onesweep_hist]
 // The digit histograms of every pass in one read of the keys: each block walks tiles with a
 // stride of the grid, counts into PASSES x RADIX shared counters, then adds them to hist.
+// A full tile loads its keys with no bounds checks, all before the first atomic, then counts
+// one pass's digits at a time (scripts/radix_hist_variants.py: 0.468 against 0.542 ms for
+// 2^28 keys on an H200 with checked loads and the passes inside the loop over keys).
 extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_hist(const u32 *keys, int *hist, int n, int passes) {
     __shared__ int h[PASSES * RADIX];
     int tid = threadIdx.x;
     for (int j = tid; j < PASSES * RADIX; j += BLOCK) h[j] = 0;
     __syncthreads();
     for (long base = (long)blockIdx.x * TILE; base < n; base += (long)gridDim.x * TILE) {
-        u32 k[ITEMS];
+        if (base + TILE <= n) {
+            u32 k[ITEMS];
+            const u32 *kb = keys + base + tid;
 #pragma unroll
-        for (int it = 0; it < ITEMS; ++it) {  // every load before the first atomic
-            long i = base + it * BLOCK + tid;
-            k[it] = i < n ? keys[i] : 0u;
-        }
+            for (int it = 0; it < ITEMS; ++it) k[it] = kb[it * BLOCK];
 #pragma unroll
-        for (int it = 0; it < ITEMS; ++it) {
-            if (base + it * BLOCK + tid < n) {
+            for (int p = 0; p < PASSES; ++p)
 #pragma unroll
-                for (int p = 0; p < PASSES; ++p)
+                for (int it = 0; it < ITEMS; ++it)
                     if (p < passes) atomicAdd(&h[p * RADIX + ((k[it] >> (p * BITS)) & DIGIT_MASK)], 1);
+        } else {  // the last, partial tile: each key checked against n
+            for (int it = 0; it < ITEMS; ++it) {
+                long i = base + it * BLOCK + tid;
+                if (i < n) {
+                    u32 x = keys[i];
+                    for (int p = 0; p < passes; ++p) atomicAdd(&h[p * RADIX + ((x >> (p * BITS)) & DIGIT_MASK)], 1);
+                }
             }
         }
     }
@@ -541,6 +552,18 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
     long wbase = (long)tile * TILE + w * 32 * ITEMS;
     tile_counts((long)tile * TILE, n, w, m, wn);
     load_warp_keys<FULL>(keys_in + wbase, lane, wn, ks);
+#if PREFETCH_VALUES
+    // The values are loaded only after the look-back: ask for their lines now (lane l < ITEMS
+    // the warp's l-th line of 32 values), so that those loads find them in a cache.
+    if (PAIRS && has_vals && lane < ITEMS && lane * 32 < wn) {
+        const u32 *line = vals_in + wbase + lane * 32;
+#if PREFETCH_VALUES == 1
+        asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
+#else
+        asm volatile("prefetch.global.L1 [%0];" ::"l"(line));
+#endif
+    }
+#endif
     rank_warp_keys<FULL>(ks, rk, whist + w * RADIX, lane, wn, shift);
     __syncthreads();
     int total = warp_offsets(whist, tid);

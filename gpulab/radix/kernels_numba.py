@@ -605,11 +605,10 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
                 # has ITEMS loads in flight instead of waiting on each in turn (as kernels.cu does).
                 for it in range(ITEMS):
                     k[it] = keys[base + it * BLOCK + tid]
-                for it in range(ITEMS):
-                    x = k[it]
-                    for p in range(PASSES):  # one counter per pass: all digits of the key
-                        if p < passes:  # compile-time trip count: the loop unrolls
-                            cuda.atomic.add(h, p * R + int32((x >> uint32(p * BITS)) & uint32(MASK)), 1)
+                for p in range(PASSES):  # one pass's digits at a time (as kernels.cu does)
+                    if p < passes:  # compile-time trip counts: the loops unroll
+                        for it in range(ITEMS):
+                            cuda.atomic.add(h, p * R + int32((k[it] >> uint32(p * BITS)) & uint32(MASK)), 1)
             else:  # the last, partial tile: each key checked against n
                 for it in range(ITEMS):
                     i = base + it * BLOCK + tid

@@ -10,6 +10,13 @@ from gpulab.radix.variants import DEFAULTS, REGISTRY
 
 BENCH = Path(__file__).resolve().parents[2] / "docs" / "benchmarks" / "radix-h200.json"
 
+# How much slower than the fastest variant the default may be measured: under 1 ms a sort is a
+# dozen launches and a host wait, and two H200 runs of one day measured the same onesweep
+# key-value sort of 2^24 keys at 0.711 and 0.823 ms (CUDA C; scripts/gpu_session19.sh radix,
+# then docs/benchmarks/radix-h200.json), 16% apart, where local took 0.798 and 0.795 ms. From
+# 1 ms on, runs agree within about 1% (2^28 keys: CUB 6.32 to 6.39 ms in four runs).
+SLACK_UNDER_1MS, SLACK = 1.20, 1.03
+
 
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_each_gpu_backends_default_is_its_fastest_variant_at_every_measured_size(backend):
@@ -21,8 +28,9 @@ def test_each_gpu_backends_default_is_its_fastest_variant_at_every_measured_size
         fastest = min(here, key=lambda r: r["median_ms"])
         mine = [r for r in here if r["variant"] == DEFAULTS[backend]]
         assert mine, f"{size}: the default {DEFAULTS[backend]!r} was not measured"
-        # the default, or within 3% of the fastest (run-to-run spread at the smallest sizes)
-        assert mine[0]["median_ms"] <= 1.03 * fastest["median_ms"], (size, fastest["variant"], fastest["median_ms"])
+        # the default, or within the run-to-run spread of the fastest
+        slack = SLACK_UNDER_1MS if fastest["median_ms"] < 1.0 else SLACK
+        assert mine[0]["median_ms"] <= slack * fastest["median_ms"], (size, fastest["variant"], fastest["median_ms"])
 
 
 def test_the_public_default_is_the_registrys_and_the_simulator_falls_back():

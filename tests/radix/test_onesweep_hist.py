@@ -1,18 +1,20 @@
-"""numba's one-sweep histogram kernel (`onesweep_hist`) on its own: full tiles take the loads-first
-path without bounds checks, the last partial tile the checked one; a grid smaller than the number
+"""The one-sweep histogram kernel (`onesweep_hist`, numba's and on a GPU also CUDA C's) on its own:
+full tiles take the loads-first path without bounds checks, the last partial tile the checked one; a grid smaller than the number
 of tiles makes each block walk several tiles. Its counts must equal numpy's bincount of every
 digit, for all passes or only the first few (the counters past `passes` stay untouched).
 
 Runs with the onesweep variant's simulator parameters (BLOCK=32, ITEMS=2, BITS=5: 64-key tiles,
-7 passes) on the simulator and on a GPU alike.
+7 passes) on the simulator and on a GPU alike; the CUDA C kernel through the sorts' kernel
+provider (`gpulab.radix.host.provider`) where CUDA C runs.
 """
 
 import numpy as np
 import pytest
 from numba import cuda
 
-from gpulab.radix import kernels_numba as kn
+from gpulab.radix import host
 from gpulab.radix.variants import REGISTRY
+from tests.conftest import skip_unless_runnable
 
 P = REGISTRY.get("onesweep", "numba").sim_params
 BLOCK, ITEMS, BITS = P["BLOCK"], P["ITEMS"], P["BITS"]
@@ -29,10 +31,12 @@ def test_sim_params_are_the_small_ones():
     assert 131 % TILE and 7 * TILE + 5 > 2 * TILE  # the prime and the last size end in a partial tile
 
 
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 @pytest.mark.parametrize("passes", [PASSES, 3])
 @pytest.mark.parametrize("n", SIZES)
-def test_onesweep_hist_counts_equal_bincount(rng, n, passes):
-    hist_kernel = kn.onesweep_hist_kernel(BLOCK, ITEMS, BITS)[0]
+def test_onesweep_hist_counts_equal_bincount(rng, n, passes, backend):
+    skip_unless_runnable(REGISTRY.get("onesweep", backend))
+    K = host.provider(backend, {**P, "PAIRS": 0}, 0)
     keys = rng.integers(0, 2**32, n, dtype=np.uint32)
     tiles = -(-n // TILE)
     grid = max(1, tiles // 2)  # fewer blocks than tiles (from 2 tiles on): the tile-stride loop runs
@@ -41,7 +45,8 @@ def test_onesweep_hist_counts_equal_bincount(rng, n, passes):
     for p in range(passes):
         want[p * R:(p + 1) * R] = np.bincount((keys >> np.uint32(p * BITS)) & np.uint32(R - 1), minlength=R)
     hist = cuda.to_device(np.zeros(PASSES * R, np.int32))
-    hist_kernel[grid, BLOCK](cuda.to_device(keys), hist, np.int32(n), np.int32(passes))
+    K("onesweep_hist", (grid,), (BLOCK,), cuda.to_device(keys), hist, np.int32(n), np.int32(passes))
+    cuda.synchronize()
     got = hist.copy_to_host()
     np.testing.assert_array_equal(got, want)
     assert got[:R].sum() == n
