@@ -9,6 +9,8 @@
 #   htests  the radix GPU tests of onesweep and its histogram (-k HK), and the Euler pairing tests
 #   hab     the histogram change A/B: gpulab bench radix, onesweep, 2^24, 2^28, pairs 2^28, the package before
 #           (OLD, a package tree: PYTHONPATH=$OLD) and now in turns A B A B (hab-<code>-<turn>/)
+#   hab24   the same A/B at 2^24 keys and pairs, onesweep and local, 20 repeats (hab24-<code>-<turn>/)
+#   sanitize compute-sanitizer memcheck and racecheck on onesweep, both backends (scripts/radix_sanitize.py)
 set -uo pipefail
 stages="${*:-radix}"
 source "$(dirname "$0")/gpu_stages.sh"
@@ -53,5 +55,21 @@ if [[ " $stages " == *" hab "* ]]; then
     (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" $py -c "import gpulab.radix.host as h; print('  code ran:', h.__file__, \
       'HIST_BLOCKS_PER_SM' in dir(h))" 2>/dev/null) | tee -a "$summary"
   done; done
+fi
+if [[ " $stages " == *" hab24 "* ]]; then
+  for turn in 1 2; do for code in old new; do
+    pp="$PWD"; [[ $code == old ]] && pp="$PWD/${OLD:-abold}"
+    (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" timeout 100 $py -m gpulab bench radix --variants onesweep local \
+      --sizes 2^24 "pairs 2^24" --repeat 20 --no-progress --out "$OUT/hab24-$code-$turn" > "$OUT/hab24-$code-$turn.txt" 2>&1)
+    say "bench $code $turn exit $? ($(el) s)"; grep -E "^(2\^|pairs)" "$OUT/hab24-$code-$turn.txt" | tee -a "$summary"
+  done; done
+fi
+if [[ " $stages " == *" sanitize "* ]]; then
+  for t in memcheck racecheck; do
+    timeout ${SAN_T:-100} compute-sanitizer --tool $t --report-api-errors no --error-exitcode 9 $py scripts/radix_sanitize.py onesweep \
+      > "$OUT/sanitize-$t.log" 2>&1
+    say "$t exit $? ($(el) s): $(grep -c ' ok  ' "$OUT/sanitize-$t.log") ok, $(grep -c WRONG "$OUT/sanitize-$t.log") wrong"
+    grep -E "ERROR SUMMARY|RACECHECK SUMMARY" "$OUT/sanitize-$t.log" | tail -2 | tee -a "$summary"
+  done
 fi
 stages_end

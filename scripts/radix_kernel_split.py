@@ -7,7 +7,10 @@ cuProfilerStop, so ``ncu --profile-from-start off`` records only that sort's ker
     ncu --csv --profile-from-start off --cache-control none --clock-control none \
         --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum \
         python scripts/radix_kernel_split.py 28 cuda-c pairs > cuda-c-pairs.csv
-    python scripts/radix_kernel_split.py --parse cub-keys.csv cuda-c-keys.csv ... --json split.json
+    python scripts/radix_kernel_split.py --parse cub-keys.csv cuda-c-keys.csv ... --json split.json --about TEXT
+
+(The CSV files of the committed run: docs/benchmarks/radix-runs/split-h200/; the JSON:
+docs/benchmarks/radix-split-h200.json.)
 
 `who` is cub, cuda-c or numba (onesweep with the registry's parameters); `what` keys or pairs
 (uint32 values). Each kernel's bandwidth is its DRAM bytes over its duration; its bound those
@@ -80,10 +83,41 @@ def _short(name: str) -> str:
     for key in ("Onesweep", "Histogram", "ExclusiveSum", "Upsweep", "Downsweep", "ScanBins"):
         if key in name:
             return "CUB " + key
-    for key in ("onesweep_first", "onesweep_hist", "onesweep_scan", "zero_i32", "onesweep"):
+    # numba's scan kernel is built by onesweep_hist_kernel, so its mangled name holds both
+    for key in ("onesweep_first", "onesweep_scan", "onesweep_hist", "zero_i32", "onesweep"):
         if key in name:
             return key
     return name[:40]
+
+
+NAMES = {"cub-keys": "CUB SortKeys", "cuda-c-keys": "onesweep CUDA C", "numba-keys": "onesweep numba",
+         "cub-pairs": "CUB SortPairs", "cuda-c-pairs": "onesweep CUDA C, pairs", "numba-pairs": "onesweep numba, pairs"}
+
+
+def book_rows(sorts: dict) -> list[dict]:
+    """The book's table: per sort (the CSV files named as in `NAMES`), its histogram kernel, its
+    four digit passes together and the whole sort; kernels under 0.02 ms (scans, zeroing, CUB's
+    empty launches) count only in the whole sort."""
+    rows = []
+    for case in [c for c in NAMES if c in sorts]:
+        s, agg = sorts[case], {}
+        for k in s["kernels"]:
+            if k["ms"] < 0.02 or k["kernel"] in ("CUB ExclusiveSum", "zero_i32", "onesweep_scan"):
+                continue
+            part = "histograms" if k["kernel"] in ("CUB Histogram", "onesweep_hist") else "4 digit passes"
+            a = agg.setdefault(part, {"ms": 0.0, "GB": 0.0, "bound": 0.0})
+            a["ms"] += k["ms"]
+            a["GB"] += k["dram_GB"]
+            a["bound"] += k["bound_ms"]
+        for part in ("histograms", "4 digit passes"):
+            a = agg[part]
+            rows.append({"sort": NAMES[case], "kernels": part, "ms": round(a["ms"], 3), "DRAM GB": round(a["GB"], 2),
+                         "TB/s": round(a["GB"] / a["ms"], 2), "bound ms": round(a["bound"], 3),
+                         "× bound": round(a["ms"] / a["bound"], 1)})
+        rows.append({"sort": NAMES[case], "kernels": "whole sort", "ms": round(s["total_ms"], 3),
+                     "DRAM GB": round(sum(k["dram_GB"] for k in s["kernels"]), 2), "TB/s": None, "bound ms": None,
+                     "× bound": None})
+    return rows
 
 
 def main(argv=None) -> int:
@@ -91,6 +125,7 @@ def main(argv=None) -> int:
     ap.add_argument("args", nargs="*", help="log2n who what; or with --parse, the CSV files")
     ap.add_argument("--parse", action="store_true")
     ap.add_argument("--json")
+    ap.add_argument("--about", help="with --parse: what the run was (written into the JSON)")
     a = ap.parse_args(argv)
     if not a.parse:
         log2n, who, what = a.args
@@ -98,7 +133,7 @@ def main(argv=None) -> int:
         return 0
     from gpulab.radix.bench import COPY_BW
 
-    res = {"copy_TBps": COPY_BW / 1e12, "sorts": {}}
+    res = {"about": a.about, "copy_TBps": COPY_BW / 1e12, "sorts": {}}
     for path in a.args:
         ks, check = parse_one(path)
         case = Path(path).stem
@@ -107,6 +142,7 @@ def main(argv=None) -> int:
         for k in ks:
             print(f"  {k['kernel']:16} {k['ms']:7.3f} ms {k['dram_GB']:6.2f} GB {(k['TBps'] or 0):5.2f} TB/s"
                   f"  bound {k['bound_ms']:.3f} ms")
+    res["rows"] = book_rows(res["sorts"])
     if a.json:
         Path(a.json).write_text(json.dumps(res, indent=1) + "\n")
     return 0

@@ -237,9 +237,11 @@ def _public_inputs() -> str:
     if device.on_simulator():
         return "numba device arrays (simulator)"
     try:
-        import cupy  # noqa: F401
-    except ImportError:
-        return "numba device arrays (CuPy is not installed): each result a new numba allocation"
+        import cupy
+
+        cupy.zeros(1)
+    except Exception:
+        return "numba device arrays (CuPy is missing or cannot run): each result a new numba allocation"
     return "CuPy arrays (views of the case's keys and values): each result from CuPy's memory pool"
 
 
@@ -360,9 +362,10 @@ def caller_arrays(state):
         return keys, vals
     try:
         import cupy
-    except ImportError:
+
+        return cupy.asarray(keys), (None if vals is None else cupy.asarray(vals))
+    except Exception:  # not installed, or installed without a working CUDA runtime: numba's arrays
         return keys, vals
-    return cupy.asarray(keys), (None if vals is None else cupy.asarray(vals))
 
 
 def public(variant, state):

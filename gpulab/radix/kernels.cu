@@ -487,13 +487,14 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_hist(const u32 *key
                 long i = base + it * BLOCK + tid;
                 if (i < n) {
                     u32 x = keys[i];
-                    for (int p = 0; p < passes; ++p) atomicAdd(&h[p * RADIX + ((x >> (p * BITS)) & DIGIT_MASK)], 1);
+                    for (int p = 0; p < passes && p < PASSES; ++p)
+                        atomicAdd(&h[p * RADIX + ((x >> (p * BITS)) & DIGIT_MASK)], 1);
                 }
             }
         }
     }
     __syncthreads();
-    for (int j = tid; j < passes * RADIX; j += BLOCK)
+    for (int j = tid; j < min(passes, PASSES) * RADIX; j += BLOCK)  // never past the counters
         if (h[j]) atomicAdd(&hist[j], h[j]);
 }
 

@@ -619,7 +619,7 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
                                 cuda.atomic.add(h, p * R + int32((x >> uint32(p * BITS)) & uint32(MASK)), 1)
             base += cuda.gridDim.x * TILE
         cuda.syncthreads()
-        for j in range(tid, passes * R, BLOCK):
+        for j in range(tid, min(passes, PASSES) * R, BLOCK):  # never past the counters
             if h[j] != 0:
                 cuda.atomic.add(hist, j, h[j])
 

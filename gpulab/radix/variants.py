@@ -79,8 +79,8 @@ LADDER = [
 # fastest measured. In the committed H200 benchmark (docs/benchmarks/radix-h200.json) onesweep is
 # the fastest variant of both GPU backends at every size, keys, pairs and distinct alike (2^28
 # keys: 7.05 ms against local's 8.08 in CUDA C, 8.88 against 11.02 in numba), but one: key-value
-# sorts of 2^24 keys in CUDA C, where local took 0.795 ms against 0.823, within the spread
-# between runs (an earlier run of the same day: 0.798 against 0.711);
+# sorts of 2^24 keys in CUDA C, where local took 0.795 ms against 0.823; four other runs of the
+# same day had onesweep ahead there, 0.714-0.775 against 0.805-0.864 (ab-runs/radix-hist-ab24-h200.json);
 # tests/radix/test_defaults.py checks the defaults against that file.
 DEFAULTS = {"numba": "onesweep", "cuda-c": "onesweep", "cpu": "numpy"}
 # On the simulator: warp intrinsics run there (gpulab.simwarp), but every lane of the default

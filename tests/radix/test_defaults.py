@@ -11,11 +11,11 @@ from gpulab.radix.variants import DEFAULTS, REGISTRY
 BENCH = Path(__file__).resolve().parents[2] / "docs" / "benchmarks" / "radix-h200.json"
 
 # How much slower than the fastest variant the default may be measured: under 1 ms a sort is a
-# dozen launches and a host wait, and two H200 runs of one day measured the same onesweep
-# key-value sort of 2^24 keys at 0.711 and 0.823 ms (CUDA C; scripts/gpu_session19.sh radix,
-# then docs/benchmarks/radix-h200.json), 16% apart, where local took 0.798 and 0.795 ms. From
-# 1 ms on, runs agree within about 1% (2^28 keys: CUB 6.32 to 6.39 ms in four runs).
-SLACK_UNDER_1MS, SLACK = 1.20, 1.03
+# dozen launches and a host wait, and one H200 run can be several percent off another. The
+# committed benchmark has CUDA C's onesweep key-value sort of 2^24 keys at 0.823 ms against
+# local's 0.795 (1.035x), where four runs of the same code on the same day had onesweep at
+# 0.714-0.775 ms and local at 0.805-0.864 (docs/benchmarks/ab-runs/radix-hist-ab24-h200.json).
+SLACK_UNDER_1MS, SLACK = 1.05, 1.03
 
 
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])

@@ -1,7 +1,8 @@
 """The one-sweep histogram kernel (`onesweep_hist`, numba's and on a GPU also CUDA C's) on its own:
 full tiles take the loads-first path without bounds checks, the last partial tile the checked one; a grid smaller than the number
 of tiles makes each block walk several tiles. Its counts must equal numpy's bincount of every
-digit, for all passes or only the first few (the counters past `passes` stay untouched).
+digit, for all passes or only the first few; what lies past the first `passes` rows of `hist`
+(the later rows, and the pass flags the plan keeps after them) is never written.
 
 Runs with the onesweep variant's simulator parameters (BLOCK=32, ITEMS=2, BITS=5: 64-key tiles,
 7 passes) on the simulator and on a GPU alike; the CUDA C kernel through the sorts' kernel
@@ -41,10 +42,13 @@ def test_onesweep_hist_counts_equal_bincount(rng, n, passes, backend):
     tiles = -(-n // TILE)
     grid = max(1, tiles // 2)  # fewer blocks than tiles (from 2 tiles on): the tile-stride loop runs
     assert tiles == 1 or grid < tiles
-    want = np.zeros(PASSES * R, np.int32)
+    SENTINEL = -7  # past the rows counted: must stay as it is
+    want = np.full(PASSES * R + PASSES, SENTINEL, np.int32)  # the rows, then one flag per pass (as a plan's)
     for p in range(passes):
         want[p * R:(p + 1) * R] = np.bincount((keys >> np.uint32(p * BITS)) & np.uint32(R - 1), minlength=R)
-    hist = cuda.to_device(np.zeros(PASSES * R, np.int32))
+    start = np.full(want.size, SENTINEL, np.int32)
+    start[:passes * R] = 0
+    hist = cuda.to_device(start)
     K("onesweep_hist", (grid,), (BLOCK,), cuda.to_device(keys), hist, np.int32(n), np.int32(passes))
     cuda.synchronize()
     got = hist.copy_to_host()
