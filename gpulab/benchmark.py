@@ -14,7 +14,7 @@ JSON schema (`"schema": "gpulab-bench/1"`):
   "schema": "gpulab-bench/1", "chapter": "matmul", "date": "2026-11-21T22:40:00Z",
   "device": {"mode": "gpu", "name": "NVIDIA H200", "compute_capability": [9, 0], ...},
   "versions": {"python": ..., "numpy": ..., "numba": ..., "numba-cuda": ..., "cupy": ...,
-               "pycuda": ..., "driver": ...},
+               "pycuda": ..., "driver": ..., "gpulab_source_sha256": ...},
   "settings": {"warmup": 2, "repeat": 10, "quick": false},
   "records": [
     {"chapter": "matmul", "variant": "shared", "backend": "numba",
@@ -121,11 +121,35 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def versions() -> dict:
-    """Versions of everything that shapes the numbers."""
+SOURCE_SUFFIXES = (".py", ".cu", ".cuh")
+
+
+def source_sha256(package_dir: str | Path | None = None) -> str:
+    """A SHA-256 of the gpulab source that ran: every ``.py``, ``.cu`` and ``.cuh`` file under
+    the package directory (this installation's by default), by relative path and content, in
+    path order. The version number does not change between commits and the GPU machines run a
+    copy of the tree without its git history, so the result files record this instead; to see
+    which commit a file came from, compute it for a checkout (``git archive <commit> gpulab``
+    unpacked, then ``source_sha256("<that dir>/gpulab")``)."""
+    import hashlib
+
     import gpulab
 
-    out = {"python": platform.python_version(), "numpy": np.__version__, "gpulab": gpulab.__version__}
+    root = Path(package_dir) if package_dir is not None else Path(gpulab.__file__).resolve().parent
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in SOURCE_SUFFIXES and "__pycache__" not in p.parts):
+        rel = path.relative_to(root).as_posix()
+        h.update(rel.encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def versions() -> dict:
+    """Versions of everything that shapes the numbers, and the SHA-256 of the gpulab source
+    that ran (`source_sha256`)."""
+    import gpulab
+
+    out = {"python": platform.python_version(), "numpy": np.__version__, "gpulab": gpulab.__version__,
+           "gpulab_source_sha256": source_sha256()}
     for dist in ("numba", "numba-cuda", "cupy-cuda13x", "cupy-cuda12x", "pycuda"):
         v = _version(dist)
         if v:
