@@ -106,12 +106,18 @@ def runner(variant, state):
     if state["kind"] == "distinct":
         return lambda: plan.run(d)
     if state["kind"] == "pairs":  # given values, as CUB's SortPairs gets them
-        if "d_positions" not in state:
-            from numba import cuda
-
-            state["d_positions"] = cuda.to_device(np.arange(state["n"], dtype=np.uint32))
-        return lambda: plan.sort(d, state["d_positions"])
+        pos = _positions(state)
+        return lambda: plan.sort(d, pos)
     return lambda: plan.sort(d)
+
+
+def _positions(state):
+    """The pairs case's values: the positions 0..n-1 on the device, made once per case."""
+    if "d_positions" not in state:
+        from numba import cuda
+
+        state["d_positions"] = cuda.to_device(np.arange(state["n"], dtype=np.uint32))
+    return state["d_positions"]
 
 
 def _reference(state):
@@ -233,14 +239,24 @@ SPEC = BenchSpec(chapter="radix", cases=cases, setup=setup, runner=runner, check
                  extra={"cub_version": lambda: _cub_version(), "public_call_inputs": lambda: _public_inputs()})
 
 
-def _public_inputs() -> str:
+def _cupy():
+    """CuPy where a GPU user of this machine would have it (installed and able to allocate on
+    the GPU), else None (always None on the simulator): the public call's inputs follow it."""
     if device.on_simulator():
-        return "numba device arrays (simulator)"
+        return None
     try:
         import cupy
 
         cupy.zeros(1)
-    except Exception:
+        return cupy
+    except Exception:  # not installed, or installed without a working CUDA runtime
+        return None
+
+
+def _public_inputs() -> str:
+    if device.on_simulator():
+        return "numba device arrays (simulator)"
+    if _cupy() is None:
         return "numba device arrays (CuPy is missing or cannot run): each result a new numba allocation"
     return "CuPy arrays (views of the case's keys and values): each result from CuPy's memory pool"
 
@@ -352,20 +368,16 @@ def write_model(result_path: str | Path, out_dir: str | Path) -> Path:
 
 
 def caller_arrays(state):
-    """The case's device inputs as a user of the GPU holds them: CuPy arrays where CuPy is
-    installed (views of the run's numba arrays, no copy), else the numba arrays themselves.
-    A CuPy caller's result comes from CuPy's memory pool, as it does in that user's program;
-    a numba caller's is a new allocation, unless it passes `out=`."""
+    """The case's device inputs (keys; the positions for pairs, else None) as a user of the GPU
+    holds them: CuPy arrays where CuPy runs (`_cupy`; views of the run's numba arrays, no copy),
+    else the numba arrays themselves. A CuPy caller's result comes from CuPy's memory pool, as it
+    does in that user's program; a numba caller's is a new allocation, unless it passes `out=`."""
     keys = state["d_keys"]
-    vals = state.get("d_positions")
-    if state["sim"]:
+    vals = _positions(state) if state["kind"] == "pairs" else None
+    cp = _cupy()
+    if cp is None:
         return keys, vals
-    try:
-        import cupy
-
-        return cupy.asarray(keys), (None if vals is None else cupy.asarray(vals))
-    except Exception:  # not installed, or installed without a working CUDA runtime: numba's arrays
-        return keys, vals
+    return cp.asarray(keys), (None if vals is None else cp.asarray(vals))
 
 
 def public(variant, state):
@@ -377,11 +389,9 @@ def public(variant, state):
 
     plan = _plan(variant, state)
     params = getattr(plan, "sp", plan).params
+    keys, vals = caller_arrays(state)
     if state["kind"] == "pairs":
-        runner(variant, state)  # makes the positions the kernel time sorts with the keys
-        keys, vals = caller_arrays(state)
         return lambda: rx.sort_pairs(keys, vals, variant.name, variant.backend, params)
-    keys, _ = caller_arrays(state)
     fn = {"keys": rx.sort, "distinct": rx.distinct}[state["kind"]]
     return lambda: fn(keys, variant.name, variant.backend, params)
 

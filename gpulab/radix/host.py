@@ -412,7 +412,8 @@ class SortPlan:
         K, B, R = self.K, self.params["BLOCK"], 1 << self.bits
         K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
         K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
-        K("onesweep_hist", (min(self.nb, HIST_BLOCKS_PER_SM * device.info().sm_count),), (B,), d_keys, self.hist, _i(self.n), _i(passes))
+        grid = min(self.nb, HIST_BLOCKS_PER_SM * device.info().sm_count)
+        K("onesweep_hist", (grid,), (B,), d_keys, self.hist, _i(self.n), _i(passes))
         K("onesweep_scan", (passes,), (B,), self.hist)
 
     def queue_first_pass(self, d_keys, d_vals, meanwhile=None) -> list[int]:
