@@ -414,22 +414,47 @@ extern "C" __global__ void expand_labels(const int *xit, const int *cid, const u
 }
 
 // --8<-- [start:ruling_set]
+// Each warp takes segments of 32 * PICK_ITEMS edges (item k of lane l: edge seg + 32k + l, so every
+// load and store is coalesced) and appends a segment's splitters with one atomic: one edge in
+// SPACING = 128 is a splitter, and an append per 32 edges put about 290,000 atomics on one counter
+// at 42M edges. In the first round no edge is owned yet: own is written, never read.
+#define PICK_ITEMS 16
+#define PICK_W (BLOCK < 32 ? BLOCK : 32)             // lanes of a warp (the simulator's blocks have 8)
 extern "C" __global__ void pick_splitters(int *own, int n, u32 thresh, u32 seed, int *splitters, int *count,
-                                          int todo_slot, int scale) {
+                                          int todo_slot, int scale, int first) {
     __shared__ int s_cnt[BLOCK];
-    int tid = threadIdx.x;
+    int tid = threadIdx.x, lane = tid % PICK_W;
     int todo = 0;
-    i64 n_round = ((i64)n + 31) / 32 * 32;
-    GRID_LOOP(i, n_round) {
-        bool pred = false;
-        if (i < n && own[i] == NONE) {
-            todo++;
-            pred = mix32((u32)i ^ seed) <= thresh;
+    const i64 SEG = PICK_W * PICK_ITEMS;
+    i64 warps = (i64)gridDim.x * blockDim.x / PICK_W;
+    for (i64 seg = ((i64)blockIdx.x * blockDim.x + tid) / PICK_W * SEG; seg < n; seg += warps * SEG) {
+        u32 mask = 0;                                // bit k: item k is a new splitter
+#pragma unroll
+        for (int k = 0; k < PICK_ITEMS; k++) {
+            i64 i = seg + PICK_W * k + lane;
+            if (i < n && (first || own[i] == NONE)) {
+                todo++;
+                if (mix32((u32)i ^ seed) <= thresh) mask |= 1u << k;
+            }
         }
-        int slot = warp_append(pred, count, 0);
-        if (pred) {
-            splitters[slot] = (int)i;
-            own[i] = (int)((u32)slot * (u32)scale);  // scale 4: an undirected trail's walker 2·slot
+        int c = __popc(mask), incl = c;              // the warp's inclusive scan of its lanes' counts
+        for (int d = 1; d < PICK_W; d <<= 1) {
+            int t = __shfl_up_sync(FULL, incl, d);
+            if (lane >= d) incl += t;
+        }
+        int total = __shfl_sync(FULL, incl, PICK_W - 1), base = 0;
+        if (lane == PICK_W - 1 && total > 0) base = atomicAdd(&count[0], total);
+        int slot = __shfl_sync(FULL, base, PICK_W - 1) + incl - c;
+#pragma unroll
+        for (int k = 0; k < PICK_ITEMS; k++) {
+            i64 i = seg + PICK_W * k + lane;
+            if ((mask >> k) & 1u) {
+                splitters[slot] = (int)i;
+                own[i] = (int)((u32)slot * (u32)scale);  // scale 4: an undirected trail's walker 2·slot
+                slot++;
+            } else if (first && i < n) {
+                own[i] = NONE;
+            }
         }
     }
     s_cnt[tid] = todo;

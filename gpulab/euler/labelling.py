@@ -103,13 +103,14 @@ def label_shared(plan, succ, n, label):
 
 # --8<-- [start:label_ruling_set]
 def splitter_rounds(plan, own, n, scale: int = 1):
-    """The ruling set's rounds over ``own`` (NONE: not labelled yet), which it fills first. Each
+    """The ruling set's rounds over ``own`` (NONE: not labelled yet), which the first pick fills. Each
     round picks as splitters the unlabelled edges whose hash is below a threshold (one in
     SPACING, GROWTH times denser each round, every edge left in the last), and yields (base,
     total, thresh, seed): its splitters are ``spl[base:total]``, its hash (thresh, seed) the one
     the walks test; the caller walks and labels them, so that the next pick sees what is left.
     One wait per round (how many splitters, how many edges were still unlabelled)."""
-    plan.launch("fill_i32", n, own, _i(n), _i(-1))
+    from gpulab.euler.kernels_numba import PICK_ITEMS  # (kernels.cu's macro of the same name)
+
     plan.preset(0, 0)
     plan.launch("fill_i32", FLAGS - ROUND, plan.rounds_ctr, _i(FLAGS - ROUND), _i(0))
     spacing, growth = plan.params["SPACING"], plan.params["GROWTH"]
@@ -118,8 +119,9 @@ def splitter_rounds(plan, own, n, scale: int = 1):
     while True:
         thresh = u32(0xFFFFFFFF if spacing <= 1 else (1 << 32) // spacing - 1)
         rseed = u32(seed + rounds * 0x9E3779B9)
-        plan.launch("pick_splitters", n, own, _i(n), thresh, rseed, plan.buf("spl"), plan.ctr, _i(ROUND + rounds),
-                    _i(scale))
+        # one thread per PICK_ITEMS edges; the first round writes every own[i] (NONE or its slot)
+        plan.launch("pick_splitters", ceil_div(n, PICK_ITEMS), own, _i(n), thresh, rseed, plan.buf("spl"), plan.ctr,
+                    _i(ROUND + rounds), _i(scale), _i(rounds == 0))
         h = plan.read()
         total, todo = int(h[0]), int(h[ROUND + rounds])
         if todo == 0:

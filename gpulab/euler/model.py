@@ -68,9 +68,9 @@ def _picks(rounds: int, params: dict) -> int:
 
 
 def label_ruling_set_bytes(E: int, stats: dict, params: dict) -> int:
-    """**labelling**, ruling set (`label_ruling_set`): fill ``own`` (4·E); every round's pick reads
-    ``own`` (4·E a pick; one more pick finds nothing left unless the last round's spacing was 1)
-    and writes 8 B a splitter (its slot, its owner); the walks read every edge's successor and
+    """**labelling**, ruling set (`label_ruling_set`): the first round's pick writes ``own`` (4·E),
+    every later pick reads it (4·E a pick; one more pick finds nothing left unless the last round's
+    spacing was 1); every pick writes 8 B a splitter (its slot, its owner); the walks read every edge's successor and
     write its owner once (8·E), and per splitter read its id and the next splitter's owner and
     write a packed word (16 B); each round's pointer jumping on its s splitters runs at most
     ceil(log2 s) rounds of 24 B (read a word, gather one, write one) a splitter, and unpacks
@@ -80,7 +80,7 @@ def label_ruling_set_bytes(E: int, stats: dict, params: dict) -> int:
     s_all = sum(splitters)
     jumps = sum(24 * s * ceil_log2(s) + 12 * s for s in splitters)
     kept = 12 * s_all if params.get("SUBLISTS") else 0  # each sublist's word and last edge
-    return 4 * E + picks * 4 * E + 8 * E + 24 * s_all + jumps + 12 * E + kept
+    return picks * 4 * E + 8 * E + 24 * s_all + jumps + 12 * E + kept
 
 
 def label_jump_bytes(E: int, stats: dict, params: dict) -> int:
@@ -162,9 +162,9 @@ def orient_extra_bytes(E: int, V: int) -> int:
 
 
 def label_trails_bytes(E: int, stats: dict, params: dict) -> int:
-    """The closed trails walked once (`gpulab.euler.labelling.label_trails`): fill ``town``
-    (4·E); every round's pick reads it (4·E a pick, as in `label_ruling_set_bytes`) and writes
-    8 B a splitter; every edge is claimed once: its dart's successor read and its owner swapped
+    """The closed trails walked once (`gpulab.euler.labelling.label_trails`): the first pick
+    writes ``town`` (4·E), every later pick reads it (4·E a pick, as in `label_ruling_set_bytes`);
+    every pick writes 8 B a splitter; every edge is claimed once: its dart's successor read and its owner swapped
     in (8·E); each of the two walkers of a splitter reads the splitter and writes its word (12 B),
     and about one of them a further 4 B where it stops (the owner of the splitter it reached, or
     a claim that failed); each round's pointer jumping on its 2·s walkers runs at most
@@ -174,7 +174,7 @@ def label_trails_bytes(E: int, stats: dict, params: dict) -> int:
     picks = _picks(int(stats.get("trail_rounds", len(splitters))), params)
     s_all = sum(splitters)
     jumps = sum(24 * 2 * s * ceil_log2(2 * s) + 12 * 2 * s for s in splitters)
-    return 4 * E + picks * 4 * E + 8 * s_all + 8 * E + (2 * 12 + 4) * s_all + jumps
+    return picks * 4 * E + 8 * s_all + 8 * E + (2 * 12 + 4) * s_all + jumps
 
 
 def orient_label_extra_bytes(E: int, stats: dict, params: dict, labelling) -> int:

@@ -25,9 +25,9 @@ TINY_PARAMS = {"SPACING": 4, "GROWTH": 2}
 TINY_DIRECTED = {
     "validate": 2 * 8 * 4,                                    # src and dst read once
     "pairing": 2 * 8 * (4 + 12) + 20 * 8,                     # two 1-pass argsorts, then pair
-    # fill own, 3 picks (the last spacing, 2, was not 1), walks, 24 B a splitter,
+    # 3 picks (the last spacing, 2, was not 1; the first writes own), walks, 24 B a splitter,
     # jumps (2 splitters: 1 round of 24 B + unpack 12 B each; 1 splitter: unpack only), label_from_owner
-    "labelling": 4 * 8 + 3 * 4 * 8 + 8 * 8 + 24 * 3 + (24 * 2 * 1 + 12 * 2) + 12 * 1 + 12 * 8,
+    "labelling": 3 * 4 * 8 + 8 * 8 + 24 * 3 + (24 * 2 * 1 + 12 * 2) + 12 * 1 + 12 * 8,
     "circuit_graph": 16 * 8 + 20 * 2 + 12 * 3,
     "spanning_forest": 8 + 20 * 2 + 5 * 3 + 12 * 3,
     "splice": 8 + 24 * 3,
@@ -43,12 +43,12 @@ def test_the_byte_model_by_hand():
     got = model.stage_bytes(8, 4, TINY_STATS, TINY_PARAMS, model.label_ruling_set_bytes,
                             model.rank_ruling_set_bytes)
     assert got == TINY_DIRECTED
-    assert TINY_DIRECTED["labelling"] == 444 and TINY_DIRECTED["ranking"] == 216
+    assert TINY_DIRECTED["labelling"] == 412 and TINY_DIRECTED["ranking"] == 216
     und = model.stage_bytes(8, 4, TINY_STATS, TINY_PARAMS, model.label_ruling_set_bytes,
                             model.rank_ruling_set_bytes, directed=False)
     # the half-edges: keys written (16 B an edge), a 1-pass argsort of 16 keys, odd-degree scan,
     # dart successors; the 16 darts labelled (1 round, 2 picks, 4 splitters, 2 jump rounds)
-    darts = 4 * 16 + 2 * 4 * 16 + 8 * 16 + 24 * 4 + (24 * 4 * 2 + 12 * 4) + 12 * 16
+    darts = 2 * 4 * 16 + 8 * 16 + 24 * 4 + (24 * 4 * 2 + 12 * 4) + 12 * 16
     # the orientation's pairing and labels come from the darts: no directed pairing or labelling
     assert und["pairing"] == 40 * 8 + 16 * (4 + 12)
     orient = 16 * 8 + 16 * 8  # both darts' labels and both ends read; oriented ends, direction, label written
@@ -59,9 +59,9 @@ def test_the_byte_model_by_hand():
     trails = model.stage_bytes(8, 4, {**TINY_STATS, "trail_splitters": [2, 1], "trail_rounds": 2},
                                {**TINY_PARAMS, "TRAILS": 1}, model.label_ruling_set_bytes,
                                model.rank_ruling_set_bytes, directed=False)
-    # fill town, 3 picks, 8 B a splitter, every edge claimed (successor read, owner swapped),
+    # 3 picks (the first writes town), 8 B a splitter, every edge claimed (successor read, owner swapped),
     # 28 B a splitter's two walkers, jumps (4 walkers: 2 rounds; 2 walkers: 1 round; unpack 12 B each)
-    walks = 4 * 8 + 3 * 4 * 8 + 8 * 3 + 8 * 8 + 28 * 3 + (24 * 4 * 2 + 12 * 4) + (24 * 2 * 1 + 12 * 2)
+    walks = 3 * 4 * 8 + 8 * 3 + 8 * 8 + 28 * 3 + (24 * 4 * 2 + 12 * 4) + (24 * 2 * 1 + 12 * 2)
     orient_trails = 20 * 8 + 16 * 8  # owner, two cycle labels, both ends read; four arrays written
     assert trails["labelling"] == walks + orient_trails + dart_pairs + scatter
     assert trails["pairing"] == und["pairing"]
@@ -82,7 +82,7 @@ def test_wyllie_and_jump_counts():
     assert model.label_jump_bytes(E, {"label_rounds": 3}, {}) == 24 * E + 72 * E
     # the last round's spacing 1: no extra pick after it
     assert (model.label_ruling_set_bytes(E, {"splitters": [5, 0, 7], "label_rounds": 3}, {"SPACING": 4, "GROWTH": 2})
-            == 4 * E + 3 * 4 * E + 8 * E + 24 * 12 + (24 * 5 * 3 + 60) + 0 + (24 * 7 * 3 + 84) + 12 * E)
+            == 3 * 4 * E + 8 * E + 24 * 12 + (24 * 5 * 3 + 60) + 0 + (24 * 7 * 3 + 84) + 12 * E)
 
 
 def _record(label="deep-42M", E=8, directed=True, stages=None):
