@@ -18,11 +18,12 @@ are not in it) and prints them by total time, with DRAM bytes and the bytes' bou
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import re
 import sys
 from pathlib import Path
+
+import ncu_csv  # (beside this script)
 
 
 def run(E: int, backend: str) -> None:
@@ -71,16 +72,7 @@ def _short(name: str) -> str:
 def parse_one(path: str) -> tuple[list[dict], str | None]:
     from gpulab.radix.bench import COPY_BW
 
-    rows, header, check = {}, None, None
-    for line in Path(path).read_text().splitlines():
-        if line.startswith("@@ check"):
-            check = line.split()[-1]
-        elif line.startswith('"ID"'):
-            header = next(csv.reader([line]))
-        elif header is not None and line.startswith('"'):
-            rec = dict(zip(header, next(csv.reader([line]))))
-            r = rows.setdefault(int(rec["ID"]), {"name": rec["Kernel Name"]})
-            r[rec["Metric Name"]] = float(rec["Metric Value"].replace(",", ""))
+    rows, check = ncu_csv.read(path)
     by = {}
     for k in sorted(rows):
         r = rows[k]

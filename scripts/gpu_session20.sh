@@ -6,9 +6,9 @@
 #           bytes (scripts/euler_kernel_split.py) -> euler-split.json
 #   ebench  gpulab bench euler, ruling_set and numba Hierholzer, deep-42M, shallow-42M and undirected-deep-42M
 #           (on GPU 0), then the stage bounds (gpulab.euler.model)
-#   etests  the Euler GPU tests of the ruling set, its pick and the trails
+#   etests  the Euler GPU tests of the ruling set, its pick, its jumping and the trails
 #   esan    compute-sanitizer memcheck and racecheck on chapter 5, both backends (scripts/sanitize.py)
-#   eab     the pick change A/B: gpulab bench euler, ruling_set, deep-42M, shallow-42M and undirected-deep-42M,
+#   eab     an A/B of the labelling (the pick, then the jumping that stops on the device): gpulab bench euler, ruling_set, deep-42M, shallow-42M and undirected-deep-42M,
 #           the package before (OLD, a package tree) and now in turns A B A B (eab-<code>-<turn>/)
 set -uo pipefail
 stages="${*:-dask}"

@@ -20,10 +20,11 @@ bytes at the copy bandwidth of `gpulab.radix.bench.COPY_BW`.
 from __future__ import annotations
 
 import argparse
-import csv
 import json
 import sys
 from pathlib import Path
+
+import ncu_csv  # (beside this script)
 
 
 def run(log2n: int, who: str, what: str) -> None:
@@ -58,16 +59,7 @@ def run(log2n: int, who: str, what: str) -> None:
 def parse_one(path: str) -> tuple[list[dict], str | None]:
     from gpulab.radix.bench import COPY_BW
 
-    rows, header, check = {}, None, None
-    for line in Path(path).read_text().splitlines():
-        if line.startswith("@@ check"):
-            check = line.split()[-1]
-        elif line.startswith('"ID"'):
-            header = next(csv.reader([line]))
-        elif header is not None and line.startswith('"'):
-            rec = dict(zip(header, next(csv.reader([line]))))
-            r = rows.setdefault(int(rec["ID"]), {"name": rec["Kernel Name"]})
-            r[rec["Metric Name"]] = float(rec["Metric Value"].replace(",", ""))
+    rows, check = ncu_csv.read(path)
     ks = []
     for k in sorted(rows):
         r = rows[k]

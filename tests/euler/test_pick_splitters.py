@@ -51,6 +51,8 @@ def test_pick_writes_every_owner_and_appends_each_splitter_once(backend, which, 
         pick = h <= thresh
         if pick.any() and (n == 1 or not pick.all()):
             break
+    else:
+        pytest.fail("no seed in 50 picked some but not all edges")
     own = plan.buf("owner")
     own[:n].copy_to_device(np.full(n, POISON, np.int32))  # the first round must write every owner
     plan.buf("spl")[:n].copy_to_device(np.full(n, POISON, np.int32))
