@@ -156,6 +156,9 @@ class EulerPlan:
         if self.params.get("GROWTH", 2) < 2:
             raise LimitError(f"GROWTH = {self.params['GROWTH']}: the splitters must get denser each round (>= 2)")
         self.sim = device.on_simulator()
+        block = int(self.params.get("BLOCK", 32))
+        if not self.sim and (block < 32 or block % 32):
+            raise LimitError(f"BLOCK = {block}: a multiple of 32 on a GPU (the warp appends name all 32 lanes)")
         self.K = provider(backend, self.params)
         self._bufs: dict = {}
         self._raw: dict = {}

@@ -10,7 +10,8 @@ Element-wise kernels are grid-stride loops, so the host may launch any grid (a f
 blocks on a GPU, one small block on the simulator). Kernels that *append* to a list
 (links, splitters, nodes ...) use a warp-aggregated atomic: one ``atomic.add`` per warp, not per
 thread — their loops run in whole warps (``n`` rounded up to 32) so that every lane reaches the
-``ballot_sync``; on a GPU their blocks are multiples of 32 threads (BLOCK), on the simulator
+``ballot_sync`` (the ruling set's pick: one per warp and segment of 16 edges a lane, after a
+scan of the lanes' counts); on a GPU their blocks are multiples of 32 threads (BLOCK), on the simulator
 one block of a partial warp (BLOCK = 8 lanes: `gpulab.simwarp`'s intrinsics exchange among
 the lanes that exist).
 ``TEMPLATED`` lists the kernels built per compile-time parameter (BLOCK or TILE); every other
