@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 20 on the GPUs (everything under $OUT/w, packed into $OUT/results.tgz beside $OUT/summary.txt):
-#   dask    (two GPUs, needs .daskkit) scripts/bench_distributed.py --only subset, ${DASK_RUNS:-2} runs of the
+#   dask    (two GPUs, needs .daskkit: bash scripts/pack_daskkit.sh) scripts/bench_distributed.py --only subset, ${DASK_RUNS:-2} runs of the
 #           current code (one rank range per worker, the default) -> dask-<run>/distributed-<device>x2.json
 #   esplit  Nsight Compute, one deep-42M Euler circuit per backend on GPU 0, each kernel's duration and DRAM
 #           bytes (scripts/euler_kernel_split.py) -> euler-split.json
