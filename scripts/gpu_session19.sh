@@ -47,20 +47,17 @@ if [[ " $stages " == *" htests "* ]]; then
 fi
 if [[ " $stages " == *" hab "* ]]; then
   for turn in 1 2; do for code in old new; do
-    # run from the code's own directory: `python -m` puts the working directory first on sys.path
-    pp="$PWD"; [[ $code == old ]] && pp="$PWD/${OLD:-abold}"
-    (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" timeout 200 $py -m gpulab bench radix --variants onesweep \
-      --sizes 2^24 2^28 "pairs 2^28" --repeat 10 --no-progress --out "$OUT/hab-$code-$turn" > "$OUT/hab-$code-$turn.txt" 2>&1)
+    in_tree $code timeout 200 $py -m gpulab bench radix --variants onesweep \
+      --sizes 2^24 2^28 "pairs 2^28" --repeat 10 --no-progress --out "$OUT/hab-$code-$turn" > "$OUT/hab-$code-$turn.txt" 2>&1
     say "bench $code $turn exit $? ($(el) s)"; grep -E "^(2\^|pairs)" "$OUT/hab-$code-$turn.txt" | tee -a "$summary"
-    (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" $py -c "import gpulab.radix.host as h; print('  code ran:', h.__file__, \
-      'HIST_BLOCKS_PER_SM' in dir(h))" 2>/dev/null) | tee -a "$summary"
+    in_tree $code $py -c "import gpulab.radix.host as h; print('  code ran:', h.__file__, \
+      'HIST_BLOCKS_PER_SM' in dir(h))" 2>/dev/null | tee -a "$summary"
   done; done
 fi
 if [[ " $stages " == *" hab24 "* ]]; then
   for turn in 1 2; do for code in old new; do
-    pp="$PWD"; [[ $code == old ]] && pp="$PWD/${OLD:-abold}"
-    (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" timeout 100 $py -m gpulab bench radix --variants onesweep local \
-      --sizes 2^24 "pairs 2^24" --repeat 20 --no-progress --out "$OUT/hab24-$code-$turn" > "$OUT/hab24-$code-$turn.txt" 2>&1)
+    in_tree $code timeout 100 $py -m gpulab bench radix --variants onesweep local \
+      --sizes 2^24 "pairs 2^24" --repeat 20 --no-progress --out "$OUT/hab24-$code-$turn" > "$OUT/hab24-$code-$turn.txt" 2>&1
     say "bench $code $turn exit $? ($(el) s)"; grep -E "^(2\^|pairs)" "$OUT/hab24-$code-$turn.txt" | tee -a "$summary"
   done; done
 fi

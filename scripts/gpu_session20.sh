@@ -46,11 +46,9 @@ if [[ " $stages " == *" esan "* ]]; then
 fi
 if [[ " $stages " == *" eab "* ]]; then
   for turn in 1 2; do for code in old new; do
-    # run from the code's own directory: `python -m` puts the working directory first on sys.path
-    pp="$PWD"; [[ $code == old ]] && pp="$PWD/${OLD:-abold}"
-    (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" timeout 200 $py -m gpulab bench euler --variants ruling_set \
+    in_tree $code timeout 200 $py -m gpulab bench euler --variants ruling_set \
       --sizes deep-42M shallow-42M undirected-deep-42M --repeat 7 --no-progress --out "$OUT/eab-$code-$turn" \
-      > "$OUT/eab-$code-$turn.txt" 2>&1)
+      > "$OUT/eab-$code-$turn.txt" 2>&1
     say "eab $code $turn exit $? ($(el) s)"; grep -E "42M" "$OUT/eab-$code-$turn.txt" | tee -a "$summary"
   done; done
 fi

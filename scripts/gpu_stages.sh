@@ -9,6 +9,13 @@ py="${PYTHON:-python3}"
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }   # seconds since the start
 summary="$OUT/summary.txt"; : > "$summary"
 say() { echo "$*" | tee -a "$summary"; }                 # a line of the summary
+# in_tree CODE CMD...: run CMD with the package tree of CODE, "old" (the tree at $OLD, default abold,
+# made by `git archive <rev> gpulab | tar x -C abold`) or "new" (this one), from that tree's directory:
+# `python -m` puts the working directory first on sys.path
+in_tree() {
+  local pp="$PWD"; [[ $1 == old ]] && pp="$PWD/${OLD:-abold}"; shift
+  (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" "$@")
+}
 stages_end() {
   cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
   echo "== summary"; cat "$FINAL/summary.txt"
