@@ -137,49 +137,77 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
 
     Device arrays (anything with `__cuda_array_interface__`) are passed as pointers; Python ints
     and bools (and numpy bools) as `int32`; numpy scalars keep their type; anything else is a
-    TypeError (pycuda's own allocations and argument handlers are not used here). Dynamic shared memory above 48 KiB is opted into first, as CUDA requires. The
-    arguments are packed in one `struct` format (pycuda's prepared call, the format kept on
-    the function while it stays the same): a launch of a sort pass with twelve arguments took
-    about 50 us of host time through pycuda's unprepared call on an H100 host.
+    TypeError (pycuda's own allocations and argument handlers are not used here). Dynamic shared
+    memory above 48 KiB is opted into first, as CUDA requires. The arguments are packed in one
+    `struct` format, made once per tuple of argument types, and handed to pycuda's kernel launch
+    (what its prepared call does after packing; the prepared call itself where that entry point
+    is missing): a launch of a sort pass with twelve arguments took about 50 us of host time
+    through pycuda's unprepared call on an H100 host.
 
     pycuda cannot launch on another library's stream, so a `stream` other than the default one
     (a numba stream) is honoured by synchronizing: gpulab waits for `stream` before the launch
     and for the device after it, so the kernel is ordered between the caller's earlier and later
     work on that stream (at the cost of the asynchrony).
     """
-    import numpy as np
-
-    fmt, data = [], []
-    for a in args:
-        if isinstance(a, np.generic) and not isinstance(a, np.bool_):
-            fmt.append(a.dtype.char)
-            data.append(a)
-        elif isinstance(a, (bool, int, np.bool_)):
-            fmt.append("i")
-            data.append(int(a))
-        else:
-            p = _pointer(a)
-            if p is None:
-                raise TypeError(f"cannot pass a {type(a).__name__} to a CUDA C kernel: a device array, an int "
-                                "or a numpy scalar")
-            fmt.append("P")
-            data.append(p)
-    fmt = "".join(fmt)
-    if getattr(fn, "arg_format", None) != fmt:
-        fn.prepare(fmt)
-    if shared_bytes > 48 * 1024:
+    key = tuple(map(type, args))
+    packing = _FORMATS.get(key)
+    if packing is None:
+        packing = _FORMATS[key] = _packing(key)
+    packer, converters = packing
+    data = [a if c is None else c(a) for c, a in zip(converters, args)]
+    if shared_bytes > 48 * 1024 and getattr(fn, "_gpulab_shared", 0) != shared_bytes:
         import pycuda.driver as drv
 
         fn.set_attribute(drv.function_attribute.MAX_DYNAMIC_SHARED_SIZE_BYTES, shared_bytes)
+        fn._gpulab_shared = shared_bytes
     grid = tuple(grid) + (1,) * (3 - len(grid))
     block = tuple(block) + (1,) * (3 - len(block))
     if stream:
         stream.synchronize()
-    fn.prepared_call(grid, block, *data, shared_size=shared_bytes)
+    run = getattr(fn, "_launch_kernel", None)
+    if run is not None and not getattr(fn, "texrefs", None):
+        run(grid, block, packer.pack(*data), shared_bytes, None)
+    else:
+        if getattr(fn, "arg_format", None) != packer.format:
+            fn.prepare(packer.format)
+        fn.prepared_call(grid, block, *data, shared_size=shared_bytes)
     if stream:
         import pycuda.driver as drv
 
         drv.Context.synchronize()
+
+
+_FORMATS: dict = {}  # tuple of argument types -> (struct.Struct, per argument: None or its converter)
+
+
+def _packing(types: tuple):
+    """The `struct` packer and converters of arguments of these types (see `launch`)."""
+    import struct
+
+    import numpy as np
+
+    codes, converters = [], []
+    for t in types:
+        if issubclass(t, np.generic) and not issubclass(t, np.bool_):
+            codes.append(np.dtype(t).char)
+            converters.append(None)
+        elif issubclass(t, (bool, int, np.bool_)):
+            codes.append("i")
+            converters.append(int)
+        else:
+            codes.append("P")
+            converters.append(_device_pointer)
+    if len(_FORMATS) > 4096:
+        _FORMATS.clear()
+    return struct.Struct("".join(codes)), tuple(converters)
+
+
+def _device_pointer(a) -> int:
+    p = _pointer(a)
+    if p is None:
+        raise TypeError(f"cannot pass a {type(a).__name__} to a CUDA C kernel: a device array, an int "
+                        "or a numpy scalar")
+    return p
 
 
 # --------------------------------------------------------------------------- NVRTC (no GPU)

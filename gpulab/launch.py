@@ -5,6 +5,7 @@ of the plans the public functions keep."""
 
 from __future__ import annotations
 
+import struct
 import threading
 import weakref
 from collections import OrderedDict
@@ -69,11 +70,20 @@ _INT64 = (-(2 ** 63), 2 ** 63)
 
 
 def _type_key(a):
-    """What numba's type for ``a`` depends on, cheaply: a device array's numba type (kept on the
-    array), a Python int's class while it fits int64 (numba types larger ones as uint64), else
-    the class."""
+    """What numba's type for ``a`` depends on, cheaply: a device array's numba type (for a numba
+    device array its name, kept on the array: hashing a numba type builds its key again at
+    every lookup), a Python int's class while it fits int64 (numba types larger ones as
+    uint64), else the class."""
+    d = getattr(a, "__dict__", None)
+    if d is not None:
+        k = d.get("_gpulab_type_key")
+        if k is not None:
+            return k
     t = getattr(a, "_numba_type_", None)
     if t is not None:
+        if d is not None and type(a).__module__.startswith("numba."):
+            d["_gpulab_type_key"] = k = ("numba array", str(t))
+            return k
         return t
     if type(a) is int and not _INT64[0] <= a < _INT64[1]:
         return ("int beyond int64", a >= 0)
@@ -86,18 +96,25 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
     memory view, checks it and builds the launch configuration again: 145.5 µs for a launch of
     26 arguments (15 arrays) against 29.4 µs for 2 arrays, on an H100 host
     (`docs/benchmarks/ab-runs/launch-numba-ab-h100.json`), where a GP generation launches
-    a dozen kernels of up to 22 arguments. Here the first call with given argument types is
-    numba's own launch (which compiles); later calls flatten the arguments as numba's
-    `_Kernel._prepare_args` does (an array: meminfo, parent, size, itemsize, pointer, shape,
-    strides in bytes; a scalar: its C type) straight from the device arrays and launch through
-    the same `cuda.core.launch` that numba calls, with a launch configuration kept per (grid,
-    block, shared bytes): 59.9 µs for the 26 arguments. Any argument it does not flatten (a
-    host array, which numba copies; an array of layout 'A'; a record, a tuple), an overload
-    numba would reach by converting a type, numba's simulator, a kernel compiled with ``debug``
-    or sensitive to its launch configuration: numba's launch, always. Unlike numba's launch
-    it does not run a launch configuration's ``pre_launch_callbacks`` (gpulab registers none)
-    nor warn of a grid under 128 blocks. Grid and block are whole numbers or sequences of
-    them, as numba takes them."""
+    a dozen kernels of up to 22 arguments, and an Euler circuit about a hundred.
+
+    Here the first call with given argument types is numba's own launch (which compiles).
+    Later calls flatten the arguments as numba's `_Kernel._prepare_args` does (an array:
+    meminfo, parent, size, itemsize, pointer, shape, strides in bytes; a scalar: its C type)
+    straight from the device arrays, pack them with one `struct` format kept per argument
+    types (the layout checked once against the driver's offsets of the kernel's parameters),
+    and hand the buffer to the driver's `cuLaunchKernel` as pycuda's prepared call does.
+    Where the driver's entry point cannot be had, or the layout does not match, the flattened
+    arguments go through the `cuda.core.launch` that numba calls (59.9 µs for the 26
+    arguments on that H100 host, most of it in `cuda.core`'s own argument handling).
+
+    Any argument it does not flatten (a host array, which numba copies; an array of layout
+    'A'; a record, a tuple), a scalar its C type cannot hold (numba's launch wraps it), a
+    stream other than 0 or numba's, an overload numba would reach by converting a type,
+    numba's simulator, a kernel compiled with ``debug`` or sensitive to its launch
+    configuration: numba's launch, always. Unlike numba's launch it does not run a launch
+    configuration's ``pre_launch_callbacks`` (gpulab registers none) nor warn of a grid under
+    128 blocks. Grid and block are whole numbers or sequences of them, as numba takes them."""
     if device.on_simulator():
         kernel[grid, block, stream, shared_bytes](*args)
         return
@@ -119,21 +136,48 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
         if plan is False:
             plans[key] = _fast_plan(kernel, args)
         return
+    flat: list = []
+    for convert, a in zip(plan.converters, args):
+        convert(a, flat)
+    cfg, dims = _config(grid, block, shared_bytes)
+    if plan.packer is not None:
+        handle = _stream_handle(stream)
+        if handle is not None:
+            try:
+                buf = plan.packer.pack(*flat)
+            except (struct.error, OverflowError):  # a scalar its C type cannot hold: numba's launch wraps it
+                kernel[grid, block, stream, shared_bytes](*args)
+                return
+            _raw_launch(plan.function, dims, handle, buf, plan.size)
+            return
     from cuda.core import launch
     from numba.cuda.cudadrv import driver
 
-    overload, converters = plan
-    flat: list = []
-    for convert, a in zip(converters, args):
-        convert(a, flat)
-    launch(driver._to_core_stream(stream), _config(grid, block, shared_bytes),
-           overload._codelibrary.get_cufunc().kernel, *flat)
+    launch(driver._to_core_stream(stream), cfg, plan.overload._codelibrary.get_cufunc().kernel,
+           *(c(v) if c is not None else v for c, v in zip(plan.ctypes, flat)))
+
+
+class _Plan:
+    """What `launch_numba` keeps per kernel and argument types: the compiled overload, one
+    converter per argument (appends its flattened values), the `struct` packer of the flattened
+    values with the kernel handle and the buffer's size for `cuLaunchKernel` (packer None: the
+    layout could not be checked, so `cuda.core.launch` takes them), and per flattened value the
+    ctypes type `cuda.core.launch` needs (None: pass as is)."""
+
+    __slots__ = ("overload", "converters", "packer", "function", "size", "ctypes")
+
+    def __init__(self, overload, converters, fmt: str, ctypes_):
+        self.overload, self.converters, self.ctypes = overload, converters, ctypes_
+        self.packer, self.function, self.size = _raw_layout(overload, fmt)
+
+
+_CODES = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
+          "int64": "q", "uint64": "Q", "float32": "f", "float64": "d", "bool": "?"}
 
 
 def _fast_plan(kernel, args):
-    """The compiled overload for ``args``' types and one converter per argument (what
-    `launch_numba` appends for it), or None where an argument is not a device array or a plain
-    scalar, or the kernel checks errors on the device (``debug``)."""
+    """The plan for ``args``' types (see `_Plan`), or None where an argument is not a device
+    array or a plain scalar, or the kernel checks errors on the device (``debug``)."""
     import ctypes
 
     from numba import types
@@ -148,33 +192,40 @@ def _fast_plan(kernel, args):
             or getattr(overload, "extensions", None) or getattr(overload, "launch_config_sensitive", False)
             or getattr(kernel, "_launch_config_sensitive", False) or getattr(kernel, "specialized", False)):
         return None  # (what numba's launch does more than flatten the arguments)
-    converters = []
+    converters, fmt, ctypes_ = [], [], []
     for ty, a in zip(overload.argument_types, args):
         if isinstance(ty, types.Array) and isinstance(a, DeviceNDArray) and ty.layout in "CF":
             converters.append(_flat_array)
+            n = 5 + 2 * ty.ndim  # meminfo, parent, size, itemsize, pointer, shape, strides
+            fmt.append("QQqqQ" + "q" * (2 * ty.ndim))
+            ctypes_ += [None] * n
         elif isinstance(ty, types.Integer) and not isinstance(a, bool):
-            converters.append(_flat_scalar(getattr(ctypes, f"c_{ty}")))
-        elif ty == types.float64:
-            converters.append(_flat_scalar(ctypes.c_double))
-        elif ty == types.float32:
-            converters.append(_flat_scalar(ctypes.c_float))
+            converters.append(_flat_plain)
+            fmt.append(_CODES[str(ty)])
+            ctypes_.append(getattr(ctypes, f"c_{ty}"))
+        elif ty in (types.float64, types.float32):
+            converters.append(_flat_plain)
+            fmt.append(_CODES[str(ty)])
+            ctypes_.append(ctypes.c_double if ty == types.float64 else ctypes.c_float)
         elif ty == types.boolean:
             converters.append(_flat_plain)
+            fmt.append("?")
+            ctypes_.append(None)
         else:
             return None
-    return overload, tuple(converters)
+    return _Plan(overload, tuple(converters), "".join(fmt), tuple(ctypes_))
 
 
 def _flat_array(a, flat: list) -> None:
     """A device array as numba's kernels take it: meminfo, parent (both 0), size, itemsize,
-    data pointer, shape, strides in bytes."""
-    flat += (0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0, *a.shape, *a.strides)
-
-
-def _flat_scalar(ctype):
-    def convert(a, flat: list, ctype=ctype) -> None:
-        flat.append(ctype(a))
-    return convert
+    data pointer, shape, strides in bytes; kept on the array after the first launch (none of
+    them changes in a numba device array's life)."""
+    d = a.__dict__
+    t = d.get("_gpulab_flat")
+    if t is None:
+        t = d["_gpulab_flat"] = (0, 0, a.size, a.dtype.itemsize, a.device_ctypes_pointer.value or 0, *a.shape,
+                                 *a.strides)
+    flat += t
 
 
 def _flat_plain(a, flat: list) -> None:
@@ -183,7 +234,7 @@ def _flat_plain(a, flat: list) -> None:
 
 def _config(grid, block, shared_bytes: int):
     """cuda.core's launch configuration, one per (grid, block, shared bytes), built as numba
-    builds it."""
+    builds it (which checks grid and block), with the six dimensions `cuLaunchKernel` takes."""
     key = (grid, block, shared_bytes)
     cfg = _CONFIGS.get(key)
     if cfg is None:
@@ -193,8 +244,98 @@ def _config(grid, block, shared_bytes: int):
         if len(_CONFIGS) > 4096:
             _CONFIGS.clear()
         coop = "is_cooperative" if dispatcher.CUDA_CORE_GE_1_0 else "cooperative_launch"
-        cfg = _CONFIGS[key] = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes, **{coop: False})
+        lc = LaunchConfig(grid=grid, block=block, shmem_size=shared_bytes, **{coop: False})
+        g = tuple(grid) if isinstance(grid, tuple) else (grid,)
+        b = tuple(block) if isinstance(block, tuple) else (block,)
+        dims = (*g, *(1,) * (3 - len(g)), *b, *(1,) * (3 - len(b)), shared_bytes)
+        cfg = _CONFIGS[key] = (lc, tuple(int(d) for d in dims))
     return cfg
+
+
+# ---- the driver's cuLaunchKernel, with the arguments in one buffer (as pycuda's prepared call)
+
+_DRIVER: list = []  # [cuLaunchKernel through ctypes, the `extra` array type] once looked up, [None] if not to be had
+
+
+def _driver():
+    if not _DRIVER:
+        try:
+            import ctypes
+
+            lib = ctypes.CDLL("libcuda.so.1")
+            fn = lib.cuLaunchKernel
+            fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
+            fn.restype = ctypes.c_int
+
+            class Extra(ctypes.Structure):  # CU_LAUNCH_PARAM_BUFFER_POINTER, buf, ..._SIZE, &size, ..._END
+                _fields_ = [("k1", ctypes.c_void_p), ("buf", ctypes.c_char_p), ("k2", ctypes.c_void_p),
+                            ("size", ctypes.c_void_p), ("end", ctypes.c_void_p)]
+
+            _DRIVER[:] = [fn, Extra, ctypes.byref]
+        except (OSError, AttributeError):
+            _DRIVER[:] = [None]
+    return _DRIVER
+
+
+def _raw_layout(overload, fmt: str):
+    """(packer, kernel handle, (size holder, its address)) for `cuLaunchKernel`, or (None, None, None) where
+    the driver's entry point cannot be had or the kernel's parameters do not sit where the
+    `struct` format puts them (checked against the driver's offsets where it gives them)."""
+    import ctypes
+
+    if _driver()[0] is None:
+        return None, None, None
+    packer = struct.Struct("@" + fmt)
+    kernel = overload._codelibrary.get_cufunc().kernel
+    try:
+        info = [(int(i.offset), int(i.size)) for i in kernel.arguments_info]
+    except Exception:  # noqa: BLE001 (a driver that does not say: trust the C alignment)
+        info = None
+    if info is not None:
+        offsets, off = [], 0
+        for code in fmt:
+            size = struct.calcsize(code)
+            off = -(-off // size) * size
+            offsets.append((off, size))
+            off += size
+        if offsets != info:
+            return None, None, None
+    size = ctypes.c_size_t(packer.size)
+    return packer, int(kernel.handle), (size, ctypes.addressof(size))
+
+
+def _stream_handle(stream):
+    """The CUstream of 0 or a numba stream (its own handle: 0 the legacy default stream, or
+    the legacy / per-thread one), None for anything else (`cuda.core.launch` takes it)."""
+    if not stream:
+        return 0
+    from numba.cuda.cudadrv.driver import Stream
+
+    if type(stream) is Stream:
+        return int(stream.handle or 0)
+    return None
+
+
+def _raw_launch(function: int, dims: tuple, stream: int, buf: bytes, size: tuple) -> None:
+    """`cuLaunchKernel` of the kernel handle `function` (grid, block, shared bytes in `dims`)
+    on `stream` with the packed arguments `buf` (`size`: the buffer's size holder and its
+    address); a driver error is numba's `CudaAPIError`, as numba's launch raises."""
+    fn, Extra, byref = _DRIVER
+    gx, gy, gz, bx, by, bz, shared = dims
+    err = fn(function, gx, gy, gz, bx, by, bz, shared, stream, None, byref(Extra(1, buf, 2, size[1], None)))
+    if err:
+        _raise(err)
+
+
+def _raise(err: int):
+    from cuda.bindings import driver as cu
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    try:
+        name = cu.cuGetErrorName(cu.CUresult(err))[1].decode()
+    except Exception:  # noqa: BLE001
+        name = f"CUDA error {err}"
+    raise CudaAPIError(err, f"cuLaunchKernel failed: {name}")
 
 
 # ----------------------------------------------------------------------------- kernel providers

@@ -137,7 +137,11 @@ def test_a_plan_is_kept_per_argument_types_and_none_where_numba_must_launch(rng)
             np.float32(1), 0.0, True, np.int8(0))
     for _ in range(2):
         launch.launch_numba(_mix, 2, 32, *args)
-    assert _plan(_mix, args) is not None
+    plan = _plan(_mix, args)
+    assert plan is not None
+    # the driver's cuLaunchKernel with one packed buffer: the struct layout matched the
+    # driver's offsets of the kernel's parameters (an int8, a bool and a float32 among them)
+    assert plan.packer is not None and plan.function, "the flattened launch fell back to cuda.core"
     for other in (np.zeros(n), cuda.to_device(np.zeros(2 * n))[::2]):
         changed = (other,) + args[1:]
         launch.launch_numba(_mix, 2, 32, *changed)
@@ -165,6 +169,30 @@ def test_the_plans_hold_their_kernels_weakly():
     assert isinstance(launch._FAST_PLANS, weakref.WeakKeyDictionary) and plans
     for plan in plans.values():
         assert plan is not None
-        overload, converters = plan
-        assert all(x is not kern for x in gc.get_referents(overload)) and kern not in converters
+        assert all(x is not kern for x in gc.get_referents(plan.overload)) and kern not in plan.converters
     assert all(x is not kern for x in gc.get_referents(launch._FAST_PLANS.data))
+
+
+@pytest.mark.skipif(on_simulator(), reason="the flattened launch runs on a GPU; the simulator takes numba's")
+def test_without_the_drivers_entry_point_the_flattened_arguments_go_through_cuda_core(rng, monkeypatch):
+    """Where `cuLaunchKernel` cannot be looked up, a plan has no packer and its flattened
+    arguments go through `cuda.core.launch`: the same results, call after call."""
+    monkeypatch.setattr(launch, "_DRIVER", [None])
+
+    def body(out, a, n, scale, k8, flag):
+        i = cuda.grid(1)
+        if i < n:
+            out[i] = a[i] * scale + k8 if flag else -a[i]
+
+    kern = cuda.jit(body)
+    for call in range(3):
+        n = int(rng.integers(1, 200))
+        a = rng.random(n)
+        out = cuda.to_device(np.full(n + 1, np.nan))
+        scale, k8, flag = np.float32(rng.random() + 0.5), np.int8(rng.integers(-100, 100)), bool(call % 2)
+        launch.launch_numba(kern, (n + 31) // 32, 32, out, cuda.to_device(a), np.int32(n), scale, k8, flag)
+        got = out.copy_to_host()
+        np.testing.assert_allclose(got[:n], a * np.float64(scale) + k8 if flag else -a, rtol=1e-6)
+        assert np.isnan(got[n])
+    plan = _plan(kern, (out, cuda.to_device(a), np.int32(n), scale, k8, flag))
+    assert plan is not None and plan.packer is None

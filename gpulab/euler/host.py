@@ -162,6 +162,7 @@ class EulerPlan:
         self.K = provider(backend, self.params)
         self._bufs: dict = {}
         self._raw: dict = {}
+        self._views: dict = {}  # (slot, part) -> (the slot's array, its view): made once per allocation
         self._sorts: dict = {}
         # zeroed once: `read` copies every counter, and a counter no kernel wrote reads as 0, not
         # as whatever the allocation held (compute-sanitizer's initcheck flagged that copy)
@@ -198,11 +199,19 @@ class EulerPlan:
         width = SLOT_WIDTH[sname]
         raw = self._raw.get(sname)
         if raw is None or raw.size < width * want:
+            for k in [k for k in self._views if k[0] == sname]:  # (the old array's views: let it go)
+                del self._views[k]
             raw = self._raw[sname] = cuda.device_array(width * want, np.int32)
+        # the view made last for this slot and part, while the slot keeps its array: a numba view
+        # is a new array object, and a deep 42M-edge circuit made 33 of them a call (14 ms of
+        # host time in 5 calls under cProfile, CUDA C, on an H200 host), in both backends
+        kept = self._views.get(slot)
+        if kept is not None and kept[0] is raw:
+            return kept[1]
         cap = raw.size // width
-        if part == "w":
-            return raw.view(np.uint64)
-        return raw[part * cap:(part + 1) * cap]
+        view = raw.view(np.uint64) if part == "w" else raw[part * cap:(part + 1) * cap]
+        self._views[slot] = (raw, view)
+        return view
 
     def nbytes(self) -> int:
         """Device memory this plan holds now (its buffers and its sort plans' key/value buffers)."""
@@ -348,8 +357,11 @@ class EulerPlan:
         if sp is None:
             from gpulab import radix
 
-            sp = self._sorts[n] = radix.plan(n, pairs=True, variant=self.params["SORT"], backend=self.backend,
-                                             params=self.params.get("SORT_PARAMS"))
+            variant, params = self.params["SORT"], self.params.get("SORT_PARAMS")
+            limit = radix.key_limit(variant, self.backend)
+            if limit is not None and n > limit:  # (onesweep: 2^30 - 1 keys) the sort radix picks for n keys
+                variant, params = radix.default_variant(n, self.backend), None
+            sp = self._sorts[n] = radix.plan(n, pairs=True, variant=variant, backend=self.backend, params=params)
         if self.vmax is None:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes

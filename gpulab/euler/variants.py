@@ -52,7 +52,10 @@ PARAMS = {
     "ruling_set": dict(BASE, SPACING=128, GROWTH=16, RANK_SPACING=64, SUBLISTS=1, TRAILS=1),
 }
 # Where the H200 preferred other values for one backend (`python -m gpulab.euler.tune` prints this).
-BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128, JUMP_CHECK=4)}
+# JUMP_CHECK went from 4 back to 8 in CUDA C once launches cost the host less (session 21): in
+# turns on one H200, shallow-42M 20.83 -> 20.42 ms, deep-42M 15.96 -> 15.74
+# (docs/benchmarks/ab-runs/euler-params-ab-h200.json).
+BACKEND_PARAMS: dict = {("ruling_set", "cuda-c"): dict(BLOCK=128)}
 
 # On the simulator every thread is a Python thread and every barrier (warp intrinsics included)
 # costs milliseconds: one block of a partial warp of 8 lanes (the warp logic runs unchanged),

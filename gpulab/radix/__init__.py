@@ -61,9 +61,10 @@ from gpulab.launch import PlanCache
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
                                     split_reference)
-from gpulab.radix.variants import REGISTRY
+from gpulab.radix.variants import LARGE_DEFAULTS, REGISTRY
 
-__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "clear_cache", "clear_plan_cache", "REGISTRY",
+__all__ = ["CHAPTER", "sort", "argsort", "sort_pairs", "distinct", "scan", "split", "plan", "variants", "default_variant",
+           "key_limit", "clear_cache", "clear_plan_cache", "REGISTRY",
            "sort_reference", "argsort_reference", "distinct_reference", "scan_reference", "split_reference"]
 
 DEFAULT_VARIANT = REGISTRY.default("numba")  # the GPU backends' default (onesweep: the fastest measured)
@@ -148,10 +149,40 @@ def plan(n: int, *, pairs: bool = False, variant: str | None = None, backend: st
 
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise DtypeError(f"n must be a whole number of keys >= 0, got {n!r}")
-    v = _resolve(variant, backend)
+    v = _resolve(_sized(variant, backend, int(n)), backend)
     if v.backend == "cpu":
         raise GpulabError(f"a sort plan runs on the device: backend must be 'numba' or 'cuda-c', got {backend!r}")
     return v.run(int(n), bool(pairs), v.launch_params(params), stream=numba_stream(stream))
+
+
+def key_limit(variant: str, backend: str) -> int | None:
+    """The most keys one sort of `variant` takes (`None`: no limit of its own, only the int32
+    index limit of every sort): onesweep's look-back packs counts in 30 bits, 2^30 - 1 keys."""
+    return REGISTRY.get(variant, backend).policy.max_keys
+
+
+def default_variant(n: int, backend: str = "numba") -> str:
+    """What a sort of `n` keys naming no variant runs on `backend`: the backend's default
+    (onesweep on a GPU, the fastest measured), or for more keys than that default sorts, the
+    fastest variant without its limit (`local`); on the simulator, the quicker-to-simulate
+    fallback."""
+    v = REGISTRY.resolve(None, backend)
+    limit = v.policy.max_keys
+    if limit is not None and n > limit and backend in LARGE_DEFAULTS:
+        return REGISTRY.resolve(LARGE_DEFAULTS[backend], backend).name
+    return v.name
+
+
+_SMALLEST_LIMIT = min(v.policy.max_keys for v in REGISTRY if v.policy.max_keys is not None)
+
+
+def _sized(variant, backend, n: int):
+    """`variant`, or for a call naming none with more keys than some default sorts, the variant
+    for its size ([`default_variant`][gpulab.radix.default_variant]); below every limit the
+    registry's default is resolved as before (no work per call)."""
+    if variant is None and n > _SMALLEST_LIMIT:
+        return default_variant(n, backend)
+    return variant
 
 
 def _resolve(variant, backend):
@@ -169,7 +200,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     n, dtype = checked or host.validate_keys(keys)
     has_vals = values is not None or iota
     vdtype = host.validate_values(n, values) if values is not None else None  # a numpy dtype (torch's is not)
-    v, p, pkey = _launch(variant, backend, params)
+    v, p, pkey = _launch(_sized(variant, backend, n), backend, params)
     if v.backend == "cpu":
         return _filled(_sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota), out)
     s = numba_stream(stream)
@@ -347,8 +378,9 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
         keys: 1-D array of uint32, int32 or float32 (any length, including 0 and 1): numpy,
             or a device array (CuPy, PyTorch CUDA tensor, numba), sorted where it lies.
         variant: a name from `gpulab.radix.variants()`; `None` picks the backend's default:
-            `"onesweep"` on a GPU (the fastest measured), `"radix4_shared"` on the simulator
-            (quicker to simulate), `"numpy"` for `backend="cpu"`.
+            `"onesweep"` on a GPU (the fastest measured; `"local"` for 2^30 keys or more, past
+            onesweep's limit: [`default_variant`][gpulab.radix.default_variant]),
+            `"radix4_shared"` on the simulator (quicker to simulate), `"numpy"` for `backend="cpu"`.
         backend: `"numba"`, `"cuda-c"` or `"cpu"` (numpy on the host).
         params: overrides of the variant's compile-time parameters (block sizes, digit bits ...).
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
@@ -414,7 +446,7 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
     """The distinct keys in ascending order (`numpy.unique`): sort, flag run heads, scan,
     compact. numpy for numpy keys; a device array of the caller's library for device keys."""
     n, dtype = host.validate_keys(keys)
-    v, p, pkey = _launch(variant, backend, params)
+    v, p, pkey = _launch(_sized(variant, backend, n), backend, params)
     s = numba_stream(stream)
     if v.backend == "cpu":
         k = to_host(keys)
