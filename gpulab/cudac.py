@@ -153,7 +153,7 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
     packing = _FORMATS.get(key)
     if packing is None:
         packing = _FORMATS[key] = _packing(key)
-    packer, converters = packing
+    packer, converters, fmt = packing
     data = [a if c is None else c(a) for c, a in zip(converters, args)]
     if shared_bytes > 48 * 1024 and getattr(fn, "_gpulab_shared", 0) != shared_bytes:
         import pycuda.driver as drv
@@ -165,11 +165,11 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
     if stream:
         stream.synchronize()
     run = getattr(fn, "_launch_kernel", None)
-    if run is not None and not getattr(fn, "texrefs", None):
+    if packer is not None and run is not None and not getattr(fn, "texrefs", None):
         run(grid, block, packer.pack(*data), shared_bytes, None)
     else:
-        if getattr(fn, "arg_format", None) != packer.format:
-            fn.prepare(packer.format)
+        if getattr(fn, "arg_format", None) != fmt:
+            fn.prepare(fmt)
         fn.prepared_call(grid, block, *data, shared_size=shared_bytes)
     if stream:
         import pycuda.driver as drv
@@ -177,11 +177,13 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
         drv.Context.synchronize()
 
 
-_FORMATS: dict = {}  # tuple of argument types -> (struct.Struct, per argument: None or its converter)
+_FORMATS: dict = {}  # tuple of argument types -> (struct.Struct or None, per argument: None or its converter, format)
 
 
 def _packing(types: tuple):
-    """The `struct` packer and converters of arguments of these types (see `launch`)."""
+    """(`struct` packer, converters, format) of arguments of these types (see `launch`). Codes
+    Python's `struct` lacks (complex numpy scalars, which pycuda's own packer takes) give no
+    packer: pycuda's prepared call packs them."""
     import struct
 
     import numpy as np
@@ -199,7 +201,12 @@ def _packing(types: tuple):
             converters.append(_device_pointer)
     if len(_FORMATS) > 4096:
         _FORMATS.clear()
-    return struct.Struct("".join(codes)), tuple(converters)
+    fmt = "".join(codes)
+    try:
+        packer = struct.Struct(fmt)
+    except struct.error:
+        packer = None
+    return packer, tuple(converters), fmt
 
 
 def _device_pointer(a) -> int:

@@ -60,8 +60,8 @@ def u32(x) -> np.uint32:
 # ----------------------------------------------------------------------------- numba launches
 
 
-# kernel -> {argument types: (overload, converters), or None: numba's launch (an argument the
-# fast path does not flatten)}; weak in the kernel: the plans add no reference of gpulab's to a
+# kernel -> {argument types: a _Plan, or None: numba's launch (an argument the fast path does
+# not flatten)}; weak in the kernel: the plans add no reference of gpulab's to a
 # kernel its owner drops (numba-cuda 0.30.4 itself keeps a launched kernel alive, measured on
 # an H100 host)
 _FAST_PLANS = weakref.WeakKeyDictionary()
@@ -102,15 +102,17 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
     Later calls flatten the arguments as numba's `_Kernel._prepare_args` does (an array:
     meminfo, parent, size, itemsize, pointer, shape, strides in bytes; a scalar: its C type)
     straight from the device arrays, pack them with one `struct` format kept per argument
-    types (the layout checked once against the driver's offsets of the kernel's parameters),
-    and hand the buffer to the driver's `cuLaunchKernel` as pycuda's prepared call does.
-    Where the driver's entry point cannot be had, or the layout does not match, the flattened
-    arguments go through the `cuda.core.launch` that numba calls (59.9 µs for the 26
-    arguments on that H100 host, most of it in `cuda.core`'s own argument handling).
+    types (the layout checked once against the driver's offsets of the kernel's parameters,
+    where the driver gives them), and hand the buffer to the driver's `cuLaunchKernel` as
+    pycuda's prepared call does, with numba's context made current once per thread. Where
+    the driver's entry point cannot be had, the layout does not match, or the default stream
+    is the per-thread one (`NUMBA_CUDA_PER_THREAD_DEFAULT_STREAM` or
+    `CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM` set), the flattened arguments go through the
+    `cuda.core.launch` that numba calls (59.9 µs for the 26 arguments on that H100 host, most
+    of it in `cuda.core`'s own argument handling).
 
     Any argument it does not flatten (a host array, which numba copies; an array of layout
-    'A'; a record, a tuple), a scalar its C type cannot hold (numba's launch wraps it), a
-    stream other than 0 or numba's, an overload numba would reach by converting a type,
+    'A'; a record, a tuple), a stream other than 0 or numba's, an overload numba would reach by converting a type,
     numba's simulator, a kernel compiled with ``debug`` or sensitive to its launch
     configuration: numba's launch, always. Unlike numba's launch it does not run a launch
     configuration's ``pre_launch_callbacks`` (gpulab registers none) nor warn of a grid under
@@ -145,9 +147,14 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
         if handle is not None:
             try:
                 buf = plan.packer.pack(*flat)
-            except (struct.error, OverflowError):  # a scalar its C type cannot hold: numba's launch wraps it
+            except (struct.error, OverflowError):  # (a guard: plans are per type, so a value fits its C type)
                 kernel[grid, block, stream, shared_bytes](*args)
                 return
+            if not getattr(_THREAD, "context", False):  # numba's context current in this thread (a
+                from numba import cuda  # context-free kernel on stream 0 runs in the current one)
+
+                cuda.current_context()
+                _THREAD.context = True
             _raw_launch(plan.function, dims, handle, buf, plan.size)
             return
     from cuda.core import launch
@@ -160,9 +167,10 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
 class _Plan:
     """What `launch_numba` keeps per kernel and argument types: the compiled overload, one
     converter per argument (appends its flattened values), the `struct` packer of the flattened
-    values with the kernel handle and the buffer's size for `cuLaunchKernel` (packer None: the
-    layout could not be checked, so `cuda.core.launch` takes them), and per flattened value the
-    ctypes type `cuda.core.launch` needs (None: pass as is)."""
+    values with the kernel handle and the buffer's size for `cuLaunchKernel` (packer None: no
+    driver entry point, or the driver's offsets differ from the packer's, so `cuda.core.launch`
+    takes them), and per flattened value the ctypes type `cuda.core.launch` needs (None: pass
+    as is)."""
 
     __slots__ = ("overload", "converters", "packer", "function", "size", "ctypes")
 
@@ -255,10 +263,25 @@ def _config(grid, block, shared_bytes: int):
 # ---- the driver's cuLaunchKernel, with the arguments in one buffer (as pycuda's prepared call)
 
 _DRIVER: list = []  # [cuLaunchKernel through ctypes, the `extra` array type] once looked up, [None] if not to be had
+_THREAD = threading.local()  # .context: numba's context was made current in this thread
+
+
+def _per_thread_default_stream() -> bool:
+    """Whether stream 0 means the per-thread default stream here (numba's or cuda-python's
+    setting), which a plain `cuLaunchKernel` on stream 0 would not honour."""
+    import os
+
+    from numba.cuda import config
+
+    env = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip().lower()
+    return bool(getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0)) or env not in ("", "0", "false")
 
 
 def _driver():
     if not _DRIVER:
+        if _per_thread_default_stream():
+            _DRIVER[:] = [None]
+            return _DRIVER
         try:
             import ctypes
 
@@ -305,8 +328,9 @@ def _raw_layout(overload, fmt: str):
 
 
 def _stream_handle(stream):
-    """The CUstream of 0 or a numba stream (its own handle: 0 the legacy default stream, or
-    the legacy / per-thread one), None for anything else (`cuda.core.launch` takes it)."""
+    """The CUstream of 0 or a numba stream (its own handle: 0 the legacy default stream, which
+    stream 0 is wherever this path is taken, or the legacy / per-thread one), None for anything
+    else (`cuda.core.launch` takes it)."""
     if not stream:
         return 0
     from numba.cuda.cudadrv.driver import Stream

@@ -34,7 +34,10 @@ def main() -> None:
             if r.get("median_ms") is None:
                 continue
             key = (doc["chapter"], r["label"], r["variant"], r["backend"])
-            runs.setdefault(key, {}).setdefault(m[2], []).append((int(m[3]), r["median_ms"], r.get("public_median_ms")))
+            public = r.get("public_median_ms")
+            if public is None:
+                public = r.get("public_device_ms")  # (chapter 5 keeps its public call here)
+            runs.setdefault(key, {}).setdefault(m[2], []).append((int(m[3]), r["median_ms"], public))
     rows = []
     for (chapter, label, variant, backend), sides in runs.items():
         old, new = sorted(sides.get("old", [])), sorted(sides.get("new", []))

@@ -53,10 +53,6 @@ if [[ " $stages " == *" eab "* ]]; then
   done; done
 fi
 if [[ " $stages " == *" ebench "* ]]; then
-  timeout ${EULER_T:-300} $py -m gpulab bench euler --sizes deep-42M shallow-42M undirected-deep-42M \
-    --variants ruling_set hierholzer --repeat 7 --no-progress --out "$OUT/euler" > "$OUT/euler.txt" 2>&1
-  say "bench euler exit $? ($(el) s)"; grep -E "42M|^size" "$OUT/euler.txt" | tee -a "$summary"
-  timeout 60 $py -m gpulab.euler.model "$OUT"/euler/euler-*.json "$OUT/euler" > "$OUT/euler-model.txt" 2>&1
-  say "euler model exit $?"; tail -25 "$OUT/euler-model.txt" | tee -a "$summary"
+  euler_bench_42m
 fi
 stages_end

@@ -10,6 +10,7 @@
 #   mmbench gpulab bench matmul, every variant of the committed matmul-h200-fast.json
 #   eparams chapter 5's BLOCK / JUMP_CHECK in turns, public call, deep-42M and shallow-42M, both backends
 #           (scripts/euler_params_ab.py) -> eparams-<backend>.json
+#   r30     onesweep at exactly 2^30 keys, both backends (scripts/radix_2p30_check.py)
 #   e30     gpulab bench euler, ruling_set, deep-2^30 (one plan of about 81 GiB), warm-up 1, median of 3
 #   ebench  gpulab bench euler, ruling_set and numba Hierholzer, deep-42M, shallow-42M, undirected-deep-42M
 set -uo pipefail
@@ -58,16 +59,16 @@ if [[ " $stages " == *" eparams "* ]]; then
     --sets BLOCK=256,JUMP_CHECK=8 BLOCK=256,JUMP_CHECK=16 BLOCK=128,JUMP_CHECK=8 > "$OUT/eparams-numba.txt" 2>&1
   say "eparams numba exit $? ($(el) s)"; grep "^{" "$OUT/eparams-numba.txt" | tee -a "$summary"
 fi
+if [[ " $stages " == *" r30 "* ]]; then
+  timeout ${R30_T:-120} $py scripts/radix_2p30_check.py > "$OUT/r30.txt" 2>&1
+  say "radix 2^30 check exit $? ($(el) s)"; grep -E "^(cuda-c|numba):|Error" "$OUT/r30.txt" | tee -a "$summary"
+fi
 if [[ " $stages " == *" e30 "* ]]; then
   timeout ${E30_T:-420} $py -m gpulab bench euler --sizes deep-2^30 --variants ruling_set --warmup 1 --repeat 3 \
     --no-progress --out "$OUT/euler30" > "$OUT/euler30.txt" 2>&1
   say "bench euler 2^30 exit $? ($(el) s)"; grep -E "2\^30|^size" "$OUT/euler30.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" ebench "* ]]; then
-  timeout ${EULER_T:-300} $py -m gpulab bench euler --sizes deep-42M shallow-42M undirected-deep-42M \
-    --variants ruling_set hierholzer --repeat 7 --no-progress --out "$OUT/euler" > "$OUT/euler.txt" 2>&1
-  say "bench euler exit $? ($(el) s)"; grep -E "42M|^size" "$OUT/euler.txt" | tee -a "$summary"
-  timeout 60 $py -m gpulab.euler.model "$OUT"/euler/euler-*.json "$OUT/euler" > "$OUT/euler-model.txt" 2>&1
-  say "euler model exit $?"; tail -25 "$OUT/euler-model.txt" | tee -a "$summary"
+  euler_bench_42m
 fi
 stages_end

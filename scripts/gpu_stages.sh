@@ -16,6 +16,15 @@ in_tree() {
   local pp="$PWD"; [[ $1 == old ]] && pp="$PWD/${OLD:-abold}"; shift
   (cd "$pp" && PYTHONPATH="$pp:/tmp/gpukit-site" "$@")
 }
+# euler_bench_42m: gpulab bench euler, ruling_set and numba Hierholzer, deep-42M, shallow-42M and
+# undirected-deep-42M -> $OUT/euler/, then the stage bounds (gpulab.euler.model) beside them
+euler_bench_42m() {
+  timeout ${EULER_T:-300} $py -m gpulab bench euler --sizes deep-42M shallow-42M undirected-deep-42M \
+    --variants ruling_set hierholzer --repeat 7 --no-progress --out "$OUT/euler" > "$OUT/euler.txt" 2>&1
+  say "bench euler exit $? ($(el) s)"; grep -E "42M|^size" "$OUT/euler.txt" | tee -a "$summary"
+  timeout 60 $py -m gpulab.euler.model "$OUT"/euler/euler-*.json "$OUT/euler" > "$OUT/euler-model.txt" 2>&1
+  say "euler model exit $?"; tail -25 "$OUT/euler-model.txt" | tee -a "$summary"
+}
 stages_end() {
   cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
   echo "== summary"; cat "$FINAL/summary.txt"

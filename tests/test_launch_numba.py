@@ -196,3 +196,65 @@ def test_without_the_drivers_entry_point_the_flattened_arguments_go_through_cuda
         assert np.isnan(got[n])
     plan = _plan(kern, (out, cuda.to_device(a), np.int32(n), scale, k8, flag))
     assert plan is not None and plan.packer is None
+
+
+@cuda.jit
+def _padded(flag, k8, out, scale, n):
+    """Small scalars before an array and a float32 before an int32: the packer must pad as the
+    kernel's parameters are laid out."""
+    i = cuda.grid(1)
+    if i < n:
+        out[i] = (i * scale + k8) if flag else -1.0
+
+
+@pytest.mark.skipif(on_simulator(), reason="the flattened launch runs on a GPU; the simulator takes numba's")
+def test_padding_before_an_array_and_the_stream_each_launch_names(rng, monkeypatch):
+    """A bool and an int8 before an array: the plan's layout check passes (the packer pads
+    them as the driver lays the parameters out) and the results are right; each packed launch
+    goes to the stream it names (0 or the numba stream's own handle)."""
+    stream = cuda.stream()
+    seen = []
+    real = launch._raw_launch
+    monkeypatch.setattr(launch, "_raw_launch", lambda f, dims, s, buf, size: (seen.append(s), real(f, dims, s, buf, size)))
+    for call in range(4):
+        n = int(rng.integers(1, 300))
+        out = cuda.to_device(np.full(n + 1, np.nan, np.float32))
+        k8, scale = np.int8(rng.integers(-100, 100)), np.float32(rng.random() + 0.5)
+        s = stream if call % 2 else 0
+        launch.launch_numba(_padded, (n + 63) // 64, 64, True, k8, out, scale, np.int32(n), stream=s)
+        if s:
+            stream.synchronize()
+        got = out.copy_to_host()
+        np.testing.assert_allclose(got[:n], np.arange(n) * np.float64(scale) + k8, rtol=1e-6)
+        assert np.isnan(got[n])
+    plan = _plan(_padded, (True, k8, out, scale, np.int32(n)))
+    assert plan is not None and plan.packer is not None
+    h = int(stream.handle)
+    assert seen == [h, 0, h]  # calls 1 to 3 (the first, which made the plan, was numba's own)
+
+
+@pytest.mark.skipif(on_simulator(), reason="the flattened launch runs on a GPU; the simulator takes numba's")
+def test_a_thread_that_never_launched_through_numba_uses_the_kept_plan(rng):
+    """A plan made on the main thread, used first from a new thread on stream 0: the launch
+    makes numba's context current there (a context-free kernel runs in the current context)."""
+    import threading
+
+    n = 97
+    out = cuda.to_device(np.zeros(n + 1, np.float32))
+    for _ in range(2):
+        launch.launch_numba(_padded, 2, 64, True, np.int8(3), out, np.float32(2), np.int32(n))
+    cuda.synchronize()
+    errors = []
+
+    def work():
+        try:
+            launch.launch_numba(_padded, 2, 64, True, np.int8(5), out, np.float32(1), np.int32(n))
+            cuda.synchronize()
+        except Exception as exc:  # noqa: BLE001 (reported below)
+            errors.append(exc)
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert not errors, errors
+    np.testing.assert_allclose(out.copy_to_host()[:n], np.arange(n) + 5.0)

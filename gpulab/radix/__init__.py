@@ -165,7 +165,8 @@ def default_variant(n: int, backend: str = "numba") -> str:
     """What a sort of `n` keys naming no variant runs on `backend`: the backend's default
     (onesweep on a GPU, the fastest measured), or for more keys than that default sorts, the
     fastest variant without its limit (`local`); on the simulator, the quicker-to-simulate
-    fallback."""
+    fallback. `params` given to a call that names no variant go to whichever variant this
+    picks, `local` too past onesweep's limit."""
     v = REGISTRY.resolve(None, backend)
     limit = v.policy.max_keys
     if limit is not None and n > limit and backend in LARGE_DEFAULTS:
@@ -173,14 +174,14 @@ def default_variant(n: int, backend: str = "numba") -> str:
     return v.name
 
 
-_SMALLEST_LIMIT = min(v.policy.max_keys for v in REGISTRY if v.policy.max_keys is not None)
+_SMALLEST_LIMIT = min((v.policy.max_keys for v in REGISTRY if v.policy.max_keys is not None), default=None)
 
 
 def _sized(variant, backend, n: int):
     """`variant`, or for a call naming none with more keys than some default sorts, the variant
     for its size ([`default_variant`][gpulab.radix.default_variant]); below every limit the
     registry's default is resolved as before (no work per call)."""
-    if variant is None and n > _SMALLEST_LIMIT:
+    if variant is None and _SMALLEST_LIMIT is not None and n > _SMALLEST_LIMIT:
         return default_variant(n, backend)
     return variant
 

@@ -1,7 +1,8 @@
 """A sort naming no variant never meets the default's own key limit: past onesweep's 2^30 - 1
 keys it runs `local`, in the public sort, in a plan of one's own and in chapter 5's pairing
-(which names onesweep in its parameters). Sizes that large do not fit a test, so the limit is
-lowered for the test: the premise (n above the limit, below it, at it) holds by construction."""
+(which names onesweep in its parameters). Sizes that large do not fit a test, so the limits
+and defaults are patched: the premise (n above the limit, at it) holds by construction, on the
+simulator and on a GPU alike."""
 
 import numpy as np
 import pytest
@@ -10,16 +11,27 @@ import gpulab.radix as rx
 from gpulab.device import on_simulator
 
 
-def test_the_default_for_a_size():
-    for backend in ("numba",) if on_simulator() else ("numba", "cuda-c"):
-        limit = rx.key_limit("onesweep", backend)
-        assert limit == 2**30 - 1
+def test_the_limits():
+    from gpulab.radix.variants import LARGE_DEFAULTS
+
+    for backend in ("numba", "cuda-c"):
+        assert rx.key_limit("onesweep", backend) == 2**30 - 1
         assert rx.key_limit("local", backend) is None
-        want = rx.REGISTRY.resolve(None, backend).name  # onesweep on a GPU, the fallback on the simulator
-        assert rx.default_variant(limit, backend) == want
-        big = rx.default_variant(limit + 1, backend)
-        assert big == ("local" if want == "onesweep" else want)
-        assert rx.key_limit(big, backend) is None
+        assert rx.key_limit(LARGE_DEFAULTS[backend], backend) is None
+
+
+def test_the_default_for_a_size(monkeypatch):
+    """With onesweep as the registry's default (as on a GPU; patched in so that the simulator
+    checks it too): onesweep up to its limit, `local` past it; the CPU baseline unchanged."""
+    real = rx.REGISTRY.resolve
+
+    def resolve(variant, backend):
+        return rx.REGISTRY.get("onesweep", backend) if variant is None and backend != "cpu" else real(variant, backend)
+
+    monkeypatch.setattr(rx.REGISTRY, "resolve", resolve)
+    limit = rx.key_limit("onesweep", "numba")
+    assert rx.default_variant(limit, "numba") == "onesweep"
+    assert rx.default_variant(limit + 1, "numba") == "local"
     assert rx.default_variant(2**31, "cpu") == "numpy"
 
 
@@ -40,10 +52,12 @@ def test_sized_picks_by_n_only_for_calls_naming_no_variant(monkeypatch):
 
 
 def test_eulers_pairing_sorts_past_onesweeps_limit_with_the_size_default(rng, monkeypatch):
-    """The pairing names onesweep (its tuned sort); for more keys than onesweep's limit it asks
-    radix for the size's default, without onesweep's tuned parameters. The limit is lowered to
-    n - 1 (and the plan's small-sort cut-off to 0), so a short sort takes that branch; the
-    sort must still be a stable argsort."""
+    """The pairing names onesweep (its tuned sort, with its parameters); for more keys than
+    onesweep's limit it asks radix for the size's default and drops onesweep's parameters. The
+    limit is lowered to n - 1 and the size's default patched to the simulator-quick
+    `radix4_shared` (so the premise holds on a GPU too, where the real default would be
+    onesweep again at this size); the plan's small-sort cut-off is 0 so a short sort takes the
+    branch. The sort must still be a stable argsort."""
     from numba import cuda
 
     from gpulab.euler import clear_cache
@@ -59,8 +73,11 @@ def test_eulers_pairing_sorts_past_onesweeps_limit_with_the_size_default(rng, mo
 
     n = int(rng.integers(40, 90))
     monkeypatch.setattr(rx, "key_limit", lambda variant, backend: n - 1 if variant == "onesweep" else None)
+    monkeypatch.setattr(rx, "default_variant", lambda m, backend: "radix4_shared")
     monkeypatch.setattr(rx, "plan", plan)
-    ep = plan_for(EULER.resolve("ruling_set", "numba"), n, {"SORT": "onesweep", "SMALL_SORT": 0})
+    clear_cache()  # (no plan of another test with these parameters)
+    ep = plan_for(EULER.resolve("ruling_set", "numba"), n,
+                  {"SORT": "onesweep", "SORT_PARAMS": {"BLOCK": 64}, "SMALL_SORT": 0})
     keys = rng.integers(0, 7, n).astype(np.int32)  # few distinct keys: stability is tested
     ok, op = (cuda.to_device(np.full(n, -1, np.int32)) for _ in range(2))
     ep.vmax = int(keys.max())
@@ -70,4 +87,4 @@ def test_eulers_pairing_sorts_past_onesweeps_limit_with_the_size_default(rng, mo
         clear_cache()
     order = np.argsort(keys, kind="stable")
     assert np.array_equal(op.copy_to_host(), order) and np.array_equal(ok.copy_to_host(), keys[order])
-    assert seen == [(n, rx.default_variant(n, "numba"), None)]
+    assert seen == [(n, "radix4_shared", None)]
