@@ -145,11 +145,7 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
     if plan.packer is not None:
         handle = _stream_handle(stream)
         if handle is not None:
-            try:
-                buf = plan.packer.pack(*flat)
-            except (struct.error, OverflowError):  # (a guard: plans are per type, so a value fits its C type)
-                kernel[grid, block, stream, shared_bytes](*args)
-                return
+            buf = plan.packer.pack(*flat)  # (plans are per type: every value fits its C type)
             if not getattr(_THREAD, "context", False):  # numba's context current in this thread (a
                 from numba import cuda  # context-free kernel on stream 0 runs in the current one)
 
@@ -179,8 +175,11 @@ class _Plan:
         self.packer, self.function, self.size = _raw_layout(overload, fmt)
 
 
-_CODES = {"int8": "b", "uint8": "B", "int16": "h", "uint16": "H", "int32": "i", "uint32": "I",
-          "int64": "q", "uint64": "Q", "float32": "f", "float64": "d", "bool": "?"}
+# numba's scalar type -> (its `struct` code, the ctypes type `cuda.core.launch` takes, None: as is)
+_SCALARS = {"int8": ("b", "c_int8"), "uint8": ("B", "c_uint8"), "int16": ("h", "c_int16"), "uint16": ("H", "c_uint16"),
+            "int32": ("i", "c_int32"), "uint32": ("I", "c_uint32"), "int64": ("q", "c_int64"),
+            "uint64": ("Q", "c_uint64"), "float32": ("f", "c_float"), "float64": ("d", "c_double"),
+            "bool": ("?", None)}
 
 
 def _fast_plan(kernel, args):
@@ -207,18 +206,11 @@ def _fast_plan(kernel, args):
             n = 5 + 2 * ty.ndim  # meminfo, parent, size, itemsize, pointer, shape, strides
             fmt.append("QQqqQ" + "q" * (2 * ty.ndim))
             ctypes_ += [None] * n
-        elif isinstance(ty, types.Integer) and not isinstance(a, bool):
+        elif str(ty) in _SCALARS and (ty == types.boolean or not isinstance(a, bool)):
+            code, ctype = _SCALARS[str(ty)]
             converters.append(_flat_plain)
-            fmt.append(_CODES[str(ty)])
-            ctypes_.append(getattr(ctypes, f"c_{ty}"))
-        elif ty in (types.float64, types.float32):
-            converters.append(_flat_plain)
-            fmt.append(_CODES[str(ty)])
-            ctypes_.append(ctypes.c_double if ty == types.float64 else ctypes.c_float)
-        elif ty == types.boolean:
-            converters.append(_flat_plain)
-            fmt.append("?")
-            ctypes_.append(None)
+            fmt.append(code)
+            ctypes_.append(ctype and getattr(ctypes, ctype))
         else:
             return None
     return _Plan(overload, tuple(converters), "".join(fmt), tuple(ctypes_))
