@@ -3,7 +3,10 @@ benchmark JSONs under DIR/<prefix>-<chapter>-<code>-<turn>/, one row per (size, 
 backend) with each turn's median of the old and the new code (kernel and public call, ms),
 the old and new medians of the turns, and new / old.
 
-    python scripts/ab_turns_json.py DIR --prefix nab --about "..." --json out.json
+    python scripts/ab_turns_json.py DIR --prefix nab --about "..." --json out.json [--stages pairing ...]
+
+With ``--stages``, chapter 5's records also give one row per named stage (``stages_ms``, the
+case's ``case: stage``), its public-call column empty.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ def main() -> None:
     ap.add_argument("--prefix", default="nab")
     ap.add_argument("--about", default="")
     ap.add_argument("--json", required=True)
+    ap.add_argument("--stages", nargs="*", default=[], help="chapter 5: rows for these stages too")
     a = ap.parse_args()
     runs: dict = {}
     meta = None
@@ -38,6 +42,11 @@ def main() -> None:
             if public is None:
                 public = r.get("public_device_ms")  # (chapter 5 keeps its public call here)
             runs.setdefault(key, {}).setdefault(m[2], []).append((int(m[3]), r["median_ms"], public))
+            for stage in a.stages:
+                ms = (r.get("stages_ms") or {}).get(stage)
+                if ms is not None:
+                    skey = (doc["chapter"], f"{r['label']}: {stage}", r["variant"], r["backend"])
+                    runs.setdefault(skey, {}).setdefault(m[2], []).append((int(m[3]), ms, None))
     rows = []
     for (chapter, label, variant, backend), sides in runs.items():
         old, new = sorted(sides.get("old", [])), sorted(sides.get("new", []))

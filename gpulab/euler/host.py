@@ -60,8 +60,8 @@ STAGES = ("validate", "pairing", "labelling", "circuit_graph", "spanning_forest"
 # Kept for the whole run: src/dst (copies, when needed), ssrc, out_order, in_order, succ,
 # label, out, tree (uint8).
 SLOTS = {
-    # pairing
-    "sdst": ("D0", 0),
+    # pairing ("pkeys": the sorted keys of `permute_by_sort`)
+    "sdst": ("D0", 0), "pkeys": ("D1", 0),
     # labelling (jump, shared, ruling set) and ranking (Wyllie, ruling set)
     "W0": ("D0", "w"), "W1": ("D1", "w"), "spl": ("D2", 0), "clab": ("D2", 1), "sid": ("D2", 1),
     # the shared contraction
@@ -348,20 +348,26 @@ class EulerPlan:
 
     # --------------------------------------------------------------- step 1: pairing
 
-    def sort(self, keys, n: int, out_keys, out_perm):
-        """Stable argsort of n int32 keys into (out_keys, out_perm)."""
-        if n <= self.params.get("SMALL_SORT", 0):
-            self.launch("small_sort", n, keys, _i(n), out_keys, out_perm)
-            return
+    def sort_plan(self, n: int):
+        """Chapter 4's key-value sort plan for n keys (one per size, kept): the variant the
+        parameters name (`SORT`, `SORT_PARAMS`), or the size's default past that variant's limit."""
         sp = self._sorts.get(n)
         if sp is None:
             from gpulab import radix
 
             variant, params = self.params["SORT"], self.params.get("SORT_PARAMS")
             limit = radix.key_limit(variant, self.backend)
-            if limit is not None and n > limit:  # (onesweep: 2^30 - 1 keys) the sort radix picks for n keys
+            if limit is not None and n > limit:  # (onesweep: 2^30 keys) the sort radix picks for n keys
                 variant, params = radix.default_variant(n, self.backend), None
             sp = self._sorts[n] = radix.plan(n, pairs=True, variant=variant, backend=self.backend, params=params)
+        return sp
+
+    def sort(self, keys, n: int, out_keys, out_perm):
+        """Stable argsort of n int32 keys into (out_keys, out_perm)."""
+        if n <= self.params.get("SMALL_SORT", 0):
+            self.launch("small_sort", n, keys, _i(n), out_keys, out_perm)
+            return
+        sp = self.sort_plan(n)
         if self.vmax is None:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
@@ -381,7 +387,11 @@ class EulerPlan:
         self.sort(dst[:n], n, sdst, in_order)
         self.preset(C_BAD, 0, INT32_MAX)
         succ = self.buf("succ")
-        self.launch_sliced("pair", n, n, in_order, out_order, ssrc, sdst, _i(n), succ, self.ctr, _i(C_BAD))
+        if self.scatter_by_sort(n):  # the check alone (an empty slice), then succ by a sort
+            self.launch("pair", n, in_order, out_order, ssrc, sdst, _i(n), succ, self.ctr, _i(C_BAD), _i(0), _i(0))
+            self.permute_by_sort(in_order, out_order, n, succ)
+        else:
+            self.launch_sliced("pair", n, n, in_order, out_order, ssrc, sdst, _i(n), succ, self.ctr, _i(C_BAD))
         if not check:
             return None
         h = self.read()
@@ -399,12 +409,34 @@ class EulerPlan:
         break-even, somewhere past 28 slices, and graphs that need more than 16 slices were not
         measured). At most ``n`` slices, none empty (a check in the slice at 0 sees every
         element)."""
-        size = self.params.get("SCATTER_BYTES") or device.l2_bytes() // 2
-        r = max(1, -(-4 * n // size))
+        r = self._slices_needed(n)
         if r > self.params.get("SCATTER_SLICES", 16):
             r = 1
         r = min(r, max(n, 1))  # no empty slice: a check runs in the one that starts at 0
         return [n * k // r for k in range(r + 1)]
+
+    def _slices_needed(self, n: int) -> int:
+        size = self.params.get("SCATTER_BYTES") or device.l2_bytes() // 2
+        return max(1, -(-4 * n // size))
+
+    def scatter_by_sort(self, n: int) -> bool:
+        """Whether the permutation scatter of n elements (`succ[in_order[p]] = out_order[p]`)
+        is a sort rather than a scatter: where it would need more than SCATTER_SLICES slices,
+        so that `scatter_slices` falls back to one launch whose writes land anywhere in the
+        array. At 2^30 edges on an H200 that one launch took 71.7 ms, the argsort of the same
+        2^30 ids 37.7 (`scripts/euler_pairing_probe.py --edges 1073741824`)."""
+        return n > max(self.params.get("SMALL_SORT", 0), 1) and \
+            self._slices_needed(n) > self.params.get("SCATTER_SLICES", 16)
+
+    def permute_by_sort(self, in_order, out_order, n: int, succ):
+        """succ[in_order[p]] = out_order[p] for p < n, by chapter 4's key-value sort: the pairs
+        (in_order[p], out_order[p]) sorted by their first, a permutation of 0..n-1, leave at
+        place j the value whose key is j. Every pass reads and writes whole tiles, where the
+        scatter's writes are single words anywhere in 4·n bytes. The sorted keys go to a scratch
+        slot ("pkeys", dead after the pairing)."""
+        sp = self.sort_plan(n)
+        sp.sort(in_order[:n].view(np.uint32), out_order[:n].view(np.uint32), max_key=n - 1,
+                out=(self.buf("pkeys")[:n].view(np.uint32), succ[:n].view(np.uint32)))
 
     def launch_sliced(self, name: str, n: int, size: int, *args):
         """Launch kernel ``name`` over ``n`` items once per slice of the int32 array of ``size``
@@ -455,14 +487,17 @@ class EulerPlan:
         The first round's minima are taken while the links are found (every cycle is its own
         component then); one wait for the graph's size, then one per round, and it stops as
         soon as one tree is left."""
+        from gpulab.euler.kernels_numba import LINK_ITEMS  # (kernels.cu's macro of the same name)
+
         self.mark("circuit_graph")
         nodes, comp, best = self.buf("nodes"), self.buf("comp"), self.buf("best")
         self.preset(C_TREES, 0, INT32_MAX, -1, 0)  # also C_NODES = 0
         self.preset(C_LINKS, 0)
         self.launch("list_nodes", n, label, _i(n), nodes, comp, best, self.ctr, _i(C_NODES))
         links = [self.buf(x) for x in ("lu", "lv", "lp")]
-        self.launch("find_links", n, self.buf("ssrc"), self.buf("out_order"), label, _i(n), *links, best,
-                    self.ctr, _i(C_LINKS))
+        # one thread per LINK_ITEMS out-slots here, and links in min_links
+        self.launch("find_links", ceil_div(n, LINK_ITEMS), self.buf("ssrc"), self.buf("out_order"), label, _i(n),
+                    *links, best, self.ctr, _i(C_LINKS))
         h = self.read()
         c, m = int(h[C_NODES]), int(h[C_LINKS])
         self.stats.update(cycles=c, links=m)
@@ -478,7 +513,8 @@ class EulerPlan:
             else:
                 self.launch("reset_best", c, nodes, _i(c), best)
                 self.preset(ROUND + rounds, 0)
-                self.launch("min_links", m, *links, _i(m), comp, best, *other, self.ctr, _i(ROUND + rounds))
+                self.launch("min_links", ceil_div(m, LINK_ITEMS), *links, _i(m), comp, best, *other, self.ctr,
+                            _i(ROUND + rounds))
                 self.launch("hook", m, *other, self.ctr, _i(ROUND + rounds), best, comp, tree)
                 links, other = other, links
             h = self._flatten(nodes, c, comp)
@@ -730,7 +766,10 @@ class EulerPlan:
             self.launch("orient", n, label, src, dst, _i(n), osrc, odst, fwd, elabel)
         out_order, in_order, succ = self.buf("out_order"), self.buf("in_order"), self.buf("succ")
         self.launch("dart_pairs", n, order, skeys, fwd, _i(n), self.buf("ssrc"), out_order, in_order)
-        self.launch_sliced("scatter_slice", n, n, in_order, out_order, _i(n), succ)
+        if self.scatter_by_sort(n):
+            self.permute_by_sort(in_order, out_order, n, succ)
+        else:
+            self.launch_sliced("scatter_slice", n, n, in_order, out_order, _i(n), succ)
         return osrc, odst, fwd, elabel, n, virtual
     # --8<-- [end:undirected]
 

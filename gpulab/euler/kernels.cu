@@ -572,31 +572,80 @@ extern "C" __global__ void list_nodes(const int *label, int n, int *nodes, int *
         }
     }
 }
+// --8<-- [end:links]
 
+// --8<-- [start:find_links]
+// Each warp takes segments of 32 * LINK_ITEMS out-slots (item k of lane l: slot seg + 32k + l,
+// coalesced). A slot's label is gathered once, by its own lane, and handed to the slot before it
+// by a shuffle (one random gather an out-slot, not one for each of a link's two ends), and a
+// segment's links are appended with one atomic (not one per 32 slots).
+#define LINK_ITEMS 8
 extern "C" __global__ void find_links(const int *ssrc, const int *out_order, const int *label, int n,
                                       int *lu, int *lv, int *lp, int *best, int *count, int slot) {
-    i64 n_round = ((i64)n + 31) / 32 * 32;
-    GRID_LOOP(p, n_round) {
-        bool pred = false;
-        int a = 0, b = 0;
-        if (p + 1 < n && ssrc[p] == ssrc[p + 1]) {
-            a = label[(u32)out_order[p]];
-            b = label[(u32)out_order[p + 1]];
-            pred = a != b;
+    int lane = threadIdx.x % PICK_W;
+    const i64 SEG = PICK_W * LINK_ITEMS;
+    i64 warps = (i64)gridDim.x * blockDim.x / PICK_W;
+    for (i64 seg = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / PICK_W * SEG; seg < n; seg += warps * SEG) {
+        int s[LINK_ITEMS], a[LINK_ITEMS];
+        bool eq[LINK_ITEMS];                         // slots p and p + 1 leave the same vertex
+        i64 after = seg + SEG;                       // the slot after the segment (lane PICK_W - 1's)
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {
+            i64 p = seg + PICK_W * k + lane;
+            s[k] = p < n ? ssrc[p] : -1;
         }
-        if (pred) {    // Boruvka's first round: every cycle is still its own component
-            if ((int)p < best[(u32)a]) atomicMin(&best[a], (int)p);
-            if ((int)p < best[(u32)b]) atomicMin(&best[b], (int)p);
+        int s_after = lane == PICK_W - 1 && after < n ? ssrc[after] : -1;
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {
+            i64 p = seg + PICK_W * k + lane;
+            int down = __shfl_down_sync(FULL, s[k], 1, PICK_W);
+            int first = __shfl_sync(FULL, s[k + 1 < LINK_ITEMS ? k + 1 : k], 0, PICK_W);
+            int next = lane < PICK_W - 1 ? down : (k + 1 < LINK_ITEMS ? first : s_after);
+            eq[k] = p + 1 < n && s[k] == next;
         }
-        int k = warp_append(pred, count, slot);
-        if (pred) {
-            lu[k] = a;
-            lv[k] = b;
-            lp[k] = (int)p;
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {     // a slot's label is needed by its links, before and after
+            i64 p = seg + PICK_W * k + lane;
+            bool up = __shfl_up_sync(FULL, eq[k], 1, PICK_W);
+            bool last = __shfl_sync(FULL, eq[k > 0 ? k - 1 : 0], PICK_W - 1, PICK_W);
+            bool prev = lane > 0 ? up : k > 0 && last;  // (slot seg - 1 gathers seg's label itself)
+            a[k] = eq[k] || prev ? label[(u32)out_order[p]] : -1;
+        }
+        u32 masks[LINK_ITEMS];
+        int total = 0;
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {
+            i64 p = seg + PICK_W * k + lane;
+            int down = __shfl_down_sync(FULL, a[k], 1, PICK_W);
+            int first = __shfl_sync(FULL, a[k + 1 < LINK_ITEMS ? k + 1 : k], 0, PICK_W);
+            int b = lane < PICK_W - 1 ? down : (k + 1 < LINK_ITEMS ? first : (eq[k] ? label[(u32)out_order[after]] : -1));
+            bool pred = eq[k] && a[k] != b;
+            if (pred) {    // Boruvka's first round: every cycle is still its own component
+                if ((int)p < best[(u32)a[k]]) atomicMin(&best[a[k]], (int)p);
+                if ((int)p < best[(u32)b]) atomicMin(&best[b], (int)p);
+            }
+            masks[k] = __ballot_sync(FULL, pred);
+            total += __popc(masks[k]);
+            s[k] = b;                                // (s is free now: keep b)
+        }
+        if (total == 0) continue;
+        int base = 0;
+        if (lane == 0) base = atomicAdd(&count[slot], total);
+        base = __shfl_sync(FULL, base, 0, PICK_W);
+        u32 lt = (1u << lane) - 1u;
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {
+            if ((masks[k] >> lane) & 1u) {
+                int q = base + __popc(masks[k] & lt);
+                lu[q] = a[k];
+                lv[q] = s[k];
+                lp[q] = (int)(seg + PICK_W * k + lane);
+            }
+            base += __popc(masks[k]);
         }
     }
 }
-// --8<-- [end:links]
+// --8<-- [end:find_links]
 
 // ---------------------------------------------------------------------------- step 4: spanning forest (Boruvka)
 
@@ -605,27 +654,51 @@ extern "C" __global__ void reset_best(const int *nodes, int c_count, int *best) 
     GRID_LOOP(i, c_count) best[(u32)nodes[i]] = INT32_MAX_;
 }
 
+// A later round's minima, and the links that still join two components, kept for the next round
+// (lu2, lv2, lp2; count[slot] = how many). Segments of 32 * LINK_ITEMS links a warp, appended
+// with one atomic, as find_links does: an append per 32 links put one atomic on one counter per
+// warp step, about 14 million in the second round at 2^30 edges.
 extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp, int m, const int *comp, int *best,
                                      int *lu2, int *lv2, int *lp2, int *count, int slot) {
-    i64 m_round = ((i64)m + 31) / 32 * 32;
-    GRID_LOOP(i, m_round) {
-        bool pred = false;
-        int cu = 0, cv = 0, w = 0;
-        if (i < m) {
-            cu = comp[(u32)lu[i]];
-            cv = comp[(u32)lv[i]];
-            w = lp[i];
-            pred = cu != cv;
+    int lane = threadIdx.x % PICK_W;
+    const i64 SEG = PICK_W * LINK_ITEMS;
+    i64 warps = (i64)gridDim.x * blockDim.x / PICK_W;
+    for (i64 seg = ((i64)blockIdx.x * blockDim.x + threadIdx.x) / PICK_W * SEG; seg < m; seg += warps * SEG) {
+        int cu[LINK_ITEMS], cv[LINK_ITEMS], w[LINK_ITEMS];
+        u32 masks[LINK_ITEMS];
+        int total = 0;
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {
+            i64 i = seg + PICK_W * k + lane;
+            bool pred = false;
+            cu[k] = cv[k] = w[k] = 0;
+            if (i < m) {
+                cu[k] = comp[(u32)lu[i]];
+                cv[k] = comp[(u32)lv[i]];
+                w[k] = lp[i];
+                pred = cu[k] != cv[k];
+            }
+            if (pred) {    // read first: most links are heavier than the best one already found
+                if (w[k] < best[(u32)cu[k]]) atomicMin(&best[cu[k]], w[k]);
+                if (w[k] < best[(u32)cv[k]]) atomicMin(&best[cv[k]], w[k]);
+            }
+            masks[k] = __ballot_sync(FULL, pred);
+            total += __popc(masks[k]);
         }
-        if (pred) {    // read first: most links are heavier than the best one already found
-            if (w < best[(u32)cu]) atomicMin(&best[cu], w);
-            if (w < best[(u32)cv]) atomicMin(&best[cv], w);
-        }
-        int k = warp_append(pred, count, slot);
-        if (pred) {
-            lu2[k] = cu;
-            lv2[k] = cv;
-            lp2[k] = w;
+        if (total == 0) continue;
+        int base = 0;
+        if (lane == 0) base = atomicAdd(&count[slot], total);
+        base = __shfl_sync(FULL, base, 0, PICK_W);
+        u32 lt = (1u << lane) - 1u;
+#pragma unroll
+        for (int k = 0; k < LINK_ITEMS; k++) {
+            if ((masks[k] >> lane) & 1u) {
+                int q = base + __popc(masks[k] & lt);
+                lu2[q] = cu[k];
+                lv2[q] = cv[k];
+                lp2[q] = w[k];
+            }
+            base += __popc(masks[k]);
         }
     }
 }

@@ -846,36 +846,93 @@ def list_nodes(label, n, nodes, comp, best, count, slot):
             best[i] = INT32_MAX
         i += stride
 
-
-@cuda.jit
-def find_links(ssrc, out_order, label, n, lu, lv, lp, best, count, slot):
-    """Link p joins the cycles of out-slots p and p + 1 when both leave the same vertex;
-    count[slot] = how many. Borůvka's first round rides along: every cycle is still its own
-    component, so each link is offered to both ends' lightest-link minimum right here."""
-    p = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    n_round = (n + 31) // 32 * 32
-    while p < n_round:
-        pred = False
-        a = int32(0)
-        b = int32(0)
-        if p + 1 < n:
-            if ssrc[p] == ssrc[p + 1]:
-                a = label[uint32(out_order[p])]
-                b = label[uint32(out_order[p + 1])]
-                pred = a != b
-        if pred:  # read first: most links are heavier than the best one already found
-            if p < best[uint32(a)]:
-                cuda.atomic.min(best, a, int32(p))
-            if p < best[uint32(b)]:
-                cuda.atomic.min(best, b, int32(p))
-        k = warp_append(pred, count, slot)
-        if pred:
-            lu[k] = a
-            lv[k] = b
-            lp[k] = p
-        p += stride
 # --8<-- [end:links]
+
+
+# --8<-- [start:find_links]
+LINK_ITEMS = 8  # out-slots per lane of a warp's segment in `find_links` (its CUDA C twin's macro)
+
+
+@lru_cache(maxsize=None)
+def find_links_kernel(BLOCK: int):
+    """`find_links` for blocks of BLOCK threads (a warp of min(32, BLOCK) lanes)."""
+    WARP = min(32, BLOCK)  # the simulator's blocks of 8 threads are one 8-lane warp
+    SEG = WARP * LINK_ITEMS
+
+    @cuda.jit
+    def find_links(ssrc, out_order, label, n, lu, lv, lp, best, count, slot):
+        """Link p joins the cycles of out-slots p and p + 1 when both leave the same vertex;
+        count[slot] = how many. Borůvka's first round rides along: every cycle is still its own
+        component, so each link is offered to both ends' lightest-link minimum right here.
+
+        Each warp takes segments of WARP · LINK_ITEMS out-slots (item k of lane l: slot
+        seg + WARP·k + l, coalesced). A slot's label is gathered once, by its own lane, and
+        handed to the slot before it by a shuffle (one random gather an out-slot, where each
+        link gathered both its ends), and a segment's links are appended with one atomic."""
+        lane = cuda.threadIdx.x % WARP
+        warps = cuda.gridsize(1) // WARP
+        seg = (cuda.grid(1) // WARP) * SEG
+        s = cuda.local.array(LINK_ITEMS, int32)
+        a = cuda.local.array(LINK_ITEMS, int32)
+        eq = cuda.local.array(LINK_ITEMS, int32)  # slots p and p + 1 leave the same vertex
+        masks = cuda.local.array(LINK_ITEMS, uint32)
+        lt = (uint32(1) << uint32(lane)) - uint32(1)
+        while seg < n:
+            after = seg + SEG  # the slot after the segment (lane WARP - 1's)
+            for k in range(LINK_ITEMS):
+                p = seg + WARP * k + lane
+                s[k] = ssrc[p] if p < n else NONE
+            s_after = ssrc[after] if lane == WARP - 1 and after < n else NONE
+            for k in range(LINK_ITEMS):
+                p = seg + WARP * k + lane
+                down = cuda.shfl_down_sync(FULL, s[k], 1)
+                first = cuda.shfl_sync(FULL, s[min(k + 1, LINK_ITEMS - 1)], 0)
+                nxt = down if lane < WARP - 1 else (first if k + 1 < LINK_ITEMS else s_after)
+                eq[k] = int32(1) if p + 1 < n and s[k] == nxt else int32(0)
+            for k in range(LINK_ITEMS):  # a slot's label is needed by its links, before and after
+                p = seg + WARP * k + lane
+                up = cuda.shfl_up_sync(FULL, eq[k], 1)
+                last = cuda.shfl_sync(FULL, eq[max(k - 1, 0)], WARP - 1)
+                prev = up if lane > 0 else (last if k > 0 else 0)  # (slot seg - 1 gathers seg's itself)
+                a[k] = label[uint32(out_order[p])] if eq[k] != 0 or prev != 0 else NONE
+            total = int32(0)
+            for k in range(LINK_ITEMS):
+                p = seg + WARP * k + lane
+                down = cuda.shfl_down_sync(FULL, a[k], 1)
+                first = cuda.shfl_sync(FULL, a[min(k + 1, LINK_ITEMS - 1)], 0)
+                if lane < WARP - 1:
+                    b = down
+                elif k + 1 < LINK_ITEMS:
+                    b = first
+                elif eq[k] != 0:
+                    b = label[uint32(out_order[after])]
+                else:
+                    b = int32(NONE)
+                pred = eq[k] != 0 and a[k] != b
+                if pred:  # read first: most links are heavier than the best one already found
+                    if p < best[uint32(a[k])]:
+                        cuda.atomic.min(best, a[k], int32(p))
+                    if p < best[uint32(b)]:
+                        cuda.atomic.min(best, b, int32(p))
+                masks[k] = uint32(cuda.ballot_sync(FULL, pred))  # (uint32: numba's ballot is signed)
+                total += int32(cuda.popc(masks[k]))
+                s[k] = b  # (s is free now: keep b)
+            if total > 0:
+                base = int32(0)
+                if lane == 0:
+                    base = cuda.atomic.add(count, slot, total)
+                base = cuda.shfl_sync(FULL, base, 0)
+                for k in range(LINK_ITEMS):
+                    if (masks[k] >> uint32(lane)) & uint32(1):
+                        q = base + int32(cuda.popc(masks[k] & lt))
+                        lu[q] = a[k]
+                        lv[q] = s[k]
+                        lp[q] = int32(seg + WARP * k + lane)
+                    base += int32(cuda.popc(masks[k]))
+            seg += warps * SEG
+
+    return find_links
+# --8<-- [end:find_links]
 
 
 # ----------------------------------------------------------------------------- step 4: spanning forest (Borůvka)
@@ -893,35 +950,62 @@ def reset_best(nodes, c_count, best):
         i += stride
 
 
-@cuda.jit
-def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count, slot):
-    """Every component finds its lightest link to another component (weight = slot, unique);
-    links inside a component are dropped, the others copied (as root pairs) for the next round
-    (count[slot] = how many)."""
-    i = cuda.grid(1)
-    stride = cuda.gridsize(1)
-    m_round = (m + 31) // 32 * 32
-    while i < m_round:
-        pred = False
-        cu = int32(0)
-        cv = int32(0)
-        w = int32(0)
-        if i < m:
-            cu = comp[uint32(lu[i])]
-            cv = comp[uint32(lv[i])]
-            w = lp[i]
-            pred = cu != cv
-        if pred:  # read first: most links are heavier than the best one already found
-            if w < best[uint32(cu)]:
-                cuda.atomic.min(best, cu, w)
-            if w < best[uint32(cv)]:
-                cuda.atomic.min(best, cv, w)
-        k = warp_append(pred, count, slot)
-        if pred:
-            lu2[k] = cu
-            lv2[k] = cv
-            lp2[k] = w
-        i += stride
+@lru_cache(maxsize=None)
+def min_links_kernel(BLOCK: int):
+    """`min_links` for blocks of BLOCK threads (a warp of min(32, BLOCK) lanes)."""
+    WARP = min(32, BLOCK)
+    SEG = WARP * LINK_ITEMS
+
+    @cuda.jit
+    def min_links(lu, lv, lp, m, comp, best, lu2, lv2, lp2, count, slot):
+        """Every component finds its lightest link to another component (weight = slot, unique);
+        links inside a component are dropped, the others copied (as root pairs) for the next
+        round (count[slot] = how many). Segments of WARP · LINK_ITEMS links a warp, appended
+        with one atomic, as `find_links` does: an append per 32 links put one atomic on one
+        counter per warp step, about 14 million in the second round at 2^30 edges."""
+        lane = cuda.threadIdx.x % WARP
+        warps = cuda.gridsize(1) // WARP
+        seg = (cuda.grid(1) // WARP) * SEG
+        cu = cuda.local.array(LINK_ITEMS, int32)
+        cv = cuda.local.array(LINK_ITEMS, int32)
+        w = cuda.local.array(LINK_ITEMS, int32)
+        masks = cuda.local.array(LINK_ITEMS, uint32)
+        lt = (uint32(1) << uint32(lane)) - uint32(1)
+        while seg < m:
+            total = int32(0)
+            for k in range(LINK_ITEMS):
+                i = seg + WARP * k + lane
+                pred = False
+                cu[k] = 0
+                cv[k] = 0
+                w[k] = 0
+                if i < m:
+                    cu[k] = comp[uint32(lu[i])]
+                    cv[k] = comp[uint32(lv[i])]
+                    w[k] = lp[i]
+                    pred = cu[k] != cv[k]
+                if pred:  # read first: most links are heavier than the best one already found
+                    if w[k] < best[uint32(cu[k])]:
+                        cuda.atomic.min(best, cu[k], w[k])
+                    if w[k] < best[uint32(cv[k])]:
+                        cuda.atomic.min(best, cv[k], w[k])
+                masks[k] = uint32(cuda.ballot_sync(FULL, pred))  # (uint32: numba's ballot is signed)
+                total += int32(cuda.popc(masks[k]))
+            if total > 0:
+                base = int32(0)
+                if lane == 0:
+                    base = cuda.atomic.add(count, slot, total)
+                base = cuda.shfl_sync(FULL, base, 0)
+                for k in range(LINK_ITEMS):
+                    if (masks[k] >> uint32(lane)) & uint32(1):
+                        q = base + int32(cuda.popc(masks[k] & lt))
+                        lu2[q] = cu[k]
+                        lv2[q] = cv[k]
+                        lp2[q] = w[k]
+                    base += int32(cuda.popc(masks[k]))
+            seg += warps * SEG
+
+    return min_links
 
 
 @cuda.jit
@@ -1433,9 +1517,13 @@ TEMPLATED = {
     "pick_splitters": (pick_splitters_kernel, "BLOCK",
                        f"void({I32}, int32, uint32, uint32, {I32}, {I32}, int32, int32, int32)"),
     "tile_contract": (tile_contract_kernel, "TILE", f"void({I32}, int32, {I32}, {I32}, {I32})"),
+    "min_links": (min_links_kernel, "BLOCK",
+                  f"void({I32}, {I32}, {I32}, int32, {I32}, {I32}, {I32}, {I32}, {I32}, {I32}, int32)"),
+    "find_links": (find_links_kernel, "BLOCK",
+                   f"void({I32}, {I32}, {I32}, int32, {I32}, {I32}, {I32}, {I32}, {I32}, int32)"),
 }
 # the templated kernels of every GPU variant (its policy's `kernels` names the others)
-COMMON_TEMPLATED = ("to_i32_i32", "to_i32_i64")
+COMMON_TEMPLATED = ("to_i32_i32", "to_i32_i64", "find_links", "min_links")
 
 
 def fixed_targets() -> list[tuple[str, object, str]]:
@@ -1473,10 +1561,7 @@ def fixed_targets() -> list[tuple[str, object, str]]:
         ("walk_trail", walk_trail, f"void({I32}, {I32}, {I32}, {s}, {s}, {u}, {u}, {U64})"),
         ("orient_trails", orient_trails, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32})"),
         ("list_nodes", list_nodes, f"void({I32}, {s}, {I32}, {I32}, {I32}, {I32}, {s})"),
-        ("find_links", find_links, f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("reset_best", reset_best, f"void({I32}, {s}, {I32})"),
-        ("min_links", min_links,
-         f"void({I32}, {I32}, {I32}, {s}, {I32}, {I32}, {I32}, {I32}, {I32}, {I32}, {s})"),
         ("hook", hook, f"void({I32}, {I32}, {I32}, {I32}, {s}, {I32}, {I32}, {U8})"),
         ("shortcut", shortcut, f"void({I32}, {s}, {I32}, {I32}, {s})"),
         ("count_roots", count_roots, f"void({I32}, {s}, {I32}, {I32}, {s})"),

@@ -53,7 +53,9 @@ def pairing_bytes(E: int, V: int) -> int:
     """**pairing**: two stable argsorts (by source, by destination; `sort_bytes`), then ``pair``
     reads the two orders and the two sorted key arrays (16 B an edge) and writes ``succ`` (4 B):
     20·E. A lower bound: the scatter runs in slices (`EulerPlan.scatter_slices`), each of which
-    reads the two orders again (8 B an edge a slice), and its writes land on random sectors."""
+    reads the two orders again (8 B an edge a slice), and its writes land on random sectors;
+    past SCATTER_SLICES slices the scatter is a third sort (`EulerPlan.permute_by_sort`), which
+    moves more bytes than this counts, in whole tiles."""
     return 2 * sort_bytes(E, V - 1) + 20 * E
 
 

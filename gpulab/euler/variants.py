@@ -38,7 +38,10 @@ from gpulab.registry import Registry, Variant
 #     out_order[i], an undirected graph's dart successors and its orientation's successors) run
 #     once per slice of succ of at most SCATTER_BYTES (0: half the L2), so that the slice stays in
 #     L2 while the scattered writes fill it — unless that takes more than SCATTER_SLICES launches
-#     (each reads the inputs again), then in one (`EulerPlan.scatter_slices`; 42M edges on an H100:
+#     (each reads the inputs again): then the successor permutations (the pairing's, and the
+#     orientation's read off the darts) are a key-value sort (`EulerPlan.permute_by_sort`; 2^30
+#     edges on an H200: the pairing 147 -> 120 ms in CUDA C, docs/benchmarks/ab-runs/
+#     euler-permute-ab-h200.json) and the dart successors one launch (`EulerPlan.scatter_slices`; 42M edges on an H100:
 #     3.0 ms in one launch, 1.6 ms in 6, docs/benchmarks/ab-runs/euler-pairing-probe-h100.json; the
 #     84M darts' successors: 6.1 ms in one, 3.0 in 14, 3.6 in 21,
 #     docs/benchmarks/ab-runs/euler-undirected-probe-h100.json; the pipeline's A/Bs:

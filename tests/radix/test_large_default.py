@@ -1,4 +1,4 @@
-"""A sort naming no variant never meets the default's own key limit: past onesweep's 2^30 - 1
+"""A sort naming no variant never meets the default's own key limit: past onesweep's 2^30
 keys it runs `local`, in the public sort, in a plan of one's own and in chapter 5's pairing
 (which names onesweep in its parameters). Sizes that large do not fit a test, so the limits
 and defaults are patched: the premise (n above the limit, at it) holds by construction, on the
@@ -15,7 +15,7 @@ def test_the_limits():
     from gpulab.radix.variants import LARGE_DEFAULTS
 
     for backend in ("numba", "cuda-c"):
-        assert rx.key_limit("onesweep", backend) == 2**30 - 1
+        assert rx.key_limit("onesweep", backend) == 2**30
         assert rx.key_limit("local", backend) is None
         assert rx.key_limit(LARGE_DEFAULTS[backend], backend) is None
 
@@ -39,8 +39,8 @@ def test_the_default_for_a_size(monkeypatch):
 def test_a_named_onesweep_past_its_limit_is_a_clear_error():
     from gpulab.errors import LimitError
 
-    with pytest.raises(LimitError, match="up to 1073741823 keys"):
-        rx.plan(2**30, variant="onesweep")
+    with pytest.raises(LimitError, match="up to 1073741824 keys"):
+        rx.plan(2**30 + 1, variant="onesweep")
 
 
 def test_sized_picks_by_n_only_for_calls_naming_no_variant(monkeypatch):

@@ -315,7 +315,7 @@ def test_onesweep_public_calls_on_a_stream(backend, rng):
 def test_onesweep_limit():
     with pytest.raises(LimitError, match="30 bits"):
         v = REGISTRY.get("onesweep", "numba")
-        host.SortPlan(v.policy, "numba", 2**30, False, v.params)
+        host.SortPlan(v.policy, "numba", 2**30 + 1, False, v.params)
 
 
 # --------------------------------------------------------------------------- public API, signed and float keys
