@@ -14,6 +14,10 @@
 #           (default abold: the same tree with the one-launch scatter) and now in turns A B A B, both backends,
 #           deep-2^30 (warm-up 1, repeat 3) -> pab-<code>-<turn>/; first its tests on the GPU
 #   pprobe  where the pairing's time goes at 2^30 edges, CUDA C (scripts/euler_pairing_probe.py --edges 2^30)
+#   pairsab onesweep key-value sorts of 2^28 keys, CUDA C, under VALUE_DIGITS and the key-value tile's blocks per
+#           SM, CUB's SortPairs in the same process, 3 rounds in rotated order (scripts/radix_pairs_ab.py)
+#   dtests  (two GPUs, needs .daskkit: bash scripts/pack_daskkit.sh) tests/test_distributed.py, one worker per GPU,
+#           with session 21's launch paths (launch_numba's packed cuLaunchKernel in worker threads)
 #   rbench  gpulab bench radix, local and onesweep at 2^24, 2^28, pairs 2^24, pairs 2^28 (CUB in the same run)
 set -uo pipefail
 stages="${*:-ltests}"
@@ -66,6 +70,19 @@ if [[ " $stages " == *" pprobe "* ]]; then
   timeout ${PP_T:-300} $py scripts/euler_pairing_probe.py --edges 1073741824 --backends cuda-c --repeat 3 \
     --json "$OUT/pairing-probe-2p30.json" > "$OUT/pprobe.txt" 2>&1
   say "pairing probe exit $? ($(el) s)"; grep -E "^cuda-c" "$OUT/pprobe.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" pairsab "* ]]; then
+  timeout ${PAB_T:-240} $py scripts/radix_pairs_ab.py --rounds 3 --json "$OUT/radix-pairs-ab.json" --sets "" \
+    VALUE_DIGITS=1 VALUE_DIGITS=1,PAIRS_ONESWEEP_MIN_BLOCKS=3 PAIRS_ONESWEEP_MIN_BLOCKS=3 \
+    VALUE_DIGITS=1,PAIRS_ITEMS=12,PAIRS_ONESWEEP_MIN_BLOCKS=3 > "$OUT/pairsab.txt" 2>&1
+  say "pairs ab exit $? ($(el) s)"; grep -A8 "== medians" "$OUT/pairsab.txt" | tee -a "$summary"
+  grep -E "keys (ok|WRONG)" "$OUT/pairsab.txt" | cut -c1-200 | tee -a "$summary"
+fi
+if [[ " $stages " == *" dtests "* ]]; then
+  ( source .daskkit/install.sh ) > "$OUT/daskkit.log" 2>&1; say "daskkit: $(tail -1 "$OUT/daskkit.log")"
+  ( source .daskkit/install.sh > /dev/null && timeout ${DT_T:-360} $py -m pytest -q -p no:cacheprovider \
+    tests/test_distributed.py ${DT_K:+-k "$DT_K"} ) > "$OUT/dtests.log" 2>&1
+  say "dtests exit $? ($(el) s): $(tail -1 "$OUT/dtests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/dtests.log" | head | tee -a "$summary"
 fi
 if [[ " $stages " == *" rbench "* ]]; then
   timeout ${RB_T:-240} $py -m gpulab bench radix --variants local onesweep --sizes 2^24 2^28 "pairs 2^24" "pairs 2^28" \

@@ -1,7 +1,7 @@
 """onesweep at exactly 2^30 keys, both backends (a GPU with about 30 GB free): the check behind
 onesweep's limit of 2^30 keys (`gpulab.radix.policy.ONE_SWEEP.max_keys`, 2^30 - 1 before): a
 pass runs only when two digits or more hold keys, so no running count reaches 2^30. Passed on an
-H200 (2026-11-28, docs/benchmarks/euler-runs/session22/radix-2p30-check.txt).
+H200 (2026-11-28, docs/benchmarks/gpu-runs/2026-11-28-session22/radix-2p30-check.txt).
 
 * every pass runs with one digit holding all keys but one: 2^30 - 1 keys 0xFFFFFFFF and one 0,
   at a random position: the look-back's running count of digit 255 reaches 2^30 - 1, the most

@@ -362,9 +362,12 @@ def test_bad_gp_input_fails_before_any_task():
 
 def test_an_error_on_a_worker_reaches_the_client(client, rng):
     """A limit only the worker checks (here: a block of 16 threads, under the incremental
-    kernels' one warp) is raised on the client, with its type and message."""
+    kernels' one warp) is raised on the client, with its type and message. The variant is named:
+    a search that names none runs the fastest for its size, CUDA C's on a GPU with pycuda,
+    which may take such a block."""
     with pytest.raises(LimitError, match="at least one full warp"):
-        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, params=dict(BLOCK=16))
+        gd.least_correlated(corr(rng, 8), 3, client=client, chunks=2, variant="incremental", backend="numba",
+                            params=dict(BLOCK=16))
 
 
 # ----------------------------------------------------------------------------- the command line
@@ -424,7 +427,7 @@ def test_the_cli_on_a_cluster_chooses_for_its_workers(client, rng, monkeypatch):
 
     from gpulab.subset import cli as subset_cli
     from gpulab.subset import host
-    from gpulab.subset.variants import BEYOND_SHARED, REGISTRY
+    from gpulab.subset.variants import BEYOND_SHARED, REGISTRY, default_backend
 
     inc = REGISTRY.get("incremental", "numba")
     block = host.geometry(inc.launch_params())[0]
@@ -434,11 +437,13 @@ def test_the_cli_on_a_cluster_chooses_for_its_workers(client, rng, monkeypatch):
     ran = []
     monkeypatch.setattr(gd, "workers_shared_limit", lambda c: small)
     monkeypatch.setattr(gd, "least_correlated", lambda C, k, **kw: ran.append((kw["variant"], kw["backend"])))
-    for named, want in (((None, None), BEYOND_SHARED), (("incremental", "numba"), "incremental")):
+    # naming nothing: the default backend (CUDA C on a GPU with pycuda, numba on the simulator)
+    for named, want in (((None, None), (BEYOND_SHARED, default_backend())),
+                        (("incremental", "numba"), ("incremental", "numba"))):
         args = argparse.Namespace(k=5, variant=named[0] or "incremental", backend="numba", chunks=None,
                                   scheduler=client.scheduler.address, gpus=None)
         subset_cli._distributed(C, args, named)
-        assert ran[-1] == (want, "numba") and args.variant == want  # what runs is what --json reports
+        assert ran[-1] == want and (args.variant, args.backend) == want  # what runs is what --json reports
 
 
 # ----------------------------------------------------------------------------- a worker lost mid-run (last: it restarts one)

@@ -110,11 +110,17 @@ def test_every_tab_of_every_page_opens_its_own_code(site, chromium):
 REST_ROLE = re.compile(r":(?:py:)?(?:func|class|meth|mod|attr|data|exc|obj|const|math|ref|doc|term)"
                        r":(?:<code|`|&lt;code)")
 NESTED_QUOTES = re.compile(r"<blockquote>\s*<blockquote>")
+# A list item that Markdown swallowed into the paragraph before it (a list item's second paragraph
+# indented by 2 spaces instead of 4 ends the list; the next "* " lines are then plain text): a
+# line of a paragraph that starts with a bullet.
+SWALLOWED_ITEM = re.compile(r"<p>(?:(?!</p>).)*\n[*-] <(?:strong|code|em)>", re.S)
 
 
 def markup_problems(html: str) -> list[str]:
     found = [f"reST role: {m.group(0)}" for m in REST_ROLE.finditer(html)]
     found += ["nested blockquotes (a '>>>' example outside a code block?)" for _ in NESTED_QUOTES.finditer(html)]
+    found += ["a list item read as a paragraph's text (indent a list item's later paragraphs by 4)"
+              for _ in SWALLOWED_ITEM.finditer(html)]
     return found
 
 
@@ -146,6 +152,9 @@ def test_the_markup_check_catches_rest_and_quoted_examples():
         "nested blockquotes (a '>>>' example outside a code block?)"]
     assert markup_problems('<p>a <a href="#gpulab.gp.evaluate"><code>evaluate</code></a>, ratio 1:2, '
                            "<code>a:b</code></p><blockquote><p>a quote</p></blockquote>") == []
+    assert markup_problems("<p>the spread.\n* <strong>The passes</strong> take</p>") == [
+        "a list item read as a paragraph's text (indent a list item's later paragraphs by 4)"]
+    assert markup_problems("<ul>\n<li><p><strong>a</strong> b</p></li>\n</ul>\n<p>x * y\n- z</p>") == []
 
 
 # ---------------------------------------------------------------------- the checks can fail

@@ -580,6 +580,30 @@ extern "C" __global__ void list_nodes(const int *label, int n, int *nodes, int *
 // by a shuffle (one random gather an out-slot, not one for each of a link's two ends), and a
 // segment's links are appended with one atomic (not one per 32 slots).
 #define LINK_ITEMS 8
+// Append a segment's links at count[slot] with one atomic: (x[k], y[k], w(k)) of every item k
+// whose bit `lane` is set in masks[k] (total: how many bits the segment's masks hold), in order,
+// so consecutive lanes write consecutive places. Every lane of the warp calls it. w is a
+// function of k, so that find_links computes its weights (the slots) instead of keeping them.
+template <class Weight>
+__device__ __forceinline__ void append_links(const u32 (&masks)[LINK_ITEMS], int total, const int (&x)[LINK_ITEMS],
+                                             const int (&y)[LINK_ITEMS], Weight w, int *ox, int *oy, int *ow,
+                                             int *count, int slot, int lane) {
+    int base = 0;
+    if (lane == 0) base = atomicAdd(&count[slot], total);
+    base = __shfl_sync(FULL, base, 0, PICK_W);
+    u32 lt = (1u << lane) - 1u;
+#pragma unroll
+    for (int k = 0; k < LINK_ITEMS; k++) {
+        if ((masks[k] >> lane) & 1u) {
+            int q = base + __popc(masks[k] & lt);
+            ox[q] = x[k];
+            oy[q] = y[k];
+            ow[q] = w(k);
+        }
+        base += __popc(masks[k]);
+    }
+}
+
 extern "C" __global__ void find_links(const int *ssrc, const int *out_order, const int *label, int n,
                                       int *lu, int *lv, int *lp, int *best, int *count, int slot) {
     int lane = threadIdx.x % PICK_W;
@@ -628,21 +652,8 @@ extern "C" __global__ void find_links(const int *ssrc, const int *out_order, con
             total += __popc(masks[k]);
             s[k] = b;                                // (s is free now: keep b)
         }
-        if (total == 0) continue;
-        int base = 0;
-        if (lane == 0) base = atomicAdd(&count[slot], total);
-        base = __shfl_sync(FULL, base, 0, PICK_W);
-        u32 lt = (1u << lane) - 1u;
-#pragma unroll
-        for (int k = 0; k < LINK_ITEMS; k++) {
-            if ((masks[k] >> lane) & 1u) {
-                int q = base + __popc(masks[k] & lt);
-                lu[q] = a[k];
-                lv[q] = s[k];
-                lp[q] = (int)(seg + PICK_W * k + lane);
-            }
-            base += __popc(masks[k]);
-        }
+        auto weight = [&](int k) { return (int)(seg + PICK_W * k + lane); };  // a link's weight: its slot
+        if (total > 0) append_links(masks, total, a, s, weight, lu, lv, lp, count, slot, lane);
     }
 }
 // --8<-- [end:find_links]
@@ -685,21 +696,8 @@ extern "C" __global__ void min_links(const int *lu, const int *lv, const int *lp
             masks[k] = __ballot_sync(FULL, pred);
             total += __popc(masks[k]);
         }
-        if (total == 0) continue;
-        int base = 0;
-        if (lane == 0) base = atomicAdd(&count[slot], total);
-        base = __shfl_sync(FULL, base, 0, PICK_W);
-        u32 lt = (1u << lane) - 1u;
-#pragma unroll
-        for (int k = 0; k < LINK_ITEMS; k++) {
-            if ((masks[k] >> lane) & 1u) {
-                int q = base + __popc(masks[k] & lt);
-                lu2[q] = cu[k];
-                lv2[q] = cv[k];
-                lp2[q] = w[k];
-            }
-            base += __popc(masks[k]);
-        }
+        auto weight = [&](int k) { return w[k]; };
+        if (total > 0) append_links(masks, total, cu, cv, weight, lu2, lv2, lp2, count, slot, lane);
     }
 }
 

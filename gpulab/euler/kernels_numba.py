@@ -853,6 +853,25 @@ def list_nodes(label, n, nodes, comp, best, count, slot):
 LINK_ITEMS = 8  # out-slots per lane of a warp's segment in `find_links` (its CUDA C twin's macro)
 
 
+@cuda.jit(device=True, inline=True)
+def append_links(masks, total, x, y, w, ox, oy, ow, count, slot, lane):
+    """Append a segment's links at count[slot] with one atomic: (x[k], y[k], w[k]) of every item
+    k whose bit ``lane`` is set in masks[k] (``total``: how many bits the segment's masks hold),
+    in order, so consecutive lanes write consecutive places. Every lane of the warp calls it."""
+    base = int32(0)
+    if lane == 0:
+        base = cuda.atomic.add(count, slot, total)
+    base = cuda.shfl_sync(FULL, base, 0)
+    lt = (uint32(1) << uint32(lane)) - uint32(1)
+    for k in range(LINK_ITEMS):
+        if (masks[k] >> uint32(lane)) & uint32(1):
+            q = base + int32(cuda.popc(masks[k] & lt))
+            ox[q] = x[k]
+            oy[q] = y[k]
+            ow[q] = w[k]
+        base += int32(cuda.popc(masks[k]))
+
+
 @lru_cache(maxsize=None)
 def find_links_kernel(BLOCK: int):
     """`find_links` for blocks of BLOCK threads (a warp of min(32, BLOCK) lanes)."""
@@ -876,7 +895,6 @@ def find_links_kernel(BLOCK: int):
         a = cuda.local.array(LINK_ITEMS, int32)
         eq = cuda.local.array(LINK_ITEMS, int32)  # slots p and p + 1 leave the same vertex
         masks = cuda.local.array(LINK_ITEMS, uint32)
-        lt = (uint32(1) << uint32(lane)) - uint32(1)
         while seg < n:
             after = seg + SEG  # the slot after the segment (lane WARP - 1's)
             for k in range(LINK_ITEMS):
@@ -916,19 +934,10 @@ def find_links_kernel(BLOCK: int):
                         cuda.atomic.min(best, b, int32(p))
                 masks[k] = uint32(cuda.ballot_sync(FULL, pred))  # (uint32: numba's ballot is signed)
                 total += int32(cuda.popc(masks[k]))
-                s[k] = b  # (s is free now: keep b)
+                s[k] = b  # (s and eq are free now: keep b and the link's weight, its slot)
+                eq[k] = int32(p)
             if total > 0:
-                base = int32(0)
-                if lane == 0:
-                    base = cuda.atomic.add(count, slot, total)
-                base = cuda.shfl_sync(FULL, base, 0)
-                for k in range(LINK_ITEMS):
-                    if (masks[k] >> uint32(lane)) & uint32(1):
-                        q = base + int32(cuda.popc(masks[k] & lt))
-                        lu[q] = a[k]
-                        lv[q] = s[k]
-                        lp[q] = int32(seg + WARP * k + lane)
-                    base += int32(cuda.popc(masks[k]))
+                append_links(masks, total, a, s, eq, lu, lv, lp, count, slot, lane)
             seg += warps * SEG
 
     return find_links
@@ -970,7 +979,6 @@ def min_links_kernel(BLOCK: int):
         cv = cuda.local.array(LINK_ITEMS, int32)
         w = cuda.local.array(LINK_ITEMS, int32)
         masks = cuda.local.array(LINK_ITEMS, uint32)
-        lt = (uint32(1) << uint32(lane)) - uint32(1)
         while seg < m:
             total = int32(0)
             for k in range(LINK_ITEMS):
@@ -992,17 +1000,7 @@ def min_links_kernel(BLOCK: int):
                 masks[k] = uint32(cuda.ballot_sync(FULL, pred))  # (uint32: numba's ballot is signed)
                 total += int32(cuda.popc(masks[k]))
             if total > 0:
-                base = int32(0)
-                if lane == 0:
-                    base = cuda.atomic.add(count, slot, total)
-                base = cuda.shfl_sync(FULL, base, 0)
-                for k in range(LINK_ITEMS):
-                    if (masks[k] >> uint32(lane)) & uint32(1):
-                        q = base + int32(cuda.popc(masks[k] & lt))
-                        lu2[q] = cu[k]
-                        lv2[q] = cv[k]
-                        lp2[q] = w[k]
-                    base += int32(cuda.popc(masks[k]))
+                append_links(masks, total, cu, cv, w, lu2, lv2, lp2, count, slot, lane)
             seg += warps * SEG
 
     return min_links

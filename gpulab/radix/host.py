@@ -171,7 +171,7 @@ def numba_kernel(name: str, p: dict):
 
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE,
                        defines=("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS", "DOWNSWEEP_MIN_BLOCKS",
-                                "ONESWEEP_MIN_BLOCKS", "FULL_TILES", "LOOKBACK", "PREFETCH_VALUES"))
+                                "ONESWEEP_MIN_BLOCKS", "FULL_TILES", "LOOKBACK", "PREFETCH_VALUES", "VALUE_DIGITS"))
 cuda_defines = KERNELS.cuda_defines
 provider = KERNELS.provider  # provider(backend, params, stream=0): K(name, grid, block, *args) on that stream
 

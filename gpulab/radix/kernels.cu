@@ -39,6 +39,9 @@
 #ifndef PREFETCH_VALUES
 #define PREFETCH_VALUES 0  // onesweep key-value tiles: 1 prefetch the tile's values into L2 as it starts, 2 into L1
 #endif
+#ifndef VALUE_DIGITS
+#define VALUE_DIGITS 0     // key-value tiles: 1 keep each place's digit in shared memory (a byte) for the values'
+#endif                     // destinations, 0 keep each value's destination in a register
 #if LOOKBACK < 1
 #error "LOOKBACK: the look-back loads at least one status word at a time"
 #endif
@@ -374,24 +377,34 @@ __device__ __forceinline__ int stage_tile(const u32 (&ks)[ITEMS], int (&rk)[ITEM
 // dbase[d] + j, so consecutive threads write consecutive places of a digit's run (m: the tile's
 // number of keys). A key-value tile then sends its values the same way through the same buffer:
 // loaded while the keys are written, placed by rk, written where the keys went (kept in dst).
+// VALUE_DIGITS: place j's digit is kept in sdig[j] (a byte of shared memory) and the value's
+// destination found again from it, instead of ITEMS destinations held in registers from the
+// key writes to the value writes.
 template <bool FULL>
 __device__ __forceinline__ void scatter_tile(const int (&rk)[ITEMS], int start, int base, const u32 *wvals,
-                                             u32 *keys_out, u32 *vals_out, u32 *stile, int *dbase, int wn, int m,
-                                             int tid, int shift, int has_vals) {
+                                             u32 *keys_out, u32 *vals_out, u32 *stile, int *dbase,
+                                             unsigned char *sdig, int wn, int m, int tid, int shift, int has_vals) {
     int lane = tid & 31;
     if (tid < RADIX) dbase[tid] = base - start;
     __syncthreads();
     u32 vs[ITEMS];  // keys-only builds (PAIRS=0): unused, no registers
+#if !VALUE_DIGITS
     int dst[ITEMS];
+#endif
     if (PAIRS && has_vals) load_warp_keys<FULL>(wvals, lane, wn, vs);  // in flight during the key writes
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
         int j = it * BLOCK + tid;
         if (FULL || j < m) {
             u32 k = stile[j];
-            int dest = dbase[(k >> shift) & DIGIT_MASK] + j;
+            int d = (k >> shift) & DIGIT_MASK;
+            int dest = dbase[d] + j;
             keys_out[dest] = k;
+#if VALUE_DIGITS
+            if (PAIRS && has_vals) sdig[j] = (unsigned char)d;
+#else
             if (PAIRS) dst[it] = dest;
+#endif
         }
     }
     if (PAIRS && has_vals) {
@@ -403,7 +416,11 @@ __device__ __forceinline__ void scatter_tile(const int (&rk)[ITEMS], int start, 
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it) {
             int j = it * BLOCK + tid;
+#if VALUE_DIGITS
+            if (FULL || j < m) vals_out[dbase[sdig[j]] + j] = stile[j];
+#else
             if (FULL || j < m) vals_out[dst[it]] = stile[j];
+#endif
         }
     }
 }
@@ -419,7 +436,8 @@ __device__ __forceinline__ void tile_counts(long tbase, long n, int w, int &m, i
 template <bool FULL>
 __device__ __forceinline__ void downsweep_tile(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
                                                const int *offsets, int n, int shift, int nblocks, int has_vals,
-                                               u32 *stile, int *whist, int *dbase, int *wsum) {
+                                               u32 *stile, int *whist, int *dbase, int *wsum,
+                                               unsigned char *sdig) {
     u32 ks[ITEMS];                         // this thread's keys, in registers
     int rk[ITEMS];                         // ... and their ranks within the warp's digit
     int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, blk = blockIdx.x, m, wn;
@@ -433,7 +451,8 @@ __device__ __forceinline__ void downsweep_tile(const u32 *keys_in, const u32 *va
     int total = warp_offsets(whist, tid);
     int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid, shift);
     int base = tid < RADIX ? offsets[tid * nblocks + blk] : 0;  // from the scan of the count table
-    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, wn, m, tid, shift, has_vals);
+    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, sdig, wn, m, tid, shift,
+                       has_vals);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, DOWNSWEEP_MIN_BLOCKS) downsweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
@@ -443,12 +462,13 @@ extern "C" __global__ void __launch_bounds__(BLOCK, DOWNSWEEP_MIN_BLOCKS) downsw
     __shared__ int whist[NWARPS * RADIX];  // per-warp digit counters, then where they start
     __shared__ int dbase[RADIX];           // global offset of digit d minus its start in the tile
     __shared__ int wsum[DIGIT_WARPS];      // the digit scan's warp sums
+    __shared__ unsigned char sdig[PAIRS && VALUE_DIGITS ? TILE : 1];  // each place's digit (VALUE_DIGITS)
     if (FULL_TILES && (long)(blockIdx.x + 1) * TILE <= n)
         downsweep_tile<true>(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist,
-                             dbase, wsum);
+                             dbase, wsum, sdig);
     else
         downsweep_tile<false>(keys_in, vals_in, keys_out, vals_out, offsets, n, shift, nblocks, has_vals, stile, whist,
-                              dbase, wsum);
+                              dbase, wsum, sdig);
 }
 // --8<-- [end:downsweep]
 
@@ -546,7 +566,7 @@ template <bool FULL>
 __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
                                               const int *hist, u32 *status, u32 *status_next, int n, int shift,
                                               int pass, int has_vals, int tile, u32 *stile, int *whist, int *dbase,
-                                              int *wsum) {
+                                              int *wsum, unsigned char *sdig) {
     u32 ks[ITEMS];
     int rk[ITEMS];
     int tid = threadIdx.x, lane = tid & 31, w = tid >> 5, m, wn;
@@ -610,7 +630,8 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
         status_next[tile * RADIX + tid] = 0u;
     }
     int base = tid < RADIX ? hist[pass * RADIX + tid] + (int)excl : 0;  // digit's offset + earlier tiles' keys
-    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, wn, m, tid, shift, has_vals);
+    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, sdig, wn, m, tid, shift,
+                       has_vals);
 }
 
 template <bool FIRST>
@@ -621,6 +642,7 @@ __device__ __forceinline__ void onesweep_pass(const u32 *keys_in, const u32 *val
     __shared__ int whist[NWARPS * RADIX];
     __shared__ int dbase[RADIX];
     __shared__ int wsum[DIGIT_WARPS];
+    __shared__ unsigned char sdig[PAIRS && VALUE_DIGITS ? TILE : 1];
     __shared__ int tile_sh;
     int tid = threadIdx.x;
     if (FIRST && !hist[MAX_PASSES * RADIX + pass]) {  // one digit holds every key: nothing moves
@@ -633,10 +655,10 @@ __device__ __forceinline__ void onesweep_pass(const u32 *keys_in, const u32 *val
     int tile = tile_sh;
     if (FULL_TILES && (long)(tile + 1) * TILE <= n)
         onesweep_tile<true>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
-                            tile, stile, whist, dbase, wsum);
+                            tile, stile, whist, dbase, wsum, sdig);
     else
         onesweep_tile<false>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
-                             tile, stile, whist, dbase, wsum);
+                             tile, stile, whist, dbase, wsum, sdig);
 }
 
 extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep(const u32 *keys_in, const u32 *vals_in, u32 *keys_out,
