@@ -129,9 +129,9 @@ extern "C" __global__ void pair_part_v4(const int *in_order, const int *out_orde
         del plan, sp, sk, keys
     if a.json:
         with open(a.json, "w") as f:
-            json.dump({"about": "scripts/euler_pairing_probe.py: deep-42M (deep_graph(E, 4, seed 1)), ruling_set plans; "
-                       "CUDA events, median of --repeat", "device": device.info().name, "versions": benchmark.versions(),
-                       "date": benchmark.utc_now(), "rows": rows}, f, indent=1)
+            json.dump({"about": f"scripts/euler_pairing_probe.py: deep_graph(E = {E}, 4, seed 1), ruling_set plans; "
+                       "CUDA events, median of --repeat", "edges": E, "repeat": a.repeat, "device": device.info().name,
+                       "versions": benchmark.versions(), "date": benchmark.utc_now(), "rows": rows}, f, indent=1)
             f.write("\n")
     return 0
 

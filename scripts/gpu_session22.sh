@@ -18,6 +18,7 @@
 #           SM, CUB's SortPairs in the same process, 3 rounds in rotated order (scripts/radix_pairs_ab.py)
 #   dtests  (two GPUs, needs .daskkit: bash scripts/pack_daskkit.sh) tests/test_distributed.py, one worker per GPU,
 #           with session 21's launch paths (launch_numba's packed cuLaunchKernel in worker threads)
+#   ktests  the Euler kernel tests after the review fixes (both backends)
 #   rbench  gpulab bench radix, local and onesweep at 2^24, 2^28, pairs 2^24, pairs 2^28 (CUB in the same run)
 set -uo pipefail
 stages="${*:-ltests}"
@@ -83,6 +84,11 @@ if [[ " $stages " == *" dtests "* ]]; then
   ( source .daskkit/install.sh > /dev/null && timeout ${DT_T:-360} $py -m pytest -q -p no:cacheprovider \
     tests/test_distributed.py ${DT_K:+-k "$DT_K"} ) > "$OUT/dtests.log" 2>&1
   say "dtests exit $? ($(el) s): $(tail -1 "$OUT/dtests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/dtests.log" | head | tee -a "$summary"
+fi
+if [[ " $stages " == *" ktests "* ]]; then  # the kernels' tests after the review (append_links, pair's empty slice)
+  timeout ${KT_T:-150} $py -m pytest -q -p no:cacheprovider -n 8 tests/euler/test_find_links.py \
+    tests/euler/test_permute_by_sort.py tests/euler/test_euler.py -k "cuda or numba" > "$OUT/ktests.log" 2>&1
+  say "ktests exit $? ($(el) s): $(tail -1 "$OUT/ktests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/ktests.log" | head | tee -a "$summary"
 fi
 if [[ " $stages " == *" rbench "* ]]; then
   timeout ${RB_T:-240} $py -m gpulab bench radix --variants local onesweep --sizes 2^24 2^28 "pairs 2^24" "pairs 2^28" \

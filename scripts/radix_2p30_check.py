@@ -1,12 +1,15 @@
 """onesweep at exactly 2^30 keys, both backends (a GPU with about 30 GB free): the check behind
 onesweep's limit of 2^30 keys (`gpulab.radix.policy.ONE_SWEEP.max_keys`, 2^30 - 1 before): a
-pass runs only when two digits or more hold keys, so no running count reaches 2^30. Passed on an
-H200 (2026-11-28, docs/benchmarks/gpu-runs/2026-11-28-session22/radix-2p30-check.txt).
+tile reads only earlier tiles' running counts, which hold fewer than 2^30 keys; only the last
+tile's own prefix can reach 2^30, and no tile reads it (docs/benchmarks/gpu-runs/2026-11-28-session22/).
 
 * every pass runs with one digit holding all keys but one: 2^30 - 1 keys 0xFFFFFFFF and one 0,
   at a random position: the look-back's running count of digit 255 reaches 2^30 - 1, the most
   its 30 bits hold. `argsort` must put the 0 first, then every other position in order.
 * 2^30 random keys: `sort` must return them in order, the same multiset (sum and xor kept).
+* 2^30 keys all 256, sorted by a plan with ``max_key=256`` (no pass dropped, so both passes run
+  with one digit holding every key and the last tile's prefix reaches 2^30): the positions must
+  come back in order.
 
     python scripts/radix_2p30_check.py [--backends cuda-c numba]
 """
@@ -44,8 +47,14 @@ def main() -> None:
             and int(np.bitwise_xor.reduce(out)) == int(np.bitwise_xor.reduce(keys))
         del out, keys
         rx.clear_cache()
+        sp = rx.plan(n, pairs=True, variant="onesweep", backend=backend)
+        _, pos = sp.sort(cuda.to_device(np.full(n, 256, np.uint32)), iota=True, max_key=256)
+        ok3 = np.array_equal(pos.copy_to_host(), np.arange(n, dtype=np.uint32))
+        del sp, pos
+        rx.clear_cache()
         print(f"{backend}: one key apart, argsort {'ok' if ok1 else 'WRONG'}; random keys, sort "
-              f"{'ok' if ok2 else 'WRONG'} ({time.perf_counter() - t:.0f} s)", flush=True)
+              f"{'ok' if ok2 else 'WRONG'}; all keys 256 with max_key, argsort {'ok' if ok3 else 'WRONG'} "
+              f"({time.perf_counter() - t:.0f} s)", flush=True)
 
 
 if __name__ == "__main__":

@@ -433,7 +433,9 @@ class EulerPlan:
         (in_order[p], out_order[p]) sorted by their first, a permutation of 0..n-1, leave at
         place j the value whose key is j. Every pass reads and writes whole tiles, where the
         scatter's writes are single words anywhere in 4·n bytes. The sorted keys go to a scratch
-        slot ("pkeys", dead after the pairing)."""
+        slot ("pkeys", dead after the pairing). The directed pairing reuses its argsorts' plan;
+        the undirected pipeline's read-off pairing makes a plan for n keys beside its 2n half-edges'
+        one (16·n bytes more), only at sizes that take this path."""
         sp = self.sort_plan(n)
         sp.sort(in_order[:n].view(np.uint32), out_order[:n].view(np.uint32), max_key=n - 1,
                 out=(self.buf("pkeys")[:n].view(np.uint32), succ[:n].view(np.uint32)))

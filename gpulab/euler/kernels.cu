@@ -165,11 +165,12 @@ __device__ __forceinline__ void scatter_in_slice(const int *in_order, const int 
     if (t >= lo && t < hi) succ[t] = __ldcs(out_order + i);
 }
 
-// Step 1's scatter, launched once per slice of succ; the slice at 0 also checks in = out.
+// Step 1's scatter, launched once per slice of succ; the slice at 0 also checks in = out. An
+// empty slice (lo = hi = 0: succ comes from a sort, EulerPlan.permute_by_sort) only checks.
 extern "C" __global__ void pair(const int *in_order, const int *out_order, const int *ssrc, const int *sdst, int n,
                                 int *succ, int *out, int slot, int lo, int hi) {
     GRID_LOOP(i, n) {
-        scatter_in_slice(in_order, out_order, succ, i, lo, hi);
+        if (hi > lo) scatter_in_slice(in_order, out_order, succ, i, lo, hi);
         if (lo == 0 && __ldcs(ssrc + i) != __ldcs(sdst + i)) {
             atomicAdd(&out[slot], 1);
             atomicMin(&out[slot + 1], (int)i);

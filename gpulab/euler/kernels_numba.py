@@ -283,11 +283,13 @@ def scatter_in_slice(in_order, out_order, succ, i, lo, hi):
 @cuda.jit
 def pair(in_order, out_order, ssrc, sdst, n, succ, out, slot, lo, hi):
     """Step 1: each vertex's k-th in-edge is followed by its k-th out-edge. The slice at 0
-    also checks in = out: out[slot] counts where the sorted keys differ, out[slot + 1] is the first."""
+    also checks in = out: out[slot] counts where the sorted keys differ, out[slot + 1] is the first.
+    An empty slice (lo = hi = 0: succ comes from a sort, `EulerPlan.permute_by_sort`) only checks."""
     i = cuda.grid(1)
     stride = cuda.gridsize(1)
     while i < n:
-        scatter_in_slice(in_order, out_order, succ, i, lo, hi)
+        if hi > lo:
+            scatter_in_slice(in_order, out_order, succ, i, lo, hi)
         if lo == 0 and cuda.ldcs(ssrc, i) != cuda.ldcs(sdst, i):
             cuda.atomic.add(out, slot, 1)
             cuda.atomic.min(out, slot + 1, int32(i))

@@ -157,8 +157,8 @@ def plan(n: int, *, pairs: bool = False, variant: str | None = None, backend: st
 
 def key_limit(variant: str, backend: str) -> int | None:
     """The most keys one sort of `variant` takes (`None`: no limit of its own, only the int32
-    index limit of every sort): onesweep's look-back packs counts in 30 bits, so 2^30 keys (a pass runs only where two
-    digits or more hold keys: no digit's running count reaches 2^30)."""
+    index limit of every sort): onesweep's look-back packs counts in 30 bits, so 2^30 keys (a tile reads only earlier
+    tiles' running counts, which hold fewer keys than the sort)."""
     return REGISTRY.get(variant, backend).policy.max_keys
 
 

@@ -478,7 +478,9 @@ extern "C" __global__ void __launch_bounds__(BLOCK, DOWNSWEEP_MIN_BLOCKS) downsw
 #define FLAG_AGG 0x40000000u                // status word: this tile's count of the digit is published
 #define FLAG_PREFIX 0x80000000u             // ... and so is the inclusive prefix over tiles 0..this one
 #define FLAG_MASK 0xC0000000u
-#define VALUE_MASK 0x3FFFFFFFu              // counts and prefixes < 2**30 (the plan checks n)
+#define VALUE_MASK 0x3FFFFFFFu              // counts and prefixes < 2**30: a tile reads only earlier tiles'
+                                            // words, whose counts are < n <= 2**30 (the plan checks n); only
+                                            // the last tile's prefix can reach 2**30, and no tile reads it
 
 // --8<-- [start:onesweep_hist]
 // The digit histograms of every pass in one read of the keys: each block walks tiles with a

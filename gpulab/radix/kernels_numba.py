@@ -576,7 +576,7 @@ def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: 
 
 FLAG_AGG = 0x40000000  # status word: the tile's count of a digit is published ...
 FLAG_PREFIX = 0x80000000  # ... and so is the inclusive prefix over tiles 0..the tile
-VALUE_MASK = 0x3FFFFFFF  # counts and prefixes < 2**30 (the plan checks n)
+VALUE_MASK = 0x3FFFFFFF  # counts read < 2**30: earlier tiles' words only, < n <= 2**30 (kernels.cu)
 
 
 @lru_cache(maxsize=None)

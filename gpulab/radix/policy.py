@@ -82,7 +82,7 @@ REDUCE_THEN_SCAN = RadixPolicy(Family.REDUCE_THEN_SCAN, kernels=("upsweep", "dow
 ONE_SWEEP = RadixPolicy(Family.ONE_SWEEP, kernels=("onesweep_hist", "onesweep_scan", "onesweep_first", "onesweep"),
                         tile=("BLOCK", "ITEMS"), needs_warp_intrinsics=True, histograms_first=True,
                         max_keys=2**30,
-                        max_keys_why="its look-back packs counts in 30 bits; a pass runs only where two digits "
-                                     "or more hold keys, so no count reaches 2^30",
+                        max_keys_why="its look-back packs counts in 30 bits, and a tile reads only earlier "
+                                     "tiles' counts, fewer than the keys",
                         pass_bytes=8.0, value_words=2, count_bytes=20.0)
 HOST = RadixPolicy(Family.HOST)

@@ -84,8 +84,9 @@ LADDER = [
 # tests/radix/test_defaults.py checks the defaults against that file.
 DEFAULTS = {"numba": "onesweep", "cuda-c": "onesweep", "cpu": "numpy"}
 # For more keys than a default's policy sorts (onesweep's look-back packs counts in 30 bits:
-# at most 2^30 keys), a call naming no variant runs the fastest variant without that
-# limit, the second fastest in the same benchmark (`gpulab.radix.default_variant`).
+# at most 2^30 keys, since a tile reads only earlier tiles' counts), a call naming no variant
+# runs the fastest variant without that limit, the second fastest in the same benchmark
+# (`gpulab.radix.default_variant`).
 LARGE_DEFAULTS = {"numba": "local", "cuda-c": "local"}
 # On the simulator: warp intrinsics run there (gpulab.simwarp), but every lane of the default
 # 256-thread blocks is a Python thread meeting at a barrier per intrinsic; radix4_shared is

@@ -4,12 +4,13 @@ by a shuffle, the segment's links appended with one atomic, Borůvka's first min
 way. Compared with a numpy loop over the slots: the same links (in any order: they are appended
 by atomics), the same counts, the same minima; nothing written past the count.
 
-Premise: the sorted sources are built from runs of set lengths, so that runs of one vertex
-cross a lane's item, a warp's item and a segment's end in every case (a run of one slot, which
-makes no link, too), and each run's out-slots mix slots on one cycle with slots on others
-(labels drawn from a few cycles, then one neighbouring pair forced equal and one forced
-different). Sizes: 1, 2, segment − 1, segment, segment + 1, a prime, several segments, and a
-small grid whose warps loop over several segments; a new draw each run."""
+Premise: the sorted sources are built from runs of set lengths (runs of one slot, which make no
+link, too), and each run's out-slots mix slots on one cycle with slots on others (labels drawn
+from a few cycles, then one neighbouring pair forced equal and one forced different). Where the
+size allows, a link is forced across a warp's item (slots warp − 1, warp) and across a
+segment's end (slots segment − 1, segment: the label the segment's last lane gathers itself).
+Sizes: 1, 2, segment − 1, segment, segment + 1, a prime, several segments, and a small grid
+whose warps loop over several segments; a new draw each run."""
 
 from __future__ import annotations
 
@@ -32,7 +33,14 @@ def _plan(backend, n):
     return v.run(n + 1, v.launch_params())
 
 
-def _inputs(n, seg, rng):
+def _force_link(ssrc, out_order, label, cycles, p):
+    """Slots p and p + 1 leave one vertex (sources stay sorted) and lie on two cycles."""
+    ssrc[p + 1] = ssrc[p]
+    a = label[out_order[p]]
+    label[out_order[p + 1]] = cycles[(list(cycles).index(a) + 1) % cycles.size]
+
+
+def _inputs(n, seg, rng, warp):
     """Sorted sources of n out-slots in runs (long ones across segment ends, and ones of one
     slot), a random out-order and the edges' labels from a few cycles."""
     lengths, total = [], 0
@@ -50,6 +58,10 @@ def _inputs(n, seg, rng):
         label[out_order[p + 1]] = label[out_order[p]]
         if label[out_order[q]] == label[out_order[q + 1]]:
             label[out_order[q + 1]] = cycles[(list(cycles).index(label[out_order[q]]) + 1) % cycles.size]
+    if cycles.size >= 2:
+        for p in (warp - 1, seg - 1):  # across a warp's item, across the segment's end
+            if p + 1 < n:
+                _force_link(ssrc, out_order, label, cycles, p)
     return ssrc, out_order, label, cycles
 
 
@@ -78,10 +90,11 @@ def test_find_links_matches_a_loop_over_the_slots(backend, which, rng):
     n = {"1": 1, "2": 2, "seg-1": seg - 1, "seg": seg, "seg+1": seg + 1, "prime": 1009, "many": 7 * seg + 13,
          "looping": 3 * (2 * block // warp) * seg + 13}[which]
     plan = _plan(backend, n)
-    ssrc, out_order, label, cycles = _inputs(n, seg, rng)
+    ssrc, out_order, label, cycles = _inputs(n, seg, rng, warp)
     links, best_ref = _reference(ssrc, out_order, label, n)
-    if n >= seg - 1:  # the premise: links exist, and runs cross items and segments
-        assert links and any(ssrc[p] == ssrc[p + 1] for p in range(warp - 1, n - 1, warp))
+    at = {w for _, _, w in links}
+    for p in (warp - 1, seg - 1):  # the premise: links across an item and across the segment's end
+        assert p + 1 >= n or p in at
     best0 = np.full(n + 1, POISON, np.int32)
     best0[cycles] = INT32_MAX  # as list_nodes leaves it: no lightest link yet
     d = {k: cuda.to_device(v) for k, v in (("ssrc", ssrc), ("out_order", out_order), ("label", label),

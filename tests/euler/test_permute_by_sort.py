@@ -44,3 +44,41 @@ def test_the_permutation_by_sort_gives_the_reference_circuit(backend, directed, 
         expected, keep, _ = ref.undirected_reference(src, dst)
         assert np.array_equal(edges, expected) and np.array_equal(forward, keep[edges])
     assert calls == [src.size]  # the premise: the pairing's permutation was the sort
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_the_sort_path_still_checks_balance_and_runs_paths(backend, rng, monkeypatch):
+    """On the sort path the pair kernel runs on an empty slice, for its check only: an unbalanced
+    graph is still refused with the vertex named; a directed Euler path (one virtual edge added,
+    a plan of n + 1 edges) and an undirected one still come out right. The premise (the sort ran
+    each time) is checked."""
+    v = REGISTRY.get("ruling_set", backend)
+    skip_unless_runnable(v)
+    calls = []
+    real = host.EulerPlan.permute_by_sort
+    monkeypatch.setattr(host.EulerPlan, "permute_by_sort",
+                        lambda self, *a: (calls.append(a[2]), real(self, *a))[1])
+    params = dict(v.launch_params(), SCATTER_BYTES=64, SCATTER_SLICES=2, SMALL_SORT=0)
+    how = dict(variant=v.name, backend=backend, params=params)
+    # in != out: an extra edge a -> a + 1 between two new vertices; a is the smallest unbalanced one
+    src, dst = gen.deep_graph(int(rng.integers(200, 400)) * S, 4, int(rng.integers(1 << 30)))
+    a = int(max(src.max(), dst.max())) + 1
+    with pytest.raises(eu.NotEulerian, match=f"vertex {a} has 0 in-edges and 1 out-edges"):
+        eu.euler_circuit(np.append(src, a), np.append(dst, a + 1), **how)
+    assert calls  # the premise: the sort path ran before the check was read
+    # a directed path: drop one non-loop edge of the circuit's graph
+    k = int(np.nonzero(src != dst)[0][0])
+    ps, pd = np.delete(src, k), np.delete(dst, k)
+    calls.clear()
+    out = eu.euler_path(ps, pd, **how)
+    assert ref.check_circuit(ps, pd, out, path=True, source=int(dst[k]))[0]
+    assert ps.size + 1 in calls  # the virtual edge closes the path
+    # an undirected path: an edge between two distinct vertices of the graph makes both odd
+    calls.clear()
+    u = int(src[0])
+    w = int(dst[np.flatnonzero(dst != u)[0]])
+    us, ud = np.append(src, u), np.append(dst, w)
+    edges, forward = eu.euler_path(us, ud, directed=False, **how)
+    ok, why = ref.check_circuit(us, ud, edges, directed=False, forward=forward, path=True)
+    assert ok, why
+    assert calls
