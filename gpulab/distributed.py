@@ -190,7 +190,7 @@ def workers_shared_limit(client) -> int:
     balance load) is asked again, so no worker's GPU goes unasked."""
     client = _client(client)
     worker_count(client)  # none: NoCluster
-    workers = tuple(sorted(client.scheduler_info().get("workers", {})))
+    workers = _worker_addresses(client)
     key = (client.scheduler.address, workers)
     if key in _LIMITS:
         return _LIMITS[key]
@@ -206,6 +206,24 @@ def workers_shared_limit(client) -> int:
         return min(answers.values())
     _LIMITS[key] = min(answers[w] for w in workers)
     return _LIMITS[key]
+
+
+def _worker_addresses(client, wait_s: float = 60.0) -> tuple:
+    """The addresses of the client's workers, sorted. The client's view of the scheduler is
+    refreshed in the background, so right after a worker was replaced it can list none for a
+    moment (CI, 2026-11-28: `workers_shared_limit` then took the minimum of no answers): then it
+    waits up to `wait_s` for a worker to be listed, else `NoCluster`."""
+    workers = tuple(sorted(client.scheduler_info().get("workers", {})))
+    if not workers:
+        try:
+            client.wait_for_workers(1, timeout=wait_s)
+        except TimeoutError:
+            pass
+        # the scheduler's own list (not the client's cached view)
+        workers = tuple(sorted(client.run_on_scheduler(lambda dask_scheduler: list(dask_scheduler.workers))))
+    if not workers:
+        raise NoCluster(f"the Dask cluster at {client.scheduler.address} has no workers")
+    return workers
 
 
 def _client(client):

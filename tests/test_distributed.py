@@ -446,6 +446,45 @@ def test_the_cli_on_a_cluster_chooses_for_its_workers(client, rng, monkeypatch):
         assert ran[-1] == want and (args.variant, args.backend) == want  # what runs is what --json reports
 
 
+def test_a_moment_with_no_workers_listed_is_waited_out():
+    """The client's view of the scheduler is refreshed in the background: right after a worker
+    was replaced it can list no worker (CI, 2026-11-28: `workers_shared_limit` failed with
+    "min() arg is an empty sequence"). The worker list then comes from the scheduler itself,
+    after waiting for a worker; a cluster that really has none is `NoCluster`. A stand-in client
+    (no cluster needed) makes both cases happen by construction."""
+
+    class Stale:
+        def __init__(self, real):
+            self.real, self.waited = real, 0
+            self.scheduler = type("S", (), {"address": "tcp://stand-in:1"})()
+
+        def scheduler_info(self):
+            return {"workers": {}}  # the stale view
+
+        def wait_for_workers(self, n, timeout=None):
+            self.waited += 1
+            if not self.real:
+                raise TimeoutError
+
+        def run_on_scheduler(self, fn):
+            sched = type("D", (), {"workers": {w: None for w in self.real}})()
+            return fn(dask_scheduler=sched)
+
+    c = Stale(["tcp://b:2", "tcp://a:1"])
+    assert gd._worker_addresses(c) == ("tcp://a:1", "tcp://b:2") and c.waited == 1
+    with pytest.raises(gd.NoCluster, match="no workers"):
+        gd._worker_addresses(Stale([]), wait_s=0.1)
+
+
+def test_the_worker_list_from_the_scheduler_itself(client, monkeypatch):
+    """The same path on a real cluster: with the client's view emptied, the addresses come from
+    the scheduler and are the workers the view listed."""
+    listed = tuple(sorted(client.scheduler_info()["workers"]))
+    monkeypatch.setattr(client, "scheduler_info", lambda **kw: {"workers": {}})
+    assert gd._worker_addresses(client) == listed and len(listed) == 2
+
+
+
 # ----------------------------------------------------------------------------- a worker lost mid-run (last: it restarts one)
 
 
@@ -526,3 +565,4 @@ def test_a_worker_lost_mid_run_changes_nothing(client, rng):
     client.wait_for_workers(2, timeout=120)  # the nanny's new worker
     # the chunks it had finished came back as they ended (kept); the one it was running was computed again elsewhere
     assert all(p.ended < killed["wall"] for p in parts if p.worker == victim), "a chunk of the killed worker ended after the kill"
+
