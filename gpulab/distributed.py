@@ -189,8 +189,7 @@ def workers_shared_limit(client) -> int:
     answer names the worker that gave it: a probe that Dask moved to another worker (it may, to
     balance load) is asked again, so no worker's GPU goes unasked."""
     client = _client(client)
-    worker_count(client)  # none: NoCluster
-    workers = _worker_addresses(client)
+    workers = _worker_addresses(client)  # none: NoCluster
     key = (client.scheduler.address, workers)
     if key in _LIMITS:
         return _LIMITS[key]
@@ -208,11 +207,12 @@ def workers_shared_limit(client) -> int:
     return _LIMITS[key]
 
 
-def _worker_addresses(client, wait_s: float = 60.0) -> tuple:
-    """The addresses of the client's workers, sorted. The client's view of the scheduler is
-    refreshed in the background, so right after a worker was replaced it can list none for a
-    moment (CI, 2026-11-28: `workers_shared_limit` then took the minimum of no answers): then it
-    waits up to `wait_s` for a worker to be listed, else `NoCluster`."""
+def _worker_addresses(client, wait_s: float = 10.0) -> tuple:
+    """The addresses of the client's workers, sorted, read once. The client's view of the
+    scheduler is refreshed in the background (every 2 s by default), so right after a worker was
+    replaced it can list none for a moment (CI, 2026-11-28: `workers_shared_limit` had counted
+    the workers in one read and listed none in the next, then took the minimum of no answers):
+    then it asks the scheduler itself, waiting up to `wait_s` for a worker, else `NoCluster`."""
     workers = tuple(sorted(client.scheduler_info().get("workers", {})))
     if not workers:
         try:

@@ -643,7 +643,8 @@ extern "C" __global__ void find_links(const int *ssrc, const int *out_order, con
             i64 p = seg + PICK_W * k + lane;
             int down = __shfl_down_sync(FULL, a[k], 1, PICK_W);
             int first = __shfl_sync(FULL, a[k + 1 < LINK_ITEMS ? k + 1 : k], 0, PICK_W);
-            int b = lane < PICK_W - 1 ? down : (k + 1 < LINK_ITEMS ? first : (eq[k] ? label[(u32)out_order[after]] : -1));
+            int b = lane < PICK_W - 1 ? down
+                    : (k + 1 < LINK_ITEMS ? first : (eq[k] ? label[(u32)out_order[after]] : -1));
             bool pred = eq[k] && a[k] != b;
             if (pred) {    // Boruvka's first round: every cycle is still its own component
                 if ((int)p < best[(u32)a[k]]) atomicMin(&best[a[k]], (int)p);

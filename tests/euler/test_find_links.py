@@ -33,6 +33,32 @@ def _plan(backend, n):
     return v.run(n + 1, v.launch_params())
 
 
+def _case(backend, which):
+    """(warp, segment, size, grid) of a case: the size named by `which`, around this backend's
+    segment of WARP · LINK_ITEMS; "looping": two blocks (2·BLOCK/WARP warps), three segments
+    each and a part, so that every warp loops; grid None: the plan's own launch shape."""
+    block = _plan(backend, 1).params["BLOCK"]
+    warp = min(32, block)
+    seg = warp * LINK_ITEMS
+    n = {"1": 1, "2": 2, "seg-1": seg - 1, "seg": seg, "seg+1": seg + 1, "prime": 1009, "many": 7 * seg + 13,
+         "looping": 3 * (2 * block // warp) * seg + 13}[which]
+    return warp, seg, n, 2 if which == "looping" else None
+
+
+def _appended(plan, name, n, grid, args, outs):
+    """Launch `name` (count at ROUND), and return the count and the appended (x, y, weight)
+    triples in weight order (appends come in any order), with the whole output arrays."""
+    plan.set_ctr(0)
+    plan.preset(ROUND, 0)
+    if grid is None:
+        plan.launch(name, n, *args)
+    else:
+        plan.K(name, (grid,), (plan.params["BLOCK"],), *args)
+    m = int(plan.read()[ROUND])
+    cols = [o.copy_to_host() for o in outs]
+    return m, sorted(zip(*(c[:m].tolist() for c in cols)), key=lambda t: t[2]), cols
+
+
 def _force_link(ssrc, out_order, label, cycles, p):
     """Slots p and p + 1 leave one vertex (sources stay sorted) and lie on two cycles."""
     ssrc[p + 1] = ssrc[p]
@@ -82,13 +108,7 @@ def _reference(ssrc, out_order, label, n):
 def test_find_links_matches_a_loop_over_the_slots(backend, which, rng):
     from numba import cuda
 
-    probe = _plan(backend, 1)
-    block = probe.params["BLOCK"]
-    warp = min(32, block)
-    seg = warp * LINK_ITEMS
-    grid = 2 if which == "looping" else None  # two blocks: 2·BLOCK/WARP warps, three segments each and a part
-    n = {"1": 1, "2": 2, "seg-1": seg - 1, "seg": seg, "seg+1": seg + 1, "prime": 1009, "many": 7 * seg + 13,
-         "looping": 3 * (2 * block // warp) * seg + 13}[which]
+    warp, seg, n, grid = _case(backend, which)
     plan = _plan(backend, n)
     ssrc, out_order, label, cycles = _inputs(n, seg, rng, warp)
     links, best_ref = _reference(ssrc, out_order, label, n)
@@ -100,18 +120,10 @@ def test_find_links_matches_a_loop_over_the_slots(backend, which, rng):
     d = {k: cuda.to_device(v) for k, v in (("ssrc", ssrc), ("out_order", out_order), ("label", label),
                                             ("best", best0))}
     out = {k: cuda.to_device(np.full(n + 1, POISON, np.int32)) for k in ("lu", "lv", "lp")}
-    plan.set_ctr(0)
-    plan.preset(ROUND, 0)
     args = (d["ssrc"], d["out_order"], d["label"], _i(n), out["lu"], out["lv"], out["lp"], d["best"], plan.ctr,
             _i(ROUND))
-    if grid is None:
-        plan.launch("find_links", n, *args)
-    else:  # a fixed small grid: every warp loops over several segments
-        plan.K("find_links", (grid,), (block,), *args)
-    m = int(plan.read()[ROUND])
+    m, got, (lu, lv, lp) = _appended(plan, "find_links", n, grid, args, [out[k] for k in ("lu", "lv", "lp")])
     assert m == len(links)
-    lu, lv, lp = (out[k].copy_to_host() for k in ("lu", "lv", "lp"))
-    got = sorted(zip(lu[:m].tolist(), lv[:m].tolist(), lp[:m].tolist()), key=lambda t: t[2])
     assert got == links
     assert np.all(lu[m:] == POISON) and np.all(lp[m:] == POISON)  # nothing past the count
     best = d["best"].copy_to_host()
@@ -131,13 +143,7 @@ def test_min_links_keeps_the_links_between_components(backend, which, rng):
     and one between two, so both kinds occur in every case."""
     from numba import cuda
 
-    probe = _plan(backend, 1)
-    block = probe.params["BLOCK"]
-    warp = min(32, block)
-    seg = warp * LINK_ITEMS
-    grid = 2 if which == "looping" else None
-    m = {"1": 1, "seg-1": seg - 1, "seg": seg, "seg+1": seg + 1, "prime": 1009, "many": 7 * seg + 13,
-         "looping": 3 * (2 * block // warp) * seg + 13}[which]
+    _, _, m, grid = _case(backend, which)
     plan = _plan(backend, m)
     nodes = 2 * m + 2
     roots = rng.choice(nodes, size=min(nodes, 4), replace=False).astype(np.int32)
@@ -159,18 +165,10 @@ def test_min_links_keeps_the_links_between_components(backend, which, rng):
     best0[roots] = INT32_MAX  # as reset_best leaves the roots
     d = {k: cuda.to_device(v) for k, v in (("lu", lu), ("lv", lv), ("lp", lp), ("comp", comp), ("best", best0))}
     out = {k: cuda.to_device(np.full(m + 1, POISON, np.int32)) for k in ("lu2", "lv2", "lp2")}
-    plan.set_ctr(0)
-    plan.preset(ROUND, 0)
     args = (d["lu"], d["lv"], d["lp"], _i(m), d["comp"], d["best"], out["lu2"], out["lv2"], out["lp2"], plan.ctr,
             _i(ROUND))
-    if grid is None:
-        plan.launch("min_links", m, *args)
-    else:
-        plan.K("min_links", (grid,), (block,), *args)
-    k = int(plan.read()[ROUND])
+    k, got, (_, _, lp2) = _appended(plan, "min_links", m, grid, args, [out[x] for x in ("lu2", "lv2", "lp2")])
     assert k == len(want)
-    lu2, lv2, lp2 = (out[x].copy_to_host() for x in ("lu2", "lv2", "lp2"))
-    got = sorted(zip(lu2[:k].tolist(), lv2[:k].tolist(), lp2[:k].tolist()), key=lambda t: t[2])
     assert got == want
     assert np.all(lp2[k:] == POISON)
     best = d["best"].copy_to_host()
