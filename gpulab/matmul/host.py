@@ -18,7 +18,7 @@ import numpy as np
 from gpulab import device
 from gpulab.arrays import check_array, to_host
 from gpulab.errors import BackendUnavailable, DtypeError, LimitError, ShapeError
-from gpulab.launch import KernelSource, ceil_div, check_block
+from gpulab.launch import KernelSource, PlanCache, ceil_div, check_block
 from gpulab.matmul.policy import Dim, MatmulPolicy
 
 PACKAGE = "gpulab.matmul"
@@ -129,12 +129,68 @@ def check_cc(policy: MatmulPolicy) -> None:
         raise BackendUnavailable(f"{policy.kernel} {reason} (it uses cp.async)")
 
 
+# --8<-- [start:stream_k_schedule]
+def stream_k_schedule(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> tuple[int, int]:
+    """How a stream-K launch splits its work: `(dp_tiles, sk_blocks)`.
+
+    `tiles` tiles of C, each `k_tiles` deep, on a GPU with `slots` resident blocks. The first
+    `dp_tiles` blocks compute one whole tile each (the full waves); the remaining
+    `tiles - dp_tiles` tiles (the last wave, part-empty) are shared along k by `sk_blocks`
+    blocks, each taking an equal run of their `(tiles - dp_tiles) * k_tiles` k-tiles, at least
+    `min_k_tiles` of them. `sk_blocks` is 0 (every tile whole, as warptile) when the last wave
+    is full or nearly (90 % or more: splitting would save less than a tenth of one tile's
+    time), or when splitting would not give more blocks than the tiles it splits.
+    """
+    sk_tiles = tiles % slots
+    if sk_tiles == 0 or 10 * sk_tiles >= 9 * slots:
+        return tiles, 0
+    sk_blocks = min(slots, sk_tiles * k_tiles // max(1, min_k_tiles))
+    if sk_blocks <= sk_tiles:
+        return tiles, 0
+    return tiles - sk_tiles, sk_blocks
+# --8<-- [end:stream_k_schedule]
+
+
+# Each stream's stream-K workspace: two tile-sized slots of partial sums per stream-K block and
+# one arrival count per stream-K tile (all zero between launches: the last block to arrive at a
+# tile sets its count back). Keyed by device, stream and size, so that launches that may run at
+# once never share one.
+_SK_WORKSPACES = PlanCache(maxsize=4)
+
+
+def stream_k_workspace(slots: int, tile_floats: int, stream=0):
+    """`(partials, arrivals)` for stream-K launches of up to `slots` blocks on `stream`."""
+    from numba import cuda
+
+    key = (cuda.get_current_device().id, int(stream) if stream else 0, slots, tile_floats)
+    return _SK_WORKSPACES.get(key, lambda: (cuda.device_array(2 * slots * tile_floats, np.float32),
+                                            cuda.to_device(np.zeros(slots, np.int32))))
+
+
+def stream_k_launch(policy: MatmulPolicy, params: dict, M: int, N: int, K: int, stream=0):
+    """`(grid, extra arguments)` of a stream-K launch: the schedule and this stream's workspace."""
+    tr, tc = (_size(d, params) for d in policy.tile)
+    tiles, k_tiles = ceil_div(M, tr) * ceil_div(N, tc), ceil_div(K, params["WT_BK"])
+    slots = device.info().sm_count * params["SK_PER_SM"]
+    dp_tiles, sk_blocks = stream_k_schedule(tiles, k_tiles, slots, params["SK_MIN"])
+    partials, arrivals = stream_k_workspace(slots, tr * tc, stream)
+    # warptile's grid (x over tile columns, y over tile rows): block (x, y) is tile y*tiles_n + x,
+    # whole for the first dp_tiles, then the stream-K blocks in the rows that follow. (One
+    # dimension of blocks, the tile found by a division, ran 2.4 % slower at full waves.)
+    tiles_n = ceil_div(N, tc)
+    return (tiles_n, ceil_div(dp_tiles + sk_blocks, tiles_n)), (partials, arrivals, np.int32(dp_tiles),
+                                                               np.int32(sk_blocks))
+
+
 def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict, stream=0):
     """Build `policy`'s kernel for `backend` and return `launch()`, which enqueues it on `stream`."""
     M, K = dA.shape
     N = dB.shape[1]
     grid, block = geometry(policy, params, M, N)
     check_cc(policy)
+    extra = ()
+    if policy.stream_k:
+        grid, extra = stream_k_launch(policy, params, M, N, K, stream)
     if policy.constant_b:
         check_fits_constant(K, N)
         if backend == "numba":
@@ -146,7 +202,7 @@ def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict
     if policy.constant_b and backend == "cuda-c":
         kern.copy_to_constant(dB, K * N * 4)  # B -> `__constant__ B_const`, once, untimed (device to device)
     args = (dA, dC) if policy.constant_b else (dA, dB, dC)
-    args = (*args, np.int32(M), np.int32(N), np.int32(K))
+    args = (*args, np.int32(M), np.int32(N), np.int32(K), *extra)
     return lambda: kern(policy.kernel, grid, block, *args)
 
 

@@ -626,29 +626,25 @@ __device__ __forceinline__ void wt_store(WtAStage& As, WtBStage& Bs, int tid,
     }
 }
 
+// acc += the product of the block tile at (m0, n0) over k-tiles [kt_lo, kt_hi) of depth WT_BK:
+// two shared stages, the next tile in flight in registers while the FMAs run on this one. It
+// ends with a barrier, so the stages are free again when it returns.
 template <bool GUARD>
-__device__ __forceinline__ void wt_body(const float* __restrict__ A, const float* __restrict__ B,
-                                        float* __restrict__ C, int M, int N, int K,
-                                        WtAStage* As, WtBStage* Bs) {
+__device__ __forceinline__ void wt_tiles(const float* __restrict__ A, const float* __restrict__ B,
+                                         int M, int N, int K, int m0, int n0, int kt_lo, int kt_hi,
+                                         const WtTiling& w, WtAStage* As, WtBStage* Bs, WtTiling::Acc& acc) {
     const int tid = threadIdx.x;
-    const WtTiling w(tid);
-    const int m0 = blockIdx.y * WT_BM;
-    const int n0 = blockIdx.x * WT_BN;
     const bool vecA = (K % 4 == 0) && aligned16(A);
     const bool vecB = (N % 4 == 0) && aligned16(B);
 
-    WtTiling::Acc acc;
-    WtTiling::zero(acc);
-
     float4 ra[WT_A_LOADS], rb[WT_B_LOADS];
-    wt_load<GUARD>(A, B, M, N, K, m0, n0, 0, tid, vecA, vecB, ra, rb);
+    wt_load<GUARD>(A, B, M, N, K, m0, n0, kt_lo * WT_BK, tid, vecA, vecB, ra, rb);
     wt_store(As[0], Bs[0], tid, ra, rb);
     __syncthreads();
 
-    const int tiles = CEIL_DIV(K, WT_BK);
     int stage = 0;
-    for (int t = 0; t < tiles; ++t) {
-        const bool more = t + 1 < tiles;
+    for (int t = kt_lo; t < kt_hi; ++t) {
+        const bool more = t + 1 < kt_hi;
         if (more)  // the next tile's loads are in flight while we compute on this one
             wt_load<GUARD>(A, B, M, N, K, m0, n0, (t + 1) * WT_BK, tid, vecA, vecB, ra, rb);
         w.mma(As[stage], Bs[stage], acc);
@@ -657,8 +653,19 @@ __device__ __forceinline__ void wt_body(const float* __restrict__ A, const float
         __syncthreads();
         stage ^= 1;
     }
+}
 
-    w.store<GUARD>(C, M, N, m0, n0, vecB && aligned16(C), acc);
+template <bool GUARD>
+__device__ __forceinline__ void wt_body(const float* __restrict__ A, const float* __restrict__ B,
+                                        float* __restrict__ C, int M, int N, int K,
+                                        WtAStage* As, WtBStage* Bs) {
+    const WtTiling w(threadIdx.x);
+    const int m0 = blockIdx.y * WT_BM;
+    const int n0 = blockIdx.x * WT_BN;
+    WtTiling::Acc acc;
+    WtTiling::zero(acc);
+    wt_tiles<GUARD>(A, B, M, N, K, m0, n0, 0, CEIL_DIV(K, WT_BK), w, As, Bs, acc);
+    w.store<GUARD>(C, M, N, m0, n0, (N % 4 == 0) && aligned16(B) && aligned16(C), acc);
 }
 
 extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MINBLOCKS)
@@ -674,6 +681,147 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float*
         wt_body<true>(A, B, C, M, N, K, As, Bs);
 }
 // --8<-- [end:warptile]
+
+// --8<-- [start:streamk]
+// warptile + stream-K (Osama et al., PPoPP 2023) for the last, part-empty wave. With S block
+// slots on the GPU (SMs × resident blocks), T tiles of C take ceil(T/S) waves of one tile's time
+// each: at N = 8192, 4096 tiles on 264 slots are 15.5 waves of work in 16 waves of time. Here the
+// first `dp_tiles` blocks of warptile's grid each compute one whole tile with warptile's code
+// (the full waves), and the next `sk_blocks` blocks share the remaining tiles' k-tiles evenly: block b
+// takes the units [U*b/S', U*(b+1)/S') of the U = (T - dp_tiles)*KT units (one unit: one tile
+// of C over one WT_BK-deep k-tile), so the last wave costs U/S' units, not one whole tile.
+// A tile that one block computes whole is stored as warptile stores it. A part of a tile (a
+// segment) is saved to the block's slot of `partials` (slot 0 for the block's first segment,
+// 1 for its last: the segments between are whole tiles), then the block counts itself in
+// `arrivals[tile]`; the block that arrives last sums the tile's segments in k order (so the
+// result does not depend on which block finished last), stores C and sets the count back to 0
+// for the next launch. Nothing waits on another block: no assumption about which blocks are
+// resident together.
+#define WT_ACC_VEC4 (WtTiling::kACC_M * WtTiling::kACC_N / 4)  // float4s of accumulators per thread
+
+// The first unit of stream-K block b: floor(units * b / blocks).
+__device__ __forceinline__ long long sk_start(long long units, int b, int blocks) {
+    return units * b / blocks;
+}
+
+// The stream-K block whose units contain unit v: the largest b with sk_start(b) <= v.
+__device__ __forceinline__ int sk_block_of(long long units, long long v, int blocks) {
+    return (int)(((v + 1) * blocks - 1) / units);
+}
+
+// A segment's accumulators to / from a slot of `partials`: float4 i of thread tid at
+// i*THREADS + tid, so each warp's accesses are 512 contiguous bytes.
+__device__ __forceinline__ void sk_save(float* __restrict__ slot, const WtTiling::Acc& acc) {
+    const float* a = &acc[0][0];
+    float4* s = reinterpret_cast<float4*>(slot);
+#pragma unroll
+    for (int i = 0; i < WT_ACC_VEC4; ++i)
+        s[i * WT_THREADS + threadIdx.x] = make_float4(a[4 * i], a[4 * i + 1], a[4 * i + 2], a[4 * i + 3]);
+}
+
+template <bool ADD>
+__device__ __forceinline__ void sk_load(const float* __restrict__ slot, WtTiling::Acc& acc) {
+    float* a = &acc[0][0];
+    const float4* s = reinterpret_cast<const float4*>(slot);
+#pragma unroll
+    for (int i = 0; i < WT_ACC_VEC4; ++i) {
+        const float4 v = __ldcg(s + i * WT_THREADS + threadIdx.x);  // from L2: other blocks wrote it
+        a[4 * i] = ADD ? a[4 * i] + v.x : v.x;
+        a[4 * i + 1] = ADD ? a[4 * i + 1] + v.y : v.y;
+        a[4 * i + 2] = ADD ? a[4 * i + 2] + v.z : v.z;
+        a[4 * i + 3] = ADD ? a[4 * i + 3] + v.w : v.w;
+    }
+}
+
+// The stream-K blocks' work: block b's equal run of units, segment by segment. A function of its
+// own (not inlined), so that its bookkeeping and its sums of segments do not change the
+// registers and the schedule of the whole-tile blocks, which run warptile's code.
+template <bool GUARD>
+__device__ __noinline__ void sk_blocks_work(const float* __restrict__ A, const float* __restrict__ B,
+                                            float* __restrict__ C, int M, int N, int K,
+                                            float* __restrict__ partials, int* __restrict__ arrivals,
+                                            int dp_tiles, int sk_blocks, WtAStage* As, WtBStage* Bs,
+                                            int* arrived) {
+    __builtin_assume(__isShared(As) && __isShared(Bs) && __isShared(arrived));
+    const WtTiling w(threadIdx.x);
+    const bool vecC = (N % 4 == 0) && aligned16(B) && aligned16(C);
+    const int tiles_n = CEIL_DIV(N, WT_BN), kt = CEIL_DIV(K, WT_BK);
+    const int b = blockIdx.y * gridDim.x + blockIdx.x - dp_tiles;
+    const long long units = (long long)(CEIL_DIV(M, WT_BM) * tiles_n - dp_tiles) * kt;
+    const long long first = sk_start(units, b, sk_blocks), end = sk_start(units, b + 1, sk_blocks);
+    WtTiling::Acc acc;
+    for (long long u = first; u < end;) {
+        const int t = (int)(u / kt);  // the stream-K tile (tile dp_tiles + t of C)
+        const int lo = (int)(u - (long long)t * kt);
+        const int hi = (int)min((long long)kt, end - (long long)t * kt);
+        const int m0 = ((dp_tiles + t) / tiles_n) * WT_BM, n0 = ((dp_tiles + t) % tiles_n) * WT_BN;
+        WtTiling::zero(acc);
+        wt_tiles<GUARD>(A, B, M, N, K, m0, n0, lo, hi, w, As, Bs, acc);
+        const int b_first = sk_block_of(units, (long long)t * kt, sk_blocks);
+        const int b_last = sk_block_of(units, (long long)t * kt + kt - 1, sk_blocks);
+        if (b_first == b_last) {  // the whole tile is this block's
+            w.store<GUARD>(C, M, N, m0, n0, vecC, acc);
+        } else {
+            const size_t tile_floats = (size_t)WT_BM * WT_BN;
+            sk_save(partials + (2 * (size_t)b + (u == first ? 0 : 1)) * tile_floats, acc);
+            __threadfence();  // the segment is visible to every block before it is counted
+            __syncthreads();
+            if (threadIdx.x == 0) *arrived = atomicAdd(&arrivals[t], 1);
+            __syncthreads();
+            if (*arrived == b_last - b_first) {  // the others are in: sum the segments in k order
+                __threadfence();
+                for (int bb = b_first; bb <= b_last; ++bb) {
+                    const int slot = 2 * bb + (sk_start(units, bb, sk_blocks) / kt == t ? 0 : 1);
+                    if (bb == b_first)
+                        sk_load<false>(partials + slot * tile_floats, acc);
+                    else
+                        sk_load<true>(partials + slot * tile_floats, acc);
+                }
+                w.store<GUARD>(C, M, N, m0, n0, vecC, acc);
+                if (threadIdx.x == 0) arrivals[t] = 0;  // ready for the next launch
+            }
+        }
+        u = (long long)t * kt + hi;
+    }
+}
+
+// The whole-tile blocks: warptile's body, on the tile at the block's place in the grid.
+template <bool GUARD>
+__device__ __forceinline__ void sk_whole_tile(const float* __restrict__ A, const float* __restrict__ B,
+                                              float* __restrict__ C, int M, int N, int K,
+                                              WtAStage* As, WtBStage* Bs) {
+    const WtTiling w(threadIdx.x);
+    const int tiles_n = CEIL_DIV(N, WT_BN);
+    const int m0 = blockIdx.y * WT_BM, n0 = blockIdx.x * WT_BN;
+    WtTiling::Acc acc;
+    WtTiling::zero(acc);
+    wt_tiles<GUARD>(A, B, M, N, K, m0, n0, 0, CEIL_DIV(K, WT_BK), w, As, Bs, acc);
+    w.store<GUARD>(C, M, N, m0, n0, (N % 4 == 0) && aligned16(B) && aligned16(C), acc);
+}
+
+extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MINBLOCKS)
+matmul_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
+               int M, int N, int K, float* __restrict__ partials, int* __restrict__ arrivals,
+               int dp_tiles, int sk_blocks) {
+    __shared__ __align__(16) float As[2][WT_BK][WtTiling::kAS];
+    __shared__ __align__(16) float Bs[2][WT_BK][WT_BN];
+    __shared__ int arrived;  // a stream-K block's: what its atomicAdd on arrivals[] returned
+    const bool fast = (M % WT_BM == 0) && (N % WT_BN == 0) && (K % WT_BK == 0) &&
+                      aligned16(A) && aligned16(B) && aligned16(C);
+    const int id = blockIdx.y * gridDim.x + blockIdx.x;  // = the tile, for a whole-tile block
+    if (id >= dp_tiles) {
+        if (id >= dp_tiles + sk_blocks) return;  // past the last stream-K block (the grid's last row)
+        if (fast)
+            sk_blocks_work<false>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, As, Bs, &arrived);
+        else
+            sk_blocks_work<true>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, As, Bs, &arrived);
+    } else if (fast) {
+        sk_whole_tile<false>(A, B, C, M, N, K, As, Bs);
+    } else {
+        sk_whole_tile<true>(A, B, C, M, N, K, As, Bs);
+    }
+}
+// --8<-- [end:streamk]
 
 // --8<-- [start:cpasync]
 // warptile + an asynchronous shared-memory pipeline + block rasterization. The compute (warp

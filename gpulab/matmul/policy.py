@@ -30,6 +30,11 @@ class MatmulPolicy:
         constant_b: B is read from constant memory (at most 64 KiB); the kernel takes no B.
         min_cc: the oldest compute capability the kernel compiles for, e.g. `(8, 0)` for
             `cp.async`; on an older GPU the launch is refused with `BackendUnavailable`.
+        stream_k: the tiles of the last, part-empty wave are shared along k by every block slot
+            of the GPU (stream-K): a one-dimensional grid of whole-tile blocks and stream-K
+            blocks, as [`stream_k_schedule`][gpulab.matmul.host.stream_k_schedule] plans it from
+            the parameters `SK_PER_SM` (blocks resident per SM) and `SK_MIN` (the fewest k-tiles
+            a stream-K block takes).
     """
 
     kernel: str
@@ -39,3 +44,4 @@ class MatmulPolicy:
     rows_on_x: bool = False
     constant_b: bool = False
     min_cc: tuple[int, int] | None = None
+    stream_k: bool = False

@@ -49,17 +49,19 @@ _LADDER = [
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs): the fastest
-# measured. warptile is the fastest variant of both backends, or within 2 % of it, at every size
-# of the committed benchmarks whose rows of A and B are whole float4s (K % 4 == 0 and N % 4 == 0)
-# and whose product takes 0.1 ms or more. Where they are not whole float4s, warptile loads
-# scalars, and the fastest (or within 2 %) were CUDA C's cpasync (its copies zero-fill the
-# edges) and numba's wide: SCALAR_ROWS (docs/benchmarks/matmul-shapes-h200.json: 4099^3,
-# 3001x2999x5003 and 8191^3; tests/matmul/test_matmul_defaults.py holds `default_variant` to the
-# committed benchmarks). On numba's simulator a call naming no variant runs register:
-# warptile's 128-thread blocks of 128x128 tiles are slow to simulate thread by thread. No CPU variant.
-DEFAULTS = {"numba": "warptile", "cuda-c": "warptile"}
+# measured. numba: warptile is its fastest variant, or within 2 % of it, at every size of the
+# committed benchmarks whose rows of A and B are whole float4s (K % 4 == 0 and N % 4 == 0) and
+# whose product takes 0.1 ms or more; where they are not whole float4s, warptile loads scalars
+# and wide was the fastest (or within 2 %): SCALAR_ROWS. CUDA C: streamk (warptile whose last,
+# part-empty wave is split along k) at every shape of the committed H200 runs, the fastest or
+# within 1.1 % of it, float4 rows or not (docs/benchmarks/matmul-h200-fast.json and
+# matmul-shapes-h200.json: 4096^3, 8192^3, 4099^3, 3001x2999x5003, 8191^3 ...;
+# tests/matmul/test_matmul_defaults.py holds `default_variant` to the committed benchmarks).
+# On numba's simulator a call naming no variant runs register: warptile's 128-thread blocks of
+# 128x128 tiles are slow to simulate thread by thread. No CPU variant.
+DEFAULTS = {"numba": "warptile", "cuda-c": "streamk"}
 FALLBACKS = {"numba": "register", "cuda-c": "register"}
-SCALAR_ROWS = {"numba": "wide", "cuda-c": "cpasync"}
+SCALAR_ROWS = {"numba": "wide", "cuda-c": "streamk"}
 
 
 def fastest(backend: str, M: int, K: int, N: int) -> str:
@@ -70,7 +72,7 @@ def fastest(backend: str, M: int, K: int, N: int) -> str:
 
 def default_variant(backend: str, M: int, K: int, N: int) -> str:
     """What `gpulab.matmul.matmul` runs when no variant is named: `fastest(backend, M, K, N)`
-    where it can run here (cpasync needs compute capability 8.0: `unavailable_reason`), else
+    where it can run here (its `unavailable_reason` is None), else
     the backend's default; on numba's simulator `FALLBACKS`."""
     from gpulab import device
 
@@ -113,6 +115,14 @@ REGISTRY.add(variant("warptile", "numba", ("global", "shared", "registers"),
                      "warp tiling + double buffering as in CUDA C, float4 loads written as 4 scalar loads each",
                      WARPTILE, WARP_TILE))
 
+# warptile + stream-K: the tiles of the last, part-empty wave shared along k by every block slot
+# (2 blocks of warptile's 128 threads × 222 registers are resident per SM; a stream-K block takes
+# at least 16 k-tiles).
+STREAMK = MatmulPolicy("matmul_streamk", tile=("WT_BM", "WT_BN"), threads="WT_THREADS", stream_k=True)
+REGISTRY.add(variant("streamk", "cuda-c", ("global", "shared", "registers"),
+                     "warptile + stream-K: the last wave's tiles split along k over every block slot, so the GPU is not half idle at the end",
+                     STREAMK, {**WARP_TILE, "SK_PER_SM": 2, "SK_MIN": 16}))
+
 # warptile's shape (CA_-prefixed: its own macros) fed by a cp.async pipeline of CA_STAGES shared
 # stages, blocks rasterized CA_GROUP block rows at a time. Shape, depth and group: gpulab.matmul.tune.
 CPASYNC = MatmulPolicy("matmul_cpasync", tile=("CA_BM", "CA_BN"), threads="CA_THREADS", min_cc=(8, 0))
@@ -127,7 +137,7 @@ LADDER_STEPS = tuple(step[0] for step in _LADDER)  # each in numba and in CUDA C
 
 def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
-    return REGISTRY.cuda_builds(host.SOURCE, lambda v: [dict(v.params)])
+    return REGISTRY.cuda_builds(host.SOURCE, lambda v: [host.KERNELS.cuda_defines(v.params)])  # streamk = warptile's
 
 
 def ptx_targets() -> list[tuple[str, object, str]]:

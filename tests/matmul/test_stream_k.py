@@ -1,0 +1,131 @@
+"""Chapter 1's stream-K step: the schedule (on any machine) and the kernel (CUDA C, on a GPU).
+
+The kernel is forced onto its stream-K path with small `SK_PER_SM` / `SK_MIN`, so that tiles
+are split into many segments whose sums another block finishes; every case asserts that the
+schedule it ran had stream-K blocks."""
+
+import numpy as np
+import pytest
+from numba import cuda
+
+import gpulab.matmul as mm
+from gpulab.checking import float32_tolerance, poisoned, relative_error
+from gpulab.launch import ceil_div
+from gpulab.matmul import host
+from gpulab.matmul.variants import REGISTRY
+from tests.conftest import skip_unless_runnable
+
+
+def covering(tiles, k_tiles, slots, min_k):
+    """Which blocks each tile's k-tiles go to under the schedule: {tile: [(block, k_lo, k_hi)]},
+    walking the stream-K blocks' equal runs of units (the kernel's arithmetic, in Python)."""
+    dp, sk = host.stream_k_schedule(tiles, k_tiles, slots, min_k)
+    cover = {t: [(t, 0, k_tiles)] for t in range(dp)}
+    units = (tiles - dp) * k_tiles
+    for b in range(sk):
+        u, end = units * b // sk, units * (b + 1) // sk
+        while u < end:
+            t, lo = divmod(u, k_tiles)
+            hi = min(k_tiles, end - t * k_tiles)
+            cover.setdefault(dp + t, []).append((dp + b, lo, hi))
+            u = t * k_tiles + hi
+    return dp, sk, cover
+
+
+@pytest.mark.parametrize("tiles,k_tiles,slots,min_k", [
+    (4096, 1024, 264, 16), (1024, 512, 264, 16), (1089, 513, 264, 16), (4224, 1024, 264, 16),
+    (64, 16, 264, 16), (64, 128, 264, 16), (256, 256, 264, 16), (1, 1, 2, 1), (7, 3, 5, 1), (13, 97, 6, 4),
+    (300, 2, 264, 1)])
+def test_schedule_covers_every_k_tile_once(tiles, k_tiles, slots, min_k):
+    dp, sk, cover = covering(tiles, k_tiles, slots, min_k)
+    assert 0 <= sk <= slots and dp <= tiles
+    assert sorted(cover) == list(range(tiles))
+    for t, parts in cover.items():  # each tile's k-tiles: once each, in k order, blocks in order
+        assert [lo for _, lo, _ in parts] == [0] + [hi for _, _, hi in parts[:-1]], (t, parts)
+        assert parts[-1][2] == k_tiles
+        assert [b for b, _, _ in parts] == sorted({b for b, _, _ in parts})
+    if sk:
+        per_block = {}
+        for parts in cover.values():
+            for b, lo, hi in parts:
+                per_block.setdefault(b, []).append(hi - lo)
+        sk_runs = [sum(v) for b, v in per_block.items() if b >= dp]
+        assert max(sk_runs) - min(sk_runs) <= 1  # equal shares of the last wave
+        assert min(sk_runs) >= min_k
+        # at most two segments that are not whole tiles per block: slots 0 and 1 of its workspace
+        assert all(sum(1 for n in v if n < k_tiles) <= 2 for b, v in per_block.items())
+
+
+def test_schedule_leaves_full_waves_and_shallow_tails_alone():
+    assert host.stream_k_schedule(4224, 1024, 264, 16) == (4224, 0)  # 16 whole waves
+    assert host.stream_k_schedule(256, 256, 264, 16) == (256, 0)  # N = 2048: one wave 97 % full
+    assert host.stream_k_schedule(64, 16, 264, 16) == (64, 0)  # thin: 64 blocks of 16 k-tiles
+    dp, sk = host.stream_k_schedule(4096, 1024, 264, 16)  # N = 8192 on an H200: 15.5 waves
+    assert (dp, sk) == (15 * 264, 264)
+
+
+# ----------------------------------------------------------------------------- on a GPU
+
+SK = REGISTRY.get("streamk", "cuda-c")
+
+
+def _run(A, B, params, stream=0):
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    dC = cuda.to_device(poisoned((A.shape[0], B.shape[1]), np.float32))
+    SK.run(dA, dB, dC, B, params, stream=stream)()
+    cuda.synchronize()
+    return dC.copy_to_host()
+
+
+# (M, K, N, SK_PER_SM, SK_MIN): the fast path (multiples of 128 and 8) and the guarded one,
+# tiles split into two segments and into many (SK_MIN 1: a block may hold one k-tile of a
+# tile), K not a multiple of the k-tile, one tile, more tiles than slots.
+GPU_CASES = [(1024, 1024, 1024, 2, 16), (1024, 1024, 1024, 1, 1), (1000, 999, 1001, 2, 16),
+             (129, 4099, 257, 1, 1), (128, 2048, 128, 3, 1), (2049, 257, 1023, 2, 4), (4096, 4096, 4096, 2, 16),
+             (8192, 8192, 8192, 2, 16)]
+
+
+@pytest.mark.parametrize("M,K,N,per_sm,min_k", GPU_CASES)
+def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, rng):
+    skip_unless_runnable(SK)
+    from gpulab import device
+
+    params = {**SK.params, "SK_PER_SM": per_sm, "SK_MIN": min_k}
+    tiles = ceil_div(M, params["WT_BM"]) * ceil_div(N, params["WT_BN"])
+    slots = device.info().sm_count * per_sm
+    dp, sk = host.stream_k_schedule(tiles, ceil_div(K, params["WT_BK"]), slots, min_k)
+    assert sk > 0, "the case must run stream-K blocks"
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C = _run(A, B, params)
+    err = relative_error(C, mm.matmul_reference(A, B) if M * N * K <= 2**33 else _ref_gpu(A, B))
+    assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
+    # the arrival counts were set back to 0, and segments are summed in k order: a second launch
+    # gives the same bits
+    assert np.array_equal(_run(A, B, params), C)
+
+
+def _ref_gpu(A, B):
+    import cupy as cp
+
+    return cp.asnumpy(cp.asarray(A, cp.float64) @ cp.asarray(B, cp.float64))
+
+
+def test_streams_have_their_own_workspaces(rng):
+    skip_unless_runnable(SK)
+    params = {**SK.params, "SK_PER_SM": 1, "SK_MIN": 1}
+    M = K = N = 512
+    A = [rng.standard_normal((M, K), dtype=np.float32) for _ in range(2)]
+    B = [rng.standard_normal((K, N), dtype=np.float32) for _ in range(2)]
+    streams = [cuda.stream(), cuda.stream()]
+    dA = [cuda.to_device(a) for a in A]
+    dB = [cuda.to_device(b) for b in B]
+    dC = [cuda.to_device(poisoned((M, N), np.float32)) for _ in range(2)]
+    launches = [SK.run(dA[i], dB[i], dC[i], B[i], params, stream=streams[i]) for i in range(2)]
+    for _ in range(5):  # both streams at once, many times
+        for launch in launches:
+            launch()
+    cuda.synchronize()
+    for i in range(2):
+        err = relative_error(dC[i].copy_to_host(), mm.matmul_reference(A[i], B[i]))
+        assert err <= float32_tolerance(K)
