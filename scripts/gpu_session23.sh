@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 23 on the GPU (everything under $OUT/w, packed into $OUT/results.tgz beside $OUT/summary.txt):
 #   mtests  chapter 1's GPU tests of warptile (its k-loop now a function of a k-tile range) and of the
-#           new stream-K step (tests/matmul/test_stream_k.py, tests/matmul/test_matmul.py)
+#           new stream-K step, both backends (tests/matmul/test_stream_k.py, tests/matmul/test_matmul.py)
 #   msan    compute-sanitizer memcheck and racecheck on the stream-K tests at their small shapes, and
 #           scripts/sanitize.py's chapter 1 workload in CUDA C
 #   mmbench gpulab bench matmul of the fast variants with streamk, at N = 4096, 8192, 4099 and thin B (CuPy's

@@ -25,7 +25,7 @@ from gpulab.timing import measure
 
 SHAPES = [(4096, 4096, 4096), (4099, 4099, 4099), (4000, 4000, 4000), (4097, 4096, 4096), (4096, 4096, 4100),
           (3001, 2999, 5003), (8191, 8191, 8191), (8192, 128, 128), (8191, 127, 129)]
-VARIANTS = {"cuda-c": ["warptile", "streamk", "cpasync", "prefetch", "vec4"], "numba": ["warptile", "wide", "prefetch"]}
+VARIANTS = {"cuda-c": ["warptile", "streamk", "cpasync", "prefetch", "vec4"], "numba": ["warptile", "streamk", "wide", "prefetch"]}
 
 
 def fast_path(M: int, K: int, N: int) -> bool:

@@ -13,7 +13,7 @@ import pytest
 from gpulab import compilecheck
 from gpulab.chapters import CHAPTERS
 
-TILED = ("register", "prefetch", "vec4", "warptile")
+TILED = ("register", "prefetch", "vec4", "warptile", "streamk")
 
 
 @pytest.fixture(scope="session")

@@ -99,7 +99,7 @@ EXPECTED_300x260 = {
     "register[numba]": ((3, 3), (16, 16)), "register[cuda-c]": ((3, 3), (16, 16)),
     "prefetch[numba]": ((3, 3), (16, 8)), "prefetch[cuda-c]": ((3, 3), (16, 16)),
     "wide": ((3, 3), (16, 16)), "vec4": ((3, 3), (16, 16)), "warptile": ((3, 3), (128,)),
-    "cpasync": ((3, 3), (128,)),
+    "cpasync": ((3, 3), (128,)), "streamk": ((3, 3), (128,)),  # streamk: the grid before its schedule
 }
 
 
@@ -110,9 +110,12 @@ def test_matmul_grid_of_every_variant(v):
 
 
 def test_matmul_cuda_defines_are_the_variant_parameters():
-    """Every CUDA C parameter reaches the compiler as a -D macro (none dropped by the source)."""
+    """Every CUDA C parameter reaches the compiler as a -D macro (none dropped by the source),
+    but the few the host reads at launch (`HOST_PARAMS`, stream-K's schedule)."""
     for v in MATMUL.select(backend="cuda-c"):
-        assert mm_host.KERNELS.cuda_defines(v.params) == v.params, v.key
+        want = {k: x for k, x in v.params.items() if k not in mm_host.HOST_PARAMS}
+        assert mm_host.KERNELS.cuda_defines(v.params) == want, v.key
+    assert any(set(mm_host.HOST_PARAMS) <= set(v.params) for v in MATMUL.select(backend="cuda-c"))
 
 
 def test_matmul_parameter_names_are_upper_case():

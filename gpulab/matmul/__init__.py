@@ -38,9 +38,7 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
             numba compiles B into those kernels, so a device B is copied to the host once).
         variant: a name from `gpulab.matmul.variants()`; `None`: the variant measured fastest
             (or within 2 % of it) for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
-            `"streamk"` in CUDA C; in numba `"warptile"`, or where K or N is not a multiple of 4
-            (rows of A or B that are not whole float4s) `"wide"`; on numba's simulator
-            `"register"` (quicker to simulate).
+            `"streamk"` on both backends; on numba's simulator `"register"` (quicker to simulate).
         backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU); chapter 1 has no CPU
             variant, so `"cpu"` is an error that says so.
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).

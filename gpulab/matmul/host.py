@@ -107,6 +107,7 @@ def numba_kernel(name: str, p: dict):
         "matmul_prefetch": lambda: kn.prefetch_kernel(**tile()),
         "matmul_wide": lambda: kn.wide_kernel(**tile()),
         "matmul_warptile": lambda: kn.warptile_kernel(**{k: p[k] for k in WT_PARAMS}),
+        "matmul_streamk": lambda: kn.streamk_kernel(**{k: p[k] for k in WT_PARAMS}),
     }
     return factories[name]()
 
@@ -115,6 +116,8 @@ def numba_kernel(name: str, p: dict):
 # the rasterization group (kernels.cu says what each is).
 CPASYNC_PARAMS = ("CA_BM", "CA_BN", "CA_BK", "CA_WM", "CA_WN", "CA_WNITER", "CA_TM", "CA_TN", "CA_THREADS",
                   "CA_MINBLOCKS", "CA_APAD", "CA_STAGES", "CA_GROUP")
+# Launch-time parameters the host reads (stream-K's schedule: `stream_k_launch`), not -D macros
+HOST_PARAMS = ("SK_PER_SM", "SK_MIN")
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, constant="B_const",
                        defines=("TILE", *TILE_PARAMS, *WT_PARAMS, *CPASYNC_PARAMS))
 
@@ -162,7 +165,7 @@ def stream_k_workspace(slots: int, tile_floats: int, stream=0):
     """`(partials, arrivals)` for stream-K launches of up to `slots` blocks on `stream`."""
     from numba import cuda
 
-    key = (cuda.get_current_device().id, int(stream) if stream else 0, slots, tile_floats)
+    key = (getattr(cuda.get_current_device(), "id", 0), int(stream) if stream else 0, slots, tile_floats)
     return _SK_WORKSPACES.get(key, lambda: (cuda.device_array(2 * slots * tile_floats, np.float32),
                                             cuda.to_device(np.zeros(slots, np.int32))))
 

@@ -785,20 +785,6 @@ __device__ __noinline__ void sk_blocks_work(const float* __restrict__ A, const f
     }
 }
 
-// The whole-tile blocks: warptile's body, on the tile at the block's place in the grid.
-template <bool GUARD>
-__device__ __forceinline__ void sk_whole_tile(const float* __restrict__ A, const float* __restrict__ B,
-                                              float* __restrict__ C, int M, int N, int K,
-                                              WtAStage* As, WtBStage* Bs) {
-    const WtTiling w(threadIdx.x);
-    const int tiles_n = CEIL_DIV(N, WT_BN);
-    const int m0 = blockIdx.y * WT_BM, n0 = blockIdx.x * WT_BN;
-    WtTiling::Acc acc;
-    WtTiling::zero(acc);
-    wt_tiles<GUARD>(A, B, M, N, K, m0, n0, 0, CEIL_DIV(K, WT_BK), w, As, Bs, acc);
-    w.store<GUARD>(C, M, N, m0, n0, (N % 4 == 0) && aligned16(B) && aligned16(C), acc);
-}
-
 extern "C" __global__ void __launch_bounds__(WT_THREADS, WT_MINBLOCKS)
 matmul_streamk(const float* __restrict__ A, const float* __restrict__ B, float* __restrict__ C,
                int M, int N, int K, float* __restrict__ partials, int* __restrict__ arrivals,
@@ -815,10 +801,10 @@ matmul_streamk(const float* __restrict__ A, const float* __restrict__ B, float* 
             sk_blocks_work<false>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, As, Bs, &arrived);
         else
             sk_blocks_work<true>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, As, Bs, &arrived);
-    } else if (fast) {
-        sk_whole_tile<false>(A, B, C, M, N, K, As, Bs);
+    } else if (fast) {  // a whole tile, with warptile's code, at the block's place in warptile's grid
+        wt_body<false>(A, B, C, M, N, K, As, Bs);
     } else {
-        sk_whole_tile<true>(A, B, C, M, N, K, As, Bs);
+        wt_body<true>(A, B, C, M, N, K, As, Bs);
     }
 }
 // --8<-- [end:streamk]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 import numpy as np
-from numba import config, cuda, float32, float64, uint64
+from numba import config, cuda, float32, float64, int32, uint64
 from numba.cuda import libdevice
 
 SIG = "void(float32[:, ::1], float32[:, ::1], float32[:, ::1], int32, int32, int32)"
@@ -440,7 +440,7 @@ def _warptile_shape(BM, BN, BK, WM, WN, WNITER, TM, TN, THREADS):
 
 @lru_cache(maxsize=None)
 def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, WT_WNITER: int,
-                    WT_TM: int, WT_TN: int, WT_THREADS: int, WT_MINBLOCKS: int, WT_APAD: int):
+                    WT_TM: int, WT_TN: int, WT_THREADS: int, WT_MINBLOCKS: int, WT_APAD: int, stream_k: bool = False):
     """Warp tiling, the twin of CUDA C's `matmul_warptile` (same parameters, same tiling).
 
     A one-dimensional block of `WT_THREADS` threads computes a `WT_BM`×`WT_BN` tile of C; each
@@ -458,6 +458,9 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     has no alignment the compiler can see (CUDA C asserts it with a cast after a run-time check),
     so the global loads stay scalar, and the tile loads map consecutive lanes to consecutive
     floats (coalesced per scalar load) instead of CUDA C's 4 consecutive floats per lane.
+
+    `stream_k=True` builds `matmul_streamk` from the same pieces instead
+    ([`streamk_kernel`][gpulab.matmul.kernels_numba.streamk_kernel]).
     """
     from gpulab import device
 
@@ -472,10 +475,20 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
     uWMITER, uWNITER, uSUBM, uSUBN, uTM, uTN = (U(s["WMITER"]), U(WT_WNITER), U(s["SUBM"]), U(s["SUBN"]),
                                                  U(WT_TM), U(WT_TN))
     uFM, uFN, ZERO, ONE, TWO, THREE, FOUR, LANES = U(FM), U(FN), U(0), U(1), U(2), U(3), U(4), U(32)
+    uTILE = U(WT_BM * WT_BN)  # floats of one stream-K workspace slot
     on_sim = device.on_simulator()
     ALIGN = None if on_sim else 16  # 16-byte aligned rows of 4-float groups (the simulator takes no alignment)
     inline = {} if on_sim else {"forceinline": True}
     bounds = {} if on_sim else {"launch_bounds": (WT_THREADS, WT_MINBLOCKS)}
+
+    if on_sim:  # the simulator runs kernels as Python: no cache hints
+        @cuda.jit(device=True)
+        def load_l2(a, i):
+            return a[i]
+    else:
+        @cuda.jit(device=True, **inline)
+        def load_l2(a, i):  # ld.global.cg: from L2, past this SM's L1 (other blocks wrote it)
+            return cuda.ldcg(a, i)
 
     def body(GUARD: bool):
         """The kernel's body, with (GUARD) or without bounds checks; GUARD is a compile-time
@@ -533,6 +546,40 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
                     acc[i, j] += a_frag[i] * b_frag[j]
 
         @cuda.jit(device=True, **inline)
+        def tiles(A, B, Mu, Nu, Ku, m0, n0, k_lo, k_hi, tid, ab, bb, As, Bs, acc, a_frag, b_frag, a_next, b_next):
+            # acc += the block tile at (m0, n0) over k in [k_lo, k_hi) (k_lo a multiple of BK):
+            # two shared stages, the next tile in flight in registers; ends with a barrier.
+            load(A, B, Mu, Nu, Ku, m0, n0, k_lo, tid, a_next, b_next)
+            store(As, Bs, ZERO, tid, a_next, b_next)
+            cuda.syncthreads()
+            stage = ZERO
+            for k0 in range(k_lo, k_hi, uBK):
+                k1 = k0 + uBK
+                if k1 < k_hi:  # the next tile's loads are in flight while we compute on this one
+                    load(A, B, Mu, Nu, Ku, m0, n0, k1, tid, a_next, b_next)
+                for k in range(ZERO, uBK, FOUR):  # numba has no #pragma unroll: 4 steps written out
+                    step(As, Bs, stage, k, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + ONE, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + TWO, ab, bb, acc, a_frag, b_frag)
+                    step(As, Bs, stage, k + THREE, ab, bb, acc, a_frag, b_frag)
+                if k1 < k_hi:  # the other stage was last read before the previous barrier: safe to fill
+                    store(As, Bs, ONE - stage, tid, a_next, b_next)
+                cuda.syncthreads()
+                stage = ONE - stage
+
+        @cuda.jit(device=True, **inline)
+        def put(C, Mu, Nu, m0, n0, wm0, wn0, lr, lc, acc):
+            for mi in range(uWMITER):  # each lane writes its contiguous TN columns
+                for i in range(uTM):
+                    row = m0 + wm0 + mi * uSUBM + lr + i
+                    if not GUARD or row < Mu:
+                        for ni in range(uWNITER):
+                            for j in range(uTN):
+                                col = n0 + wn0 + ni * uSUBN + lc + j
+                                if not GUARD or col < Nu:
+                                    C[row, col] = acc[mi * uTM + i, ni * uTN + j]
+
+        @cuda.jit(device=True, **inline)
         def run(A, B, C, Mu, Nu, Ku, As, Bs):
             tid = uint64(cuda.threadIdx.x)
             warp, lane = tid // LANES, tid % LANES
@@ -551,37 +598,98 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
             for i in range(uFM):
                 for j in range(uFN):
                     acc[i, j] = float32(0.0)
-            load(A, B, Mu, Nu, Ku, m0, n0, ZERO, tid, a_next, b_next)
-            store(As, Bs, ZERO, tid, a_next, b_next)
-            cuda.syncthreads()
-            stage = ZERO
-            for k0 in range(ZERO, Ku, uBK):
-                k1 = k0 + uBK
-                if k1 < Ku:  # the next tile's loads are in flight while we compute on this one
-                    load(A, B, Mu, Nu, Ku, m0, n0, k1, tid, a_next, b_next)
-                for k in range(ZERO, uBK, FOUR):  # numba has no #pragma unroll: 4 steps written out
-                    step(As, Bs, stage, k, ab, bb, acc, a_frag, b_frag)
-                    step(As, Bs, stage, k + ONE, ab, bb, acc, a_frag, b_frag)
-                    step(As, Bs, stage, k + TWO, ab, bb, acc, a_frag, b_frag)
-                    step(As, Bs, stage, k + THREE, ab, bb, acc, a_frag, b_frag)
-                if k1 < Ku:  # the other stage was last read before the previous barrier: safe to fill
-                    store(As, Bs, ONE - stage, tid, a_next, b_next)
-                cuda.syncthreads()
-                stage = ONE - stage
-            for mi in range(uWMITER):  # each lane writes its contiguous TN columns
-                for i in range(uTM):
-                    row = m0 + wm0 + mi * uSUBM + lr + i
-                    if not GUARD or row < Mu:
-                        for ni in range(uWNITER):
-                            for j in range(uTN):
-                                col = n0 + wn0 + ni * uSUBN + lc + j
-                                if not GUARD or col < Nu:
-                                    C[row, col] = acc[mi * uTM + i, ni * uTN + j]
+            tiles(A, B, Mu, Nu, Ku, m0, n0, ZERO, Ku, tid, ab, bb, As, Bs, acc, a_frag, b_frag, a_next, b_next)
+            put(C, Mu, Nu, m0, n0, wm0, wn0, lr, lc, acc)
         # --8<-- [end:warptile]
 
-        return run
+        # --8<-- [start:streamk]
+        @cuda.jit(device=True, **inline)
+        def stream_k(A, B, C, Mu, Nu, Ku, As, Bs, partials, arrivals, dp, sk, b, arrived):
+            # Stream-K block b's equal run of the units (one tile of C over one BK-deep k-tile)
+            # of the tiles after the first dp, segment by segment, as CUDA C's sk_blocks_work.
+            tid = uint64(cuda.threadIdx.x)
+            warp, lane = tid // LANES, tid % LANES
+            wm0 = (warp // uWARPS_N) * uWM
+            wn0 = (warp % uWARPS_N) * uWN
+            lr = (lane // uLCOLS) * uTM
+            lc = (lane % uLCOLS) * uTN
+            ab, bb = wm0 + lr, wn0 + lc
+            acc = cuda.local.array((FM, FN), float32)
+            a_frag = cuda.local.array(FM, float32)
+            b_frag = cuda.local.array(FN, float32)
+            a_next = cuda.local.array(NA, float32)
+            b_next = cuda.local.array(NB, float32)
+            kt = (Ku + uBK - ONE) // uBK
+            tiles_n = (Nu + uBN - ONE) // uBN
+            units = (((Mu + uBM - ONE) // uBM) * tiles_n - dp) * kt
+            first = units * b // sk
+            end = units * (b + ONE) // sk
+            u = first
+            while u < end:
+                t = u // kt  # the stream-K tile: tile dp + t of C
+                lo = u - t * kt
+                hi = min(kt, end - t * kt)
+                m0 = ((dp + t) // tiles_n) * uBM
+                n0 = ((dp + t) % tiles_n) * uBN
+                for i in range(uFM):
+                    for j in range(uFN):
+                        acc[i, j] = float32(0.0)
+                tiles(A, B, Mu, Nu, Ku, m0, n0, lo * uBK, min(Ku, hi * uBK), tid, ab, bb, As, Bs, acc,
+                      a_frag, b_frag, a_next, b_next)
+                b_first = ((t * kt + ONE) * sk - ONE) // units  # the blocks whose runs hold tile t
+                b_last = ((t * kt + kt) * sk - ONE) // units
+                if b_first == b_last:  # the whole tile is this block's
+                    put(C, Mu, Nu, m0, n0, wm0, wn0, lr, lc, acc)
+                else:  # save this segment, count it in; the last to arrive sums them in k order
+                    base = (TWO * b + (ZERO if u == first else ONE)) * uTILE
+                    for i in range(uFM):
+                        for j in range(uFN):
+                            partials[base + (i * uFN + j) * uTHREADS + tid] = acc[i, j]
+                    cuda.threadfence()
+                    cuda.syncthreads()
+                    if tid == ZERO:
+                        arrived[0] = cuda.atomic.add(arrivals, t, 1)
+                    cuda.syncthreads()
+                    if uint64(arrived[0]) == b_last - b_first:
+                        cuda.threadfence()
+                        for blk in range(b_first, b_last + ONE):
+                            src = (TWO * blk + (ZERO if units * blk // sk // kt == t else ONE)) * uTILE
+                            for i in range(uFM):
+                                for j in range(uFN):
+                                    v = load_l2(partials, src + (i * uFN + j) * uTHREADS + tid)
+                                    acc[i, j] = v if blk == b_first else acc[i, j] + v
+                        put(C, Mu, Nu, m0, n0, wm0, wn0, lr, lc, acc)
+                        if tid == ZERO:
+                            arrivals[t] = 0  # ready for the next launch
+                u = t * kt + hi
+        # --8<-- [end:streamk]
 
-    fast, guarded = body(False), body(True)
+        return run, stream_k
+
+    (fast, sk_fast), (guarded, sk_guarded) = body(False), body(True)
+
+    if stream_k:
+        @cuda.jit(**bounds)
+        def matmul_streamk(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks):
+            As = cuda.shared.array((2, BK, AS), float32, alignment=ALIGN)
+            Bs = cuda.shared.array((2, BK, BN), float32, alignment=ALIGN)
+            arrived = cuda.shared.array(1, int32)
+            Mu, Nu, Ku = uint64(M), uint64(N), uint64(K)
+            dp, sk = uint64(dp_tiles), uint64(sk_blocks)
+            ident = uint64(cuda.blockIdx.y) * uint64(cuda.gridDim.x) + uint64(cuda.blockIdx.x)
+            uniform = Mu % uBM == ZERO and Nu % uBN == ZERO and Ku % uBK == ZERO
+            if ident < dp:  # a whole tile, with warptile's code, at its place in warptile's grid
+                if uniform:
+                    fast(A, B, C, Mu, Nu, Ku, As, Bs)
+                else:
+                    guarded(A, B, C, Mu, Nu, Ku, As, Bs)
+            elif ident < dp + sk:
+                if uniform:
+                    sk_fast(A, B, C, Mu, Nu, Ku, As, Bs, partials, arrivals, dp, sk, ident - dp, arrived)
+                else:
+                    sk_guarded(A, B, C, Mu, Nu, Ku, As, Bs, partials, arrivals, dp, sk, ident - dp, arrived)
+
+        return matmul_streamk
 
     @cuda.jit(**bounds)
     def matmul_warptile(A, B, C, M, N, K):
@@ -594,3 +702,12 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
             guarded(A, B, C, Mu, Nu, Ku, As, Bs)
 
     return matmul_warptile
+
+
+def streamk_kernel(**params):
+    """warptile + stream-K, the twin of CUDA C's `matmul_streamk` (the same parameters, schedule
+    and workspace: [`stream_k_schedule`][gpulab.matmul.host.stream_k_schedule]): the first
+    `dp_tiles` blocks of warptile's grid compute whole tiles with warptile's code, the next
+    `sk_blocks` share the last wave's k-tiles, and the last block to arrive at a split tile adds
+    its partial sums in k order (read with `cuda.ldcg`, from L2)."""
+    return warptile_kernel(**params, stream_k=True)

@@ -49,19 +49,18 @@ _LADDER = [
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs): the fastest
-# measured. numba: warptile is its fastest variant, or within 2 % of it, at every size of the
-# committed benchmarks whose rows of A and B are whole float4s (K % 4 == 0 and N % 4 == 0) and
-# whose product takes 0.1 ms or more; where they are not whole float4s, warptile loads scalars
-# and wide was the fastest (or within 2 %): SCALAR_ROWS. CUDA C: streamk (warptile whose last,
-# part-empty wave is split along k) at every shape of the committed H200 runs, the fastest or
-# within 1.1 % of it, float4 rows or not (docs/benchmarks/matmul-h200-fast.json and
-# matmul-shapes-h200.json: 4096^3, 8192^3, 4099^3, 3001x2999x5003, 8191^3 ...;
+# measured. On both backends that is streamk (warptile whose last, part-empty wave is split
+# along k): at every shape of the committed H200 runs that takes 0.1 ms or more it was the
+# fastest, or within 2.5 % of it (docs/benchmarks/matmul-h200-fast.json and
+# matmul-shapes-h200.json: 4096^3, 8192^3, 4099^3, 4000^3, 3001x2999x5003, 8191^3 ...;
 # tests/matmul/test_matmul_defaults.py holds `default_variant` to the committed benchmarks).
-# On numba's simulator a call naming no variant runs register: warptile's 128-thread blocks of
-# 128x128 tiles are slow to simulate thread by thread. No CPU variant.
-DEFAULTS = {"numba": "warptile", "cuda-c": "streamk"}
+# SCALAR_ROWS is the pick where K % 4 or N % 4 is not 0 (rows of A and B that are not whole
+# float4s): streamk there too, since the H200 run that timed streamk (before it, cpasync in
+# CUDA C and wide in numba). On numba's simulator a call naming no variant runs register:
+# the 128-thread blocks of 128x128 tiles are slow to simulate thread by thread. No CPU variant.
+DEFAULTS = {"numba": "streamk", "cuda-c": "streamk"}
 FALLBACKS = {"numba": "register", "cuda-c": "register"}
-SCALAR_ROWS = {"numba": "wide", "cuda-c": "streamk"}
+SCALAR_ROWS = {"numba": "streamk", "cuda-c": "streamk"}
 
 
 def fastest(backend: str, M: int, K: int, N: int) -> str:
@@ -119,9 +118,11 @@ REGISTRY.add(variant("warptile", "numba", ("global", "shared", "registers"),
 # (2 blocks of warptile's 128 threads × 222 registers are resident per SM; a stream-K block takes
 # at least 16 k-tiles).
 STREAMK = MatmulPolicy("matmul_streamk", tile=("WT_BM", "WT_BN"), threads="WT_THREADS", stream_k=True)
-REGISTRY.add(variant("streamk", "cuda-c", ("global", "shared", "registers"),
-                     "warptile + stream-K: the last wave's tiles split along k over every block slot, so the GPU is not half idle at the end",
-                     STREAMK, {**WARP_TILE, "SK_PER_SM": 2, "SK_MIN": 16}))
+STREAMK_PARAMS = {**WARP_TILE, "SK_PER_SM": 2, "SK_MIN": 16}
+for _backend in ("cuda-c", "numba"):
+    REGISTRY.add(variant("streamk", _backend, ("global", "shared", "registers"),
+                         "warptile + stream-K: the last wave's tiles split along k over every block slot, so the GPU is not half idle at the end",
+                         STREAMK, STREAMK_PARAMS))
 
 # warptile's shape (CA_-prefixed: its own macros) fed by a cp.async pipeline of CA_STAGES shared
 # stages, blocks rasterized CA_GROUP block rows at a time. Shape, depth and group: gpulab.matmul.tune.
@@ -147,6 +148,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
 
     sig = kn.SIG
     csig = "void(float32[:, ::1], float32[:, ::1], int32, int32, int32)"
+    sksig = sig[:-1] + ", float32[::1], int32[::1], int32, int32)"  # + workspace, arrivals, dp_tiles, sk_blocks
     B = np.ones((64, 64), np.float32)  # the constant-memory kernels are compiled with a B
     targets, seen = [], set()
     for v in REGISTRY.select(backend="numba"):
@@ -154,5 +156,6 @@ def ptx_targets() -> list[tuple[str, object, str]]:
         label = f"{v.policy.kernel}{v.params or ''}"
         if label not in seen:
             seen.add(label)
-            targets.append((label, host.numba_kernel(v.policy.kernel, p), csig if v.policy.constant_b else sig))
+            targets.append((label, host.numba_kernel(v.policy.kernel, p),
+                            csig if v.policy.constant_b else sksig if v.policy.stream_k else sig))
     return targets

@@ -64,6 +64,53 @@ def test_schedule_leaves_full_waves_and_shallow_tails_alone():
     assert (dp, sk) == (15 * 264, 264)
 
 
+# ----------------------------------------------------------------------------- numba's kernel, anywhere
+
+# A small warp tiling (one warp of 32 lanes per 32×32 tile) so that numba's simulator runs
+# many tiles quickly; the stream-K arithmetic does not depend on the tile's size.
+SMALL_TILE = dict(WT_BM=32, WT_BN=32, WT_BK=8, WT_WM=32, WT_WN=32, WT_WNITER=1, WT_TM=4, WT_TN=4, WT_THREADS=32)
+# (M, K, N, SK_PER_SM, SK_MIN); (160, 80, 32, 3, 1) on the simulator's one SM and (224, 80, 32, 3, 3) on a
+# 132-SM GPU give a block a run that ends in one split tile and starts the next (its slots 0 and 1)
+NUMBA_CASES = [(96, 200, 96, 4, 1), (33, 57, 70, 4, 1), (64, 80, 64, 3, 1), (65, 1, 63, 4, 1), (32, 8, 32, 1, 1),
+               (160, 80, 32, 3, 1), (224, 80, 32, 3, 3)]
+
+
+def _spans_two_split_tiles(M, K, N, per_sm, min_k):
+    """Whether some stream-K block of this case holds parts of two tiles."""
+    from gpulab import device
+
+    dp, sk, cover = covering(ceil_div(M, 32) * ceil_div(N, 32), ceil_div(K, 8), device.info().sm_count * per_sm, min_k)
+    blocks = [b for parts in cover.values() if len(parts) > 1 for b, _, _ in parts]
+    return len(blocks) != len(set(blocks))
+
+
+def test_numba_cases_include_a_block_with_two_split_tiles():
+    assert any(_spans_two_split_tiles(*case) for case in NUMBA_CASES)
+
+
+@pytest.mark.parametrize("M,K,N,per_sm,min_k", NUMBA_CASES)
+def test_numba_streamk_splits_tiles_and_matches_reference(M, K, N, per_sm, min_k, rng):
+    from gpulab import device
+
+    v = REGISTRY.get("streamk", "numba")
+    params = {**v.params, **SMALL_TILE, "SK_PER_SM": per_sm, "SK_MIN": min_k}
+    tiles = ceil_div(M, 32) * ceil_div(N, 32)
+    dp, sk = host.stream_k_schedule(tiles, ceil_div(K, 8), device.info().sm_count * per_sm, min_k)
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    results = []
+    for _ in range(2):  # twice: the arrival counts were set back to 0, and the sums' order is fixed
+        dC = cuda.to_device(poisoned((M, N), np.float32))
+        v.run(dA, dB, dC, B, params)()
+        results.append(dC.copy_to_host())
+    err = relative_error(results[0], mm.matmul_reference(A, B))
+    assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
+    assert np.array_equal(results[0], results[1])
+    if K > 8:  # more than one k-tile: the case is built to split tiles (on the simulator's 1 SM and on a GPU)
+        assert sk > 0, (dp, sk)
+
+
 # ----------------------------------------------------------------------------- on a GPU
 
 SK = REGISTRY.get("streamk", "cuda-c")
