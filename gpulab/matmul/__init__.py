@@ -37,7 +37,7 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
         B: K×N float32 matrix, the same (for `constant*` variants at most 64 KiB: K·N ≤ 16384;
             numba compiles B into those kernels, so a device B is copied to the host once).
         variant: a name from `gpulab.matmul.variants()`; `None`: the variant measured fastest
-            (or within 2 % of it) for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
+            (or within 2.5 % of it) for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
             `"streamk"` on both backends; on numba's simulator `"register"` (quicker to simulate).
         backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU); chapter 1 has no CPU
             variant, so `"cpu"` is an error that says so.

@@ -13,6 +13,8 @@ the benchmarks both go through it, so what is timed is what is tested.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gpulab import device
@@ -156,31 +158,40 @@ def stream_k_schedule(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) ->
 
 # Each stream's stream-K workspace: two tile-sized slots of partial sums per stream-K block and
 # one arrival count per stream-K tile (all zero between launches: the last block to arrive at a
-# tile sets its count back). Keyed by device, stream and size, so that launches that may run at
-# once never share one.
-_SK_WORKSPACES = PlanCache(maxsize=4)
+# tile sets its count back). Keyed by device, stream, host thread and size: launches that may
+# run at once never share one (two threads' "default" streams are two streams where the
+# per-thread default stream is on, and a per-thread stream handle is the same in every thread).
+_SK_WORKSPACES = PlanCache(maxsize=8)
+GRID_Y_MAX = 65535  # the hardware's limit on gridDim.y
 
 
 def stream_k_workspace(slots: int, tile_floats: int, stream=0):
-    """`(partials, arrivals)` for stream-K launches of up to `slots` blocks on `stream`."""
+    """`(partials, arrivals)` for stream-K launches of up to `slots` blocks on `stream` from
+    this host thread (the counts zeroed in `stream`'s order, before its first launch)."""
     from numba import cuda
 
-    key = (getattr(cuda.get_current_device(), "id", 0), int(stream) if stream else 0, slots, tile_floats)
+    key = (getattr(cuda.get_current_device(), "id", 0), int(stream) if stream else 0, threading.get_ident(),
+           slots, tile_floats)
     return _SK_WORKSPACES.get(key, lambda: (cuda.device_array(2 * slots * tile_floats, np.float32),
-                                            cuda.to_device(np.zeros(slots, np.int32))))
+                                            cuda.to_device(np.zeros(slots, np.int32), stream=stream or 0)))
 
 
 def stream_k_launch(policy: MatmulPolicy, params: dict, M: int, N: int, K: int, stream=0):
     """`(grid, extra arguments)` of a stream-K launch: the schedule and this stream's workspace."""
+    for name in HOST_PARAMS:
+        if not (isinstance(params.get(name), (int, np.integer)) and params[name] >= 1):
+            raise LimitError(f"stream-K parameter {name} must be a whole number >= 1, got {params.get(name)!r}")
     tr, tc = (_size(d, params) for d in policy.tile)
-    tiles, k_tiles = ceil_div(M, tr) * ceil_div(N, tc), ceil_div(K, params["WT_BK"])
+    tiles_n = ceil_div(N, tc)
+    tiles, k_tiles = ceil_div(M, tr) * tiles_n, ceil_div(K, params["WT_BK"])
     slots = device.info().sm_count * params["SK_PER_SM"]
     dp_tiles, sk_blocks = stream_k_schedule(tiles, k_tiles, slots, params["SK_MIN"])
+    if ceil_div(dp_tiles + sk_blocks, tiles_n) > GRID_Y_MAX:  # more grid rows than warptile's: no split
+        dp_tiles, sk_blocks = tiles, 0
     partials, arrivals = stream_k_workspace(slots, tr * tc, stream)
     # warptile's grid (x over tile columns, y over tile rows): block (x, y) is tile y*tiles_n + x,
     # whole for the first dp_tiles, then the stream-K blocks in the rows that follow. (One
-    # dimension of blocks, the tile found by a division, ran 2.4 % slower at full waves.)
-    tiles_n = ceil_div(N, tc)
+    # dimension of blocks, the tile found by a division, ran 2.0 to 2.3 % slower at full waves.)
     return (tiles_n, ceil_div(dp_tiles + sk_blocks, tiles_n)), (partials, arrivals, np.int32(dp_tiles),
                                                                np.int32(sk_blocks))
 

@@ -31,8 +31,8 @@ class MatmulPolicy:
         min_cc: the oldest compute capability the kernel compiles for, e.g. `(8, 0)` for
             `cp.async`; on an older GPU the launch is refused with `BackendUnavailable`.
         stream_k: the tiles of the last, part-empty wave are shared along k by every block slot
-            of the GPU (stream-K): a one-dimensional grid of whole-tile blocks and stream-K
-            blocks, as [`stream_k_schedule`][gpulab.matmul.host.stream_k_schedule] plans it from
+            of the GPU (stream-K): warptile's grid of whole-tile blocks, then the stream-K
+            blocks in the grid rows that follow, as [`stream_k_schedule`][gpulab.matmul.host.stream_k_schedule] plans it from
             the parameters `SK_PER_SM` (blocks resident per SM) and `SK_MIN` (the fewest k-tiles
             a stream-K block takes).
     """
