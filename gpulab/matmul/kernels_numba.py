@@ -546,6 +546,19 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
                     acc[i, j] += a_frag[i] * b_frag[j]
 
         @cuda.jit(device=True, **inline)
+        def place(tid):
+            # (wm0, wn0): this warp's tile inside the block tile; (lr, lc): this lane's block
+            # inside a sub-tile
+            warp, lane = tid // LANES, tid % LANES
+            return (warp // uWARPS_N) * uWM, (warp % uWARPS_N) * uWN, (lane // uLCOLS) * uTM, (lane % uLCOLS) * uTN
+
+        @cuda.jit(device=True, **inline)
+        def zero(acc):
+            for i in range(uFM):
+                for j in range(uFN):
+                    acc[i, j] = float32(0.0)
+
+        @cuda.jit(device=True, **inline)
         def tiles(A, B, Mu, Nu, Ku, m0, n0, k_lo, k_hi, tid, ab, bb, As, Bs, acc, a_frag, b_frag, a_next, b_next):
             # acc += the block tile at (m0, n0) over k in [k_lo, k_hi) (k_lo a multiple of BK):
             # two shared stages, the next tile in flight in registers; ends with a barrier.
@@ -582,11 +595,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
         @cuda.jit(device=True, **inline)
         def run(A, B, C, Mu, Nu, Ku, As, Bs):
             tid = uint64(cuda.threadIdx.x)
-            warp, lane = tid // LANES, tid % LANES
-            wm0 = (warp // uWARPS_N) * uWM  # this warp's tile inside the block tile
-            wn0 = (warp % uWARPS_N) * uWN
-            lr = (lane // uLCOLS) * uTM  # this lane's block inside a sub-tile
-            lc = (lane % uLCOLS) * uTN
+            wm0, wn0, lr, lc = place(tid)
             ab, bb = wm0 + lr, wn0 + lc  # this thread's first fragment columns in As and Bs
             m0 = uint64(cuda.blockIdx.y) * uBM
             n0 = uint64(cuda.blockIdx.x) * uBN
@@ -595,9 +604,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
             b_frag = cuda.local.array(FN, float32)
             a_next = cuda.local.array(NA, float32)  # the next tile, in flight in registers
             b_next = cuda.local.array(NB, float32)
-            for i in range(uFM):
-                for j in range(uFN):
-                    acc[i, j] = float32(0.0)
+            zero(acc)
             tiles(A, B, Mu, Nu, Ku, m0, n0, ZERO, Ku, tid, ab, bb, As, Bs, acc, a_frag, b_frag, a_next, b_next)
             put(C, Mu, Nu, m0, n0, wm0, wn0, lr, lc, acc)
         # --8<-- [end:warptile]
@@ -608,11 +615,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
             # Stream-K block b's equal run of the units (one tile of C over one BK-deep k-tile)
             # of the tiles after the first dp, segment by segment, as CUDA C's sk_blocks_work.
             tid = uint64(cuda.threadIdx.x)
-            warp, lane = tid // LANES, tid % LANES
-            wm0 = (warp // uWARPS_N) * uWM
-            wn0 = (warp % uWARPS_N) * uWN
-            lr = (lane // uLCOLS) * uTM
-            lc = (lane % uLCOLS) * uTN
+            wm0, wn0, lr, lc = place(tid)
             ab, bb = wm0 + lr, wn0 + lc
             acc = cuda.local.array((FM, FN), float32)
             a_frag = cuda.local.array(FM, float32)
@@ -631,9 +634,7 @@ def warptile_kernel(WT_BM: int, WT_BN: int, WT_BK: int, WT_WM: int, WT_WN: int, 
                 hi = min(kt, end - t * kt)
                 m0 = ((dp + t) // tiles_n) * uBM
                 n0 = ((dp + t) % tiles_n) * uBN
-                for i in range(uFM):
-                    for j in range(uFN):
-                        acc[i, j] = float32(0.0)
+                zero(acc)
                 tiles(A, B, Mu, Nu, Ku, m0, n0, lo * uBK, min(Ku, hi * uBK), tid, ab, bb, As, Bs, acc,
                       a_frag, b_frag, a_next, b_next)
                 b_first = ((t * kt + ONE) * sk - ONE) // units  # the blocks whose runs hold tile t

@@ -32,9 +32,10 @@ class MatmulPolicy:
             `cp.async`; on an older GPU the launch is refused with `BackendUnavailable`.
         stream_k: the tiles of the last, part-empty wave are shared along k by every block slot
             of the GPU (stream-K): warptile's grid of whole-tile blocks, then the stream-K
-            blocks in the grid rows that follow, as [`stream_k_schedule`][gpulab.matmul.host.stream_k_schedule] plans it from
-            the parameters `SK_PER_SM` (blocks resident per SM) and `SK_MIN` (the fewest k-tiles
-            a stream-K block takes).
+            blocks in the grid rows that follow, as
+            [`stream_k_schedule`][gpulab.matmul.host.stream_k_schedule] plans it from the
+            parameters `SK_PER_SM` (blocks resident per SM) and `SK_MIN` (the fewest k-tiles a
+            stream-K block takes).
     """
 
     kernel: str

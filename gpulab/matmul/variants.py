@@ -115,8 +115,8 @@ REGISTRY.add(variant("warptile", "numba", ("global", "shared", "registers"),
                      WARPTILE, WARP_TILE))
 
 # warptile + stream-K: the tiles of the last, part-empty wave shared along k by every block slot
-# (2 blocks of 128 threads are resident per SM: 254 registers in CUDA C, 255 in numba; a stream-K block takes
-# at least 16 k-tiles).
+# (2 blocks of 128 threads are resident per SM: 254 registers in CUDA C, 255 in numba; a
+# stream-K block takes at least 16 k-tiles).
 STREAMK = MatmulPolicy("matmul_streamk", tile=("WT_BM", "WT_BN"), threads="WT_THREADS", stream_k=True)
 STREAMK_PARAMS = {**WARP_TILE, "SK_PER_SM": 2, "SK_MIN": 16}
 for _backend in ("cuda-c", "numba"):

@@ -9,12 +9,23 @@ import pytest
 from numba import cuda
 
 import gpulab.matmul as mm
+from gpulab import device
 from gpulab.checking import float32_tolerance, poisoned, relative_error
 from gpulab.errors import LimitError
 from gpulab.launch import ceil_div
 from gpulab.matmul import host
+from gpulab.matmul.tune import _reference as float64_product  # on the GPU machine in float64 through CuPy
 from gpulab.matmul.variants import REGISTRY
 from tests.conftest import skip_unless_runnable
+
+
+def _run(v, A, B, params):
+    """C = A @ B by variant `v` with `params`, C poisoned first."""
+    dA, dB = cuda.to_device(A), cuda.to_device(B)
+    dC = cuda.to_device(poisoned((A.shape[0], B.shape[1]), np.float32))
+    v.run(dA, dB, dC, B, params)()
+    cuda.synchronize()
+    return dC.copy_to_host()
 
 
 def covering(tiles, k_tiles, slots, min_k):
@@ -108,8 +119,6 @@ NUMBA_CASES = [(96, 200, 96, 4, 1), (33, 57, 70, 4, 1), (64, 80, 64, 3, 1), (65,
 
 def _spans_two_split_tiles(M, K, N, per_sm, min_k):
     """Whether some stream-K block of this case holds parts of two tiles."""
-    from gpulab import device
-
     dp, sk, cover = covering(ceil_div(M, 32) * ceil_div(N, 32), ceil_div(K, 8), device.info().sm_count * per_sm, min_k)
     blocks = [b for parts in cover.values() if len(parts) > 1 for b, _, _ in parts]
     return len(blocks) != len(set(blocks))
@@ -121,20 +130,14 @@ def test_numba_cases_include_a_block_with_two_split_tiles():
 
 @pytest.mark.parametrize("M,K,N,per_sm,min_k", NUMBA_CASES)
 def test_numba_streamk_splits_tiles_and_matches_reference(M, K, N, per_sm, min_k, rng):
-    from gpulab import device
-
     v = REGISTRY.get("streamk", "numba")
     params = {**v.params, **SMALL_TILE, "SK_PER_SM": per_sm, "SK_MIN": min_k}
     tiles = ceil_div(M, 32) * ceil_div(N, 32)
     dp, sk = host.stream_k_schedule(tiles, ceil_div(K, 8), device.info().sm_count * per_sm, min_k)
     A = rng.standard_normal((M, K), dtype=np.float32)
     B = rng.standard_normal((K, N), dtype=np.float32)
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    results = []
-    for _ in range(2):  # twice: the arrival counts were set back to 0, and the sums' order is fixed
-        dC = cuda.to_device(poisoned((M, N), np.float32))
-        v.run(dA, dB, dC, B, params)()
-        results.append(dC.copy_to_host())
+    # twice: the arrival counts were set back to 0, and the sums' order is fixed
+    results = [_run(v, A, B, params) for _ in range(2)]
     err = relative_error(results[0], mm.matmul_reference(A, B))
     assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
     assert np.array_equal(results[0], results[1])
@@ -145,14 +148,6 @@ def test_numba_streamk_splits_tiles_and_matches_reference(M, K, N, per_sm, min_k
 # ----------------------------------------------------------------------------- on a GPU
 
 SK = REGISTRY.get("streamk", "cuda-c")
-
-
-def _run(A, B, params, stream=0):
-    dA, dB = cuda.to_device(A), cuda.to_device(B)
-    dC = cuda.to_device(poisoned((A.shape[0], B.shape[1]), np.float32))
-    SK.run(dA, dB, dC, B, params, stream=stream)()
-    cuda.synchronize()
-    return dC.copy_to_host()
 
 
 # (M, K, N, SK_PER_SM, SK_MIN): the fast path (multiples of 128 and 8) and the guarded one,
@@ -166,8 +161,6 @@ GPU_CASES = [(1024, 1024, 1024, 2, 16), (1024, 1024, 1024, 1, 1), (1000, 999, 10
 @pytest.mark.parametrize("M,K,N,per_sm,min_k", GPU_CASES)
 def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, rng):
     skip_unless_runnable(SK)
-    from gpulab import device
-
     params = {**SK.params, "SK_PER_SM": per_sm, "SK_MIN": min_k}
     tiles = ceil_div(M, params["WT_BM"]) * ceil_div(N, params["WT_BN"])
     slots = device.info().sm_count * per_sm
@@ -176,24 +169,16 @@ def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, 
         pytest.skip(f"on {device.info().sm_count} SMs this case's last wave is not split")
     A = rng.standard_normal((M, K), dtype=np.float32)
     B = rng.standard_normal((K, N), dtype=np.float32)
-    C = _run(A, B, params)
-    err = relative_error(C, mm.matmul_reference(A, B) if M * N * K <= 2**33 else _ref_gpu(A, B))
+    C = _run(SK, A, B, params)
+    err = relative_error(C, float64_product(A, B))
     assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
     # the arrival counts were set back to 0, and segments are summed in k order: a second launch
     # gives the same bits
-    assert np.array_equal(_run(A, B, params), C)
-
-
-def _ref_gpu(A, B):
-    import cupy as cp
-
-    return cp.asnumpy(cp.asarray(A, cp.float64) @ cp.asarray(B, cp.float64))
+    assert np.array_equal(_run(SK, A, B, params), C)
 
 
 def test_streams_have_their_own_workspaces(rng):
     skip_unless_runnable(SK)
-    from gpulab import device
-
     params = {**SK.params, "SK_PER_SM": 1, "SK_MIN": 1}
     M = K = N = 512
     A = [rng.standard_normal((M, K), dtype=np.float32) for _ in range(2)]
