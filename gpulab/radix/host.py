@@ -162,16 +162,19 @@ def numba_kernel(name: str, p: dict):
         "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
         "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
         "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                               p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1)),
+                                               p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1),
+                                               EARLY_COUNTS=p.get("EARLY_COUNTS", 0)),
         "onesweep_first": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                     p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1), FIRST=1),
+                                                     p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1), FIRST=1,
+                                                     EARLY_COUNTS=p.get("EARLY_COUNTS", 0)),
     }
     return factories[name]()
 
 
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE,
                        defines=("SCAN_BLOCK", "BLOCK", "BITS", "ITEMS", "BALLOT", "PAIRS", "DOWNSWEEP_MIN_BLOCKS",
-                                "ONESWEEP_MIN_BLOCKS", "FULL_TILES", "LOOKBACK", "PREFETCH_VALUES", "VALUE_DIGITS"))
+                                "ONESWEEP_MIN_BLOCKS", "FULL_TILES", "LOOKBACK", "PREFETCH_VALUES", "VALUE_DIGITS",
+                                "EARLY_COUNTS"))
 cuda_defines = KERNELS.cuda_defines
 provider = KERNELS.provider  # provider(backend, params, stream=0): K(name, grid, block, *args) on that stream
 
@@ -407,13 +410,16 @@ class SortPlan:
 
     # --8<-- [start:onesweep_host]
     def histograms(self, d_keys, passes: int) -> None:
-        """One-sweep's preamble: zero the counters, the digit counts and the first pass's status
-        table; count every pass's digits in one read of the keys; scan them into offsets."""
+        """One-sweep's preamble: zero the counters and the digit counts; count every pass's
+        digits in one read of the keys; zero the first pass's status table; scan the counts into
+        offsets. The table is zeroed after the histogram kernel is launched, not before: the GPU
+        then runs that launch while the host issues the next, instead of waiting for the host
+        between two tiny kernels (a launch takes the host 20-30 us)."""
         K, B, R = self.K, self.params["BLOCK"], 1 << self.bits
         K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
-        K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
         grid = min(self.nb, HIST_BLOCKS_PER_SM * device.info().sm_count)
         K("onesweep_hist", (grid,), (B,), d_keys, self.hist, _i(self.n), _i(passes))
+        K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
         K("onesweep_scan", (passes,), (B,), self.hist)
 
     def queue_first_pass(self, d_keys, d_vals, meanwhile=None) -> list[int]:

@@ -42,6 +42,9 @@
 #ifndef VALUE_DIGITS
 #define VALUE_DIGITS 0     // key-value tiles: 1 keep each place's digit in shared memory (a byte) for the values'
 #endif                     // destinations, 0 keep each value's destination in a register
+#ifndef EARLY_COUNTS
+#define EARLY_COUNTS 0     // onesweep: 1 count the tile's digits before ranking (one shared atomic a key), so
+#endif                     // the tile publishes its counts and ranks keys straight to their places
 #if LOOKBACK < 1
 #error "LOOKBACK: the look-back loads at least one status word at a time"
 #endif
@@ -281,9 +284,11 @@ __device__ __forceinline__ void load_warp_keys(const u32 *wkeys, int lane, int w
 
 // rk[it]: how many keys of the same digit come before key it among the warp's keys; whist_w
 // (this warp's RADIX counters, zeroed) ends holding the warp's count of each digit.
-template <bool FULL>
+// STAGE (early counts): whist_w holds where the warp's keys of each digit start in the tile, so
+// rk[it] is key it's place in the tile, and the key is written there at once (stile).
+template <bool FULL, bool STAGE = false>
 __device__ __forceinline__ void rank_warp_keys(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int *whist_w, int lane,
-                                               int wn, int shift) {
+                                               int wn, int shift, u32 *stile = nullptr) {
     u32 lt = (1u << lane) - 1u;
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
@@ -310,7 +315,16 @@ __device__ __forceinline__ void rank_warp_keys(const u32 (&ks)[ITEMS], int (&rk)
         if (valid && below == 0) cnt = atomicAdd(&whist_w[d], __popc(peers));
         cnt = __shfl_sync(0xFFFFFFFFu, cnt, __ffs(peers) - 1);
         rk[it] = cnt + below;
+        if (STAGE && valid) stile[rk[it]] = ks[it];
     }
+}
+
+// Early counts: each warp's count of each digit (whist_w, zeroed), one shared atomic a key.
+template <bool FULL>
+__device__ __forceinline__ void count_warp_keys(const u32 (&ks)[ITEMS], int *whist_w, int lane, int wn, int shift) {
+#pragma unroll
+    for (int it = 0; it < ITEMS; ++it)
+        if (FULL || it * 32 + lane < wn) atomicAdd(&whist_w[(ks[it] >> shift) & DIGIT_MASK], 1);
 }
 
 // Per digit (thread tid < RADIX): exclusive scan of the warps' counts in place (whist[w][d]:
@@ -351,16 +365,23 @@ __device__ __forceinline__ int digit_start(int total, int *wsum, int tid) {
 // where warp w's keys of digit d start in the tile, so key it goes to place whist[w][d] + rk[it]
 // (kept in rk: the values follow the same permutation). Needs only the tile's own counts: it
 // runs before the look-back, and the keys leave the registers while the look-back waits.
-template <bool FULL>
-__device__ __forceinline__ int stage_tile(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int total, u32 *stile,
-                                          int *whist, int *wsum, int wn, int tid, int shift) {
-    int lane = tid & 31, w = tid >> 5;
+// tile_starts: its first half (whist[w][d] += where digit d starts in the tile), which the early
+// counts run before ranking.
+__device__ __forceinline__ int tile_starts(int total, int *whist, int *wsum, int tid) {
     int start = digit_start(total, wsum, tid);
     if (tid < RADIX) {
 #pragma unroll
         for (int ww = 0; ww < NWARPS; ++ww) whist[ww * RADIX + tid] += start;
     }
     __syncthreads();
+    return start;
+}
+
+template <bool FULL>
+__device__ __forceinline__ int stage_tile(const u32 (&ks)[ITEMS], int (&rk)[ITEMS], int total, u32 *stile,
+                                          int *whist, int *wsum, int wn, int tid, int shift) {
+    int lane = tid & 31, w = tid >> 5;
+    int start = tile_starts(total, whist, wsum, tid);
     const int *wpos = whist + w * RADIX;
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
@@ -587,13 +608,26 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
 #endif
     }
 #endif
+    volatile u32 *st = status;
+#if EARLY_COUNTS
+    // --8<-- [start:early_counts]
+    // Count first: the tile's counts are published before any key is ranked, and each key is
+    // ranked straight to its place in the tile (no ranks held for a second loop).
+    count_warp_keys<FULL>(ks, whist + w * RADIX, lane, wn, shift);
+    __syncthreads();
+    int total = warp_offsets(whist, tid);
+    if (tid < RADIX) st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
+    int start = tile_starts(total, whist, wsum, tid);
+    rank_warp_keys<FULL, true>(ks, rk, whist + w * RADIX, lane, wn, shift, stile);
+    // --8<-- [end:early_counts]
+#else
     rank_warp_keys<FULL>(ks, rk, whist + w * RADIX, lane, wn, shift);
     __syncthreads();
     int total = warp_offsets(whist, tid);
-    volatile u32 *st = status;
     // Publish this tile's count of each digit at once, so later tiles can use it ...
     if (tid < RADIX) st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
     int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid, shift);
+#endif
     u32 excl = 0;
     if (tid < RADIX) {
         // ... then (the tile staged meanwhile) look back: add the counts of earlier tiles until

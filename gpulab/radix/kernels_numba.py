@@ -357,14 +357,17 @@ def upsweep_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 
 @lru_cache(maxsize=None)
-def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, FULL: bool = False):
+def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, FULL: bool = False,
+               EARLY: int = 0):
     """The steps a register-resident tile shares between `downsweep` and `onesweep`, as device
     functions inlined at numba IR level (so `ks` / `rk` stay registers in the kernel). Each
     warp owns 32·ITEMS consecutive keys, read warp-striped: item `it` of lane `l` is the warp's
     key `32·it + l`, so every load instruction of a warp reads 128 consecutive bytes. Bounds are
     checked against `wn`, how many of the warp's keys exist (a small count, cheap to compare
     again). FULL: the steps of a tile of TILE keys, with no bounds checks (every tile but the
-    last; the kernels build both and choose per tile)."""
+    last; the kernels build both and choose per tile). EARLY (onesweep's early counts): the
+    warp's counters already hold where its keys of each digit start in the tile, and the ranking
+    writes each key to its place in `stile` at once."""
     R = 1 << BITS
     MASK = R - 1
     NW = BLOCK // 32
@@ -381,9 +384,10 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
                 ks[it] = uint32(0)
 
     @cuda.jit(device=True, inline="always")
-    def rank_warp_keys(ks, rk, whist, w, lane, wn, shift):
+    def rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile):
         # rk[it]: keys of the same digit before key it among the warp's keys; whist[w·R + d]
-        # (zeroed) ends holding the warp's count of digit d.
+        # (zeroed) ends holding the warp's count of digit d. EARLY: rk[it] is the key's place
+        # in the tile, where it is written (stile).
         lt = uint32((1 << lane) - 1)  # lanes below me
         for it in range(ITEMS):
             valid = FULL or it * 32 + lane < wn
@@ -408,6 +412,16 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
                 cnt = cuda.atomic.add(whist, w * R + d, cuda.popc(peers))
             cnt = cuda.shfl_sync(0xFFFFFFFF, cnt, leader)  # ... and hands the base to its peers
             rk[it] = cnt + below
+            if EARLY and valid:
+                stile[rk[it]] = ks[it]
+
+    @cuda.jit(device=True, inline="always")
+    def count_warp_keys(ks, whist, w, lane, wn, shift):
+        # Early counts: the warp's count of each digit (whist[w·R + d], zeroed), one shared
+        # atomic a key.
+        for it in range(ITEMS):
+            if FULL or it * 32 + lane < wn:
+                cuda.atomic.add(whist, w * R + int32((ks[it] >> shift) & MASK), 1)
 
     @cuda.jit(device=True, inline="always")
     def warp_offsets(whist, tid):
@@ -445,14 +459,21 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
         return x - total
 
     @cuda.jit(device=True, inline="always")
-    def stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift):
-        # The tile in digit order in shared memory; needs only the tile's own counts, so it runs
-        # before the look-back. rk[it] becomes key it's place in the tile (the values follow it).
+    def tile_starts(total, whist, wsum, tid):
+        # whist[w·R + d] += where digit d starts in the tile (stage_tile's first half, which the
+        # early counts run before ranking).
         start = digit_start(total, wsum, tid)
         if tid < R:
             for ww in range(NW):
                 whist[ww * R + tid] += start
         cuda.syncthreads()
+        return start
+
+    @cuda.jit(device=True, inline="always")
+    def stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift):
+        # The tile in digit order in shared memory; needs only the tile's own counts, so it runs
+        # before the look-back. rk[it] becomes key it's place in the tile (the values follow it).
+        start = tile_starts(total, whist, wsum, tid)
         for it in range(ITEMS):
             if FULL or it * 32 + lane < wn:
                 rk[it] += whist[w * R + int32((ks[it] >> shift) & MASK)]
@@ -489,7 +510,7 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
                     vals_out[dst[it]] = stile[j]
     # --8<-- [end:tile_steps]
 
-    return load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile
+    return load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile, count_warp_keys, tile_starts
 
 
 @cuda.jit(device=True, inline="always")
@@ -508,10 +529,10 @@ def register_tile_sizes(BLOCK: int, ITEMS: int, BITS: int, PAIRS: int, KERNEL: s
     return R, BLOCK * ITEMS, (BLOCK // 32) * R, (R + 31) // 32, ITEMS if PAIRS else 1
 
 
-def full_and_last_tiles(tile_body, BLOCK: int, ITEMS: int, BITS: int, BALLOT: int, PAIRS: int):
+def full_and_last_tiles(tile_body, BLOCK: int, ITEMS: int, BITS: int, BALLOT: int, PAIRS: int, EARLY: int = 0):
     """`tile_body(*steps)` built twice: with the `tile_steps` of a full tile (no bounds checks)
     and with those of the last, partial tile (the kernels choose per tile)."""
-    return tuple(tile_body(*tile_steps(BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL)) for FULL in (True, False))
+    return tuple(tile_body(*tile_steps(BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL, EARLY)) for FULL in (True, False))
 
 
 @lru_cache(maxsize=None)
@@ -521,7 +542,7 @@ def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: 
     global offset. `PAIRS=0` builds a keys-only kernel (values never move)."""
     R, TILE, NWR, DIGIT_WARPS, VITEMS = register_tile_sizes(BLOCK, ITEMS, BITS, PAIRS, "downsweep")
 
-    def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile):
+    def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile, count_warp_keys, tile_starts):
 
         # --8<-- [start:downsweep_tile]
         @cuda.jit(device=True, inline="always")
@@ -541,7 +562,7 @@ def downsweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: 
             for j in range(tid, NWR, BLOCK):
                 whist[j] = 0
             cuda.syncthreads()
-            rank_warp_keys(ks, rk, whist, w, lane, wn, shift)
+            rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile)
             cuda.syncthreads()
             total = warp_offsets(whist, tid)
             start = stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift)
@@ -645,14 +666,15 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 @lru_cache(maxsize=None)
 def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1,
-                    FIRST: int = 0):
+                    FIRST: int = 0, EARLY_COUNTS: int = 0):
     """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
     (as `downsweep`), publish per-digit counts, stage the tile, decoupled look-back over earlier
-    tiles, scatter."""
+    tiles, scatter. EARLY_COUNTS: count the tile's digits first (one shared atomic a key), publish,
+    then rank each key straight to its place in the tile (kernels.cu)."""
     R, TILE, NWR, DIGIT_WARPS, VITEMS = register_tile_sizes(BLOCK, ITEMS, BITS, PAIRS, "onesweep")
     PR = -(-32 // BITS) * R  # hist: the passes' offsets, then a flag per pass (onesweep_scan)
 
-    def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile):
+    def tile_body(load_warp_keys, rank_warp_keys, warp_offsets, stage_tile, scatter_tile, count_warp_keys, tile_starts):
 
         # --8<-- [start:onesweep_tile]
         @cuda.jit(device=True, inline="always")
@@ -673,14 +695,25 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
             m, wn = tile_counts(tile, TILE, ITEMS, w, n)
             wbase = tile * TILE + w * 32 * ITEMS
             load_warp_keys(keys_in, wbase, lane, wn, ks)
-            rank_warp_keys(ks, rk, whist, w, lane, wn, shift)
-            cuda.syncthreads()
-            total = warp_offsets(whist, tid)
-            me = tile * R + tid
-            if tid < R:  # publish this tile's count of digit tid at once (tile 0: its prefix) ...
-                flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
-                cuda.atomic.max(status, me, flag | uint32(total))
-            start = stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift)
+            if EARLY_COUNTS:  # count first: publish before ranking, rank each key to its place
+                count_warp_keys(ks, whist, w, lane, wn, shift)
+                cuda.syncthreads()
+                total = warp_offsets(whist, tid)
+                me = tile * R + tid
+                if tid < R:
+                    flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
+                    cuda.atomic.max(status, me, flag | uint32(total))
+                start = tile_starts(total, whist, wsum, tid)
+                rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile)
+            else:
+                rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile)
+                cuda.syncthreads()
+                total = warp_offsets(whist, tid)
+                me = tile * R + tid
+                if tid < R:  # publish this tile's count of digit tid at once (tile 0: its prefix) ...
+                    flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
+                    cuda.atomic.max(status, me, flag | uint32(total))
+                start = stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift)
             excl = int32(0)
             if tid < R:  # ... then (the tile staged meanwhile) look back to a tile with its prefix
                 j = tile - 1
@@ -702,7 +735,7 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
 
         return onesweep_tile
 
-    full_tile, last_tile = full_and_last_tiles(tile_body, BLOCK, ITEMS, BITS, BALLOT, PAIRS)
+    full_tile, last_tile = full_and_last_tiles(tile_body, BLOCK, ITEMS, BITS, BALLOT, PAIRS, EARLY_COUNTS)
 
     # --8<-- [start:onesweep]
     @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from gpulab.radix import host
 from gpulab.radix.policy import GLOBAL_SPLIT, HOST, ONE_SWEEP, REDUCE_THEN_SCAN, TILE_SPLIT, RadixPolicy
@@ -31,6 +31,15 @@ from gpulab.registry import Registry, Variant
 SIM_SCAN = dict(SCAN_BLOCK=8)
 SIM_TILE = dict(SCAN_BLOCK=8, BLOCK=32)
 SIM_REGISTERS = dict(SCAN_BLOCK=8, BLOCK=32, ITEMS=2)
+# onesweep in CUDA C only (scripts/radix_params_ab.py on an H200, CUB in the same run, chapter 4's
+# "Early counts"): EARLY_COUNTS=1 counts a tile's digits before ranking, which took the keys-only
+# build from 400 bytes of spill to none and 2^28 keys from 6.95 to 6.86 ms
+# (ab-runs/radix-early-counts-h200.json); a key-value tile of 384 x 22 (PAIRS_ITEMS) took 2^28
+# pairs from 9.11 to 8.32 ms, 2^26 from 2.39 to 2.20 (384 x 20: 8.51 and 2.24;
+# ab-runs/radix-pairs-items-h200.json). numba's build of the same code gained nothing from either
+# (early counts: keys 8.76 against 8.52 ms, pairs 11.20 against 11.20; with a 384 x 20 key-value
+# tile 11.81; ab-runs/radix-early-counts-numba-h200.json), so numba keeps the shared parameters.
+ONESWEEP_CUDA_C = dict(EARLY_COUNTS=1, PAIRS_ITEMS=22)
 
 
 @dataclass(frozen=True)
@@ -44,11 +53,15 @@ class Rung:
     params: dict
     sim_params: dict
     teaching_only: bool = False
+    backend_params: dict = field(default_factory=dict)  # backend -> parameters measured best on it alone
 
     def variant(self, backend: str) -> Variant:
+        params = {**self.params, **self.backend_params.get(backend, {})}
+        sim = dict(self.sim_params)  # a key-value shape of its own shrinks with the keys' on the simulator
+        sim.update({k: sim[k[len("PAIRS_"):]] for k in params if k.startswith("PAIRS_") and k[len("PAIRS_"):] in sim})
         return Variant(self.name, backend, self.memory, self.lesson, host.plan_factory(self.policy, backend),
-                       params=dict(self.params), needs_warp_intrinsics=self.policy.needs_warp_intrinsics,
-                       teaching_only=self.teaching_only, sim_params=dict(self.sim_params), policy=self.policy)
+                       params=params, needs_warp_intrinsics=self.policy.needs_warp_intrinsics,
+                       teaching_only=self.teaching_only, sim_params=sim, policy=self.policy)
 
 
 LADDER = [
@@ -71,7 +84,8 @@ LADDER = [
     Rung("onesweep", ("global", "shared", "registers"),
          "every pass's histogram in one read, then one kernel per pass: tile ids from an atomic counter, decoupled look-back",
          ONE_SWEEP, dict(SCAN_BLOCK=512, BLOCK=384, BITS=8, ITEMS=16, ONESWEEP_MIN_BLOCKS=3,
-                         PAIRS_ONESWEEP_MIN_BLOCKS=2, BALLOT=1), {**SIM_REGISTERS, "BITS": 5}),
+                         PAIRS_ONESWEEP_MIN_BLOCKS=2, BALLOT=1), {**SIM_REGISTERS, "BITS": 5},
+         backend_params={"cuda-c": ONESWEEP_CUDA_C}),
 ]
 
 # Each backend's default (what a call naming a backend but no variant runs; on the simulator
@@ -105,11 +119,20 @@ REGISTRY.add(Variant("numpy", "cpu", ("host",), "numpy.sort / argsort / unique o
 WARP = tuple(dict.fromkeys(v.name for v in REGISTRY if v.needs_warp_intrinsics))
 
 
+def _early_counts_both_ways(v: Variant) -> list[dict]:
+    """A onesweep variant's parameters, and the same with EARLY_COUNTS the other way (one backend
+    counts early, the other does not: CI compiles both ways of each)."""
+    if "ONESWEEP_MIN_BLOCKS" not in v.params:
+        return [v.params]
+    return [v.params, {**v.params, "EARLY_COUNTS": 1 - v.params.get("EARLY_COUNTS", 0)}]
+
+
 def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check):
     a sort plan builds keys-only and key-value tiles."""
     return REGISTRY.cuda_builds(host.SOURCE, lambda v: [
-        host.cuda_defines({**host.tile_shape(v.params, bool(pairs)), "PAIRS": pairs}) for pairs in (0, 1)])
+        host.cuda_defines({**host.tile_shape(p, bool(pairs)), "PAIRS": pairs})
+        for p in _early_counts_both_ways(v) for pairs in (0, 1)])
 
 
 # The numba signatures of the kernels a policy names (uint32 keys, int32 counts, int32 scalars);
@@ -159,4 +182,7 @@ def ptx_targets() -> list[tuple[str, object, str]]:
             for k in v.policy.kernels:
                 if k in RANKED:
                     add(f"{k}{q}", host.numba_kernel(k, q), SIGNATURES[k])
+        if "onesweep" in v.policy.kernels:  # the early counts the other way, in the registry's ranking
+            q = {**host.tile_shape(_early_counts_both_ways(v)[1], True), "PAIRS": 1}
+            add(f"onesweep{q}", host.numba_kernel("onesweep", q), SIGNATURES["onesweep"])
     return targets

@@ -178,6 +178,42 @@ def test_onesweep_lookback_prefix(backend, rng):
     assert np.array_equal(dk.copy_to_host(), np.sort(keys3))
 
 
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+@pytest.mark.parametrize("early", [0, 1])
+def test_onesweep_early_counts(backend, early, rng):
+    """onesweep with each tile's digits counted before ranking (EARLY_COUNTS=1: the counts are
+    published first and each key is ranked straight to its place in the tile) and counted by the
+    ranking (0), whichever one the registry uses on this backend: sizes 1, a tile -1, +0, +1 and
+    several tiles with a partial last one; random keys, and keys drawn from three values, so that
+    every pass runs with at most three digits and the lanes of a warp collide on a digit's
+    counter; keys only and with values (a stable argsort), on poisoned buffers. On the simulator
+    (slow per pass) only the way the registry does not use, two sizes and 10-bit keys (2 passes)."""
+    v = REGISTRY.get("onesweep", backend)
+    skip_unless_runnable(v)
+    p = {**params_for(v), "EARLY_COUNTS": early}
+    t, tp = p["BLOCK"] * p["ITEMS"], p["BLOCK"] * p.get("PAIRS_ITEMS", p["ITEMS"])  # keys' and pairs' tiles
+    cases = [(n, d) for n in sorted({1, t - 1, t, t + 1, tp - 1, tp + 1, 3 * t + 7}) for d in ("random", "three values")]
+    bits = 32
+    if ON_SIMULATOR:
+        if early == v.params.get("EARLY_COUNTS", 0):
+            pytest.skip("the registry's way: every onesweep test on the simulator runs it")
+        cases, bits = [(t - 1, "random"), (3 * t + 7, "three values")], 10
+    for n, dist in cases:
+        if dist == "random":
+            keys = rng.integers(0, 2**bits, n, dtype=np.uint64).astype(np.uint32)
+        else:  # three distinct values: with n >= 2 some pass moves keys, with at most three digits
+            keys = rng.choice(rng.choice(2**bits, 3, replace=False).astype(np.uint32), n)
+        plan = v.run(n, False, p)
+        assert plan.params.get("EARLY_COUNTS", 0) == early
+        for buf in plan.keys:
+            buf[:] = np.uint32(0xDEADBEEF)
+        dk, _ = plan.sort(cuda.to_device(keys))
+        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), (n, dist, "keys")
+        ks, perm, _ = run_plan(v, keys, p)
+        assert np.array_equal(ks, np.sort(keys)), (n, dist, "pairs")
+        assert np.array_equal(perm, np.argsort(keys, kind="stable")), (n, dist, "pairs")
+
+
 @pytest.mark.parametrize("name", WARP)
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_keys_only_and_pairs_shapes(name, backend, rng):
