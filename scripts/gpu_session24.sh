@@ -2,7 +2,7 @@
 # Session 24 on the GPU (everything under $OUT/w, packed into $OUT/results.tgz beside $OUT/summary.txt):
 #   rtests  chapter 4's tests (onesweep's early counts both ways, both backends) and chapter 5's Euler
 #           tests (its pairing sorts key-value pairs with onesweep)
-#   rsan    onesweep and local under compute-sanitizer memcheck, racecheck and synccheck
+#   rsan    onesweep under compute-sanitizer memcheck, racecheck and synccheck
 #           (scripts/radix_sanitize.py, both backends)
 #   rbench  gpulab bench radix, every variant and size (CUB in the same run)
 set -uo pipefail

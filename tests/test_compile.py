@@ -95,7 +95,8 @@ RADIX_SPILLS = {
     ("numba", "onesweep", 384, 16, 3, 0, 0): 500, ("numba", "downsweep", 384, 16, 3, 0, 0): 276,
     ("numba", "onesweep", 384, 16, 2, 1, 0): 16,
     # each backend's onesweep also compiles with the early counts the other way (the A/B's other
-    # arm, not what a sort runs): CUDA C without them spills as its builds did before
+    # arm, not what a sort runs): CUDA C's keys-only tile without them spills as it did before,
+    # its 384 x 22 key-value tile (a shape only the early counts made fast) 216 bytes
     ("cuda-c", "onesweep", 384, 16, 3, 0, 0): 352, ("cuda-c", "onesweep", 384, 22, 2, 1, 0): 216,
 }
 # onesweep_first (the queued first pass: onesweep plus one flag read) has onesweep's allowances

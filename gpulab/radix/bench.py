@@ -332,6 +332,7 @@ def model_ms(policy: RadixPolicy, params: dict, n: int, pairs: bool = False, bw:
 
 def model_rows(result: dict) -> list[dict]:
     """Measured time against the bytes-moved model for every GPU record of a keys/pairs case."""
+    from gpulab.radix import host
     from gpulab.radix.variants import REGISTRY
 
     rows = []
@@ -341,9 +342,10 @@ def model_rows(result: dict) -> list[dict]:
             continue
         v = REGISTRY.get(r["variant"], r["backend"])
         n = r["size"]["n"]
-        once, per = bytes_per_key(v.policy, v.params, kind == "pairs")
-        p = passes(v.policy, v.params)
-        m = model_ms(v.policy, v.params, n, kind == "pairs")
+        shape = host.tile_shape(v.params, kind == "pairs")  # a key-value sort's own tile
+        once, per = bytes_per_key(v.policy, shape, kind == "pairs")
+        p = passes(v.policy, shape)
+        m = model_ms(v.policy, shape, n, kind == "pairs")
         rows.append({"label": r["label"], "variant": r["variant"], "backend": r["backend"], "passes": p,
                      "bytes_per_key": once + p * per, "model_ms": m, "measured_ms": r["median_ms"],
                      "model_over_measured": m / r["median_ms"],

@@ -611,12 +611,13 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
     volatile u32 *st = status;
 #if EARLY_COUNTS
     // --8<-- [start:early_counts]
-    // Count first: the tile's counts are published before any key is ranked, and each key is
-    // ranked straight to its place in the tile (no ranks held for a second loop).
+    // Count first: publish the tile's counts before any key is ranked,
+    // then rank each key straight to its place in the tile.
     count_warp_keys<FULL>(ks, whist + w * RADIX, lane, wn, shift);
     __syncthreads();
     int total = warp_offsets(whist, tid);
-    if (tid < RADIX) st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
+    u32 flag = tile == 0 ? FLAG_PREFIX : FLAG_AGG;
+    if (tid < RADIX) st[tile * RADIX + tid] = flag | (u32)total;
     int start = tile_starts(total, whist, wsum, tid);
     rank_warp_keys<FULL, true>(ks, rk, whist + w * RADIX, lane, wn, shift, stile);
     // --8<-- [end:early_counts]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpulab.radix import host
-from gpulab.radix.policy import GLOBAL_SPLIT, HOST, ONE_SWEEP, REDUCE_THEN_SCAN, TILE_SPLIT, RadixPolicy
+from gpulab.radix.policy import GLOBAL_SPLIT, HOST, ONE_SWEEP, REDUCE_THEN_SCAN, TILE_SPLIT, Family, RadixPolicy
 from gpulab.radix.reference import cpu_factory
 from gpulab.registry import Registry, Variant
 
@@ -90,12 +90,11 @@ LADDER = [
 
 # Each backend's default (what a call naming a backend but no variant runs; on the simulator
 # it falls back to a quicker GPU variant, FALLBACKS): the
-# fastest measured. In the committed H200 benchmark (docs/benchmarks/radix-h200.json) onesweep is
-# the fastest variant of both GPU backends at every size, keys, pairs and distinct alike (2^28
-# keys: 7.05 ms against local's 8.08 in CUDA C, 8.88 against 11.02 in numba), but one: key-value
-# sorts of 2^24 keys in CUDA C, where local took 0.795 ms against 0.823; four other runs of the
-# same day had onesweep ahead there, 0.714-0.775 against 0.805-0.864 (ab-runs/radix-hist-ab24-h200.json);
-# tests/radix/test_defaults.py checks the defaults against that file.
+# fastest measured. In the committed H200 benchmark (docs/benchmarks/radix-h200.json, 2026-11-29)
+# onesweep is the fastest variant of both GPU backends at every size, keys, pairs and distinct
+# alike (2^28 keys: 6.93 ms against local's 8.06 in CUDA C, 8.67 against 10.84 in numba; 2^24
+# pairs in CUDA C 0.772 against 0.869, where the benchmark of 2026-11-28 had local ahead by
+# 3.5%); tests/radix/test_defaults.py checks the defaults against that file.
 DEFAULTS = {"numba": "onesweep", "cuda-c": "onesweep", "cpu": "numpy"}
 # For more keys than a default's policy sorts (onesweep's look-back packs counts in 30 bits:
 # at most 2^30 keys, since a tile reads only earlier tiles' counts), a call naming no variant
@@ -121,8 +120,8 @@ WARP = tuple(dict.fromkeys(v.name for v in REGISTRY if v.needs_warp_intrinsics))
 
 def _early_counts_both_ways(v: Variant) -> list[dict]:
     """A onesweep variant's parameters, and the same with EARLY_COUNTS the other way (one backend
-    counts early, the other does not: CI compiles both ways of each)."""
-    if "ONESWEEP_MIN_BLOCKS" not in v.params:
+    counts early, the other does not: CI compiles both ways of each backend's pass kernel)."""
+    if v.policy.family is not Family.ONE_SWEEP:
         return [v.params]
     return [v.params, {**v.params, "EARLY_COUNTS": 1 - v.params.get("EARLY_COUNTS", 0)}]
 
@@ -182,7 +181,8 @@ def ptx_targets() -> list[tuple[str, object, str]]:
             for k in v.policy.kernels:
                 if k in RANKED:
                     add(f"{k}{q}", host.numba_kernel(k, q), SIGNATURES[k])
-        if "onesweep" in v.policy.kernels:  # the early counts the other way, in the registry's ranking
-            q = {**host.tile_shape(_early_counts_both_ways(v)[1], True), "PAIRS": 1}
-            add(f"onesweep{q}", host.numba_kernel("onesweep", q), SIGNATURES["onesweep"])
+        for other in _early_counts_both_ways(v)[1:]:  # the early counts the other way
+            for pairs in (0, 1):
+                q = {**host.tile_shape(other, bool(pairs)), "PAIRS": pairs}
+                add(f"onesweep{q}", host.numba_kernel("onesweep", q), SIGNATURES["onesweep"])
     return targets

@@ -183,7 +183,7 @@ def test_onesweep_lookback_prefix(backend, rng):
 def test_onesweep_early_counts(backend, early, rng):
     """onesweep with each tile's digits counted before ranking (EARLY_COUNTS=1: the counts are
     published first and each key is ranked straight to its place in the tile) and counted by the
-    ranking (0), whichever one the registry uses on this backend: sizes 1, a tile -1, +0, +1 and
+    ranking (0), whichever one the registry uses on this backend: sizes 1, a tile (keys-only and key-value) -1, +0, +1 and
     several tiles with a partial last one; random keys, and keys drawn from three values, so that
     every pass runs with at most three digits and the lanes of a warp collide on a digit's
     counter; keys only and with values (a stable argsort), on poisoned buffers. On the simulator
@@ -192,7 +192,7 @@ def test_onesweep_early_counts(backend, early, rng):
     skip_unless_runnable(v)
     p = {**params_for(v), "EARLY_COUNTS": early}
     t, tp = p["BLOCK"] * p["ITEMS"], p["BLOCK"] * p.get("PAIRS_ITEMS", p["ITEMS"])  # keys' and pairs' tiles
-    cases = [(n, d) for n in sorted({1, t - 1, t, t + 1, tp - 1, tp + 1, 3 * t + 7}) for d in ("random", "three values")]
+    cases = [(n, d) for n in sorted({1, t - 1, t, t + 1, tp - 1, tp, tp + 1, 3 * t + 7}) for d in ("random", "three values")]
     bits = 32
     if ON_SIMULATOR:
         if early == v.params.get("EARLY_COUNTS", 0):
