@@ -46,7 +46,7 @@ def cases(rng, names):
     return [(k, *out[k]) for k in names]
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="cuda-c", choices=("cuda-c", "numba"))
     ap.add_argument("--sets", nargs="+", default=["", "EARLY_COUNTS=1"])
@@ -54,7 +54,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--repeat", type=int, default=10)
     ap.add_argument("--json")
-    a = ap.parse_args()
+    a = ap.parse_args(argv)
     from numba import cuda
 
     from gpulab.radix.variants import REGISTRY
