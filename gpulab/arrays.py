@@ -50,9 +50,35 @@ except ImportError:  # pragma: no cover - a numba-cuda that moved them: the inte
     _NumbaArray = _NumbaDeviceArray = ()
 
 
+_KINDS: dict = {}  # type -> "numpy", "numba" or "cupy" (None: any other type, looked at per object)
+
+
+def _kind(x):
+    """What `x` is, when its type alone says: `"numpy"` (a numpy array), `"numba"` (numba's
+    device array) or `"cupy"`, else `None` (PyTorch tensors, which may be on the host or the
+    device, the simulator's arrays, anything else). Found once per type: a public call asks
+    several times, and each test of the type costs about a microsecond."""
+    t = type(x)
+    k = _KINDS.get(t, 0)
+    if k == 0:
+        if issubclass(t, np.ndarray):
+            k = "numpy"
+        elif _NumbaArray and issubclass(t, _NumbaArray):
+            k = "numba"
+        elif t.__module__.startswith("cupy") and hasattr(t, "__cuda_array_interface__"):
+            k = "cupy"
+        else:
+            k = None
+        _KINDS[t] = k
+    return k
+
+
 def is_device_array(x) -> bool:
     """True for CuPy arrays, PyTorch CUDA tensors, numba device arrays (anything exposing
     `__cuda_array_interface__`) and the simulator's device arrays."""
+    k = _kind(x)
+    if k is not None:
+        return k != "numpy"
     if isinstance(x, _NumbaArray) or _is_simulator_array(x):
         return True
     if type(x).__module__.startswith("cupy") and hasattr(type(x), "__cuda_array_interface__"):
@@ -65,15 +91,17 @@ def is_device_array(x) -> bool:
 
 def library(x) -> str:
     """`"numpy"`, `"cupy"`, `"torch"`, `"numba"` or the top-level module of `x`'s type."""
+    k = _kind(x)
+    if k is not None:
+        return k
     if isinstance(x, np.ndarray):
         return "numpy"
-    mod = type(x).__module__.split(".")[0]
-    return mod if mod in ("cupy", "torch", "numba") else mod
+    return type(x).__module__.split(".")[0]
 
 
 def shape_dtype(x) -> tuple[tuple, np.dtype]:
     """Shape and dtype of a host or device array, read without touching its data."""
-    if isinstance(x, (np.ndarray, _NumbaArray)) or _is_simulator_array(x):
+    if _kind(x) is not None or isinstance(x, (np.ndarray, _NumbaArray)) or _is_simulator_array(x):
         return tuple(x.shape), np.dtype(x.dtype)
     if type(x).__module__.startswith("cupy") and hasattr(x, "dtype"):  # CuPy builds its interface per access
         return tuple(x.shape), np.dtype(x.dtype)
@@ -157,14 +185,15 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
     array's `__cuda_array_interface__` where the caller has already read it.
     """
     if is_device_array(x):
-        if _is_simulator_array(x) or isinstance(x, _NumbaArray):
-            check_array(x, name, dtypes=dtypes, ndim=ndim)
-        if _is_simulator_array(x):
-            return DeviceInput(x, True, "numba", x)
-        # numba's own array needs no wrapper; its interface names a stream (to wait for) exactly
-        # where it is bound to one (`x.stream != 0`, as numba writes the interface)
-        if isinstance(x, _NumbaDeviceArray) and x.is_c_contiguous() and not (sync and x.stream != 0):
-            return DeviceInput(x, True, library(x), x)
+        if _kind(x) != "cupy":  # (CuPy's arrays: read from the interface below)
+            if _is_simulator_array(x) or isinstance(x, _NumbaArray):
+                check_array(x, name, dtypes=dtypes, ndim=ndim)
+            if _is_simulator_array(x):
+                return DeviceInput(x, True, "numba", x)
+            # numba's own array needs no wrapper; its interface names a stream (to wait for)
+            # exactly where it is bound to one (`x.stream != 0`, as numba writes the interface)
+            if isinstance(x, _NumbaDeviceArray) and x.is_c_contiguous() and not (sync and x.stream != 0):
+                return DeviceInput(x, True, library(x), x)
         if cai is None:
             cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
         _checked(name, tuple(cai["shape"]), np.dtype(cai["typestr"]), dtypes, ndim)
@@ -192,7 +221,7 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
     array is `device_input`'s (copied on `stream`)."""
     if not is_device_array(x):
         return device_input(x, name, stream=stream, dtypes=dtypes, ndim=ndim)
-    if hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): taken as it is
+    if _kind(x) != "cupy" and hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): taken as it is
         return device_input(x, name, stream=stream, sync=False, dtypes=dtypes, ndim=ndim)
     cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
     theirs = cai.get("stream")

@@ -108,23 +108,41 @@ def row_for(v, log2: int, warmup: int, repeat: int, rounds: int, rng) -> dict:
         device.release_memory()
 
 
-def profile(backend: str, variant: str, log2: int, calls: int, rng) -> None:
-    """cProfile of `calls` warm public calls on 2^log2 device keys, for each kind of caller: the
-    functions with the most time of their own, then the most time below them (us per call)."""
-    from gpulab.timing import host_profile
-
-    n = 2**log2
-    keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+def _callers(variant: str, backend: str, keys: np.ndarray, pairs: bool) -> dict:
+    """The public calls timed by `profile` and `stamps`, per kind of caller: `sort` on the keys,
+    or (`pairs`) `sort_pairs` with uint32 values (the positions), as numba and CuPy arrays."""
+    n = keys.size
     d_keys, out = cuda.to_device(keys), cuda.device_array(n, np.uint32)
-    callers = {"numba": lambda: rx.sort(d_keys, variant, backend),
-               "numba out=": lambda: rx.sort(d_keys, variant, backend, out=out)}
+    d_vals = cuda.to_device(np.arange(n, dtype=np.uint32)) if pairs else None
+    if pairs:
+        out_v = cuda.device_array(n, np.uint32)
+        callers = {"numba": lambda: rx.sort_pairs(d_keys, d_vals, variant, backend),
+                   "numba out=": lambda: rx.sort_pairs(d_keys, d_vals, variant, backend, out=(out, out_v))}
+    else:
+        callers = {"numba": lambda: rx.sort(d_keys, variant, backend),
+                   "numba out=": lambda: rx.sort(d_keys, variant, backend, out=out)}
     try:
         import cupy
 
         c_keys = cupy.asarray(keys)
-        callers["cupy"] = lambda: rx.sort(c_keys, variant, backend)
+        if pairs:
+            c_vals = cupy.asarray(d_vals)
+            callers["cupy"] = lambda: rx.sort_pairs(c_keys, c_vals, variant, backend)
+        else:
+            callers["cupy"] = lambda: rx.sort(c_keys, variant, backend)
     except ImportError:
         pass
+    return callers
+
+
+def profile(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool = False) -> None:
+    """cProfile of `calls` warm public calls on 2^log2 device keys (`pairs`: with values), for
+    each kind of caller: the functions with the most time of their own, then the most time below
+    them (us per call)."""
+    from gpulab.timing import host_profile
+
+    n = 2**log2
+    callers = _callers(variant, backend, rng.integers(0, 2**32, n, dtype=np.uint32), pairs)
     from gpulab.radix import host
 
     first_launch = []
@@ -154,6 +172,7 @@ def profile(backend: str, variant: str, log2: int, calls: int, rng) -> None:
             for m, orig in firsts.items():
                 setattr(host.SortPlan, m, orig)
         cuda.synchronize()
+        name = ("pairs " if pairs else "") + name
         if pre:
             print(f"== {backend}/{variant} 2^{log2} {name}: host time before the first launch "
                   f"{1e6 * statistics.median(pre):.1f} us (median of {len(pre)})")
@@ -163,7 +182,7 @@ def profile(backend: str, variant: str, log2: int, calls: int, rng) -> None:
     rx.clear_cache()
 
 
-def stamps(backend: str, variant: str, log2: int, calls: int, rng) -> None:
+def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool = False) -> None:
     """Where one call's host time goes: the host clock (us after the call began, median of
     `calls`) at the entry (>) and exit (<) of each step of the public call and the plan's sort,
     for the plan's sort alone and each kind of caller, with the GPU time of the call (CUDA
@@ -187,23 +206,18 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng) -> None:
     steps = [(host, "validate_keys", "check"), (rx, "_plan", "plan"), (rx, "_take", "take"),
              (host.SortPlan, "sort", "plan.sort"), (host.SortPlan, "histograms", "histograms"),
              (host.SortPlan, "one_pass", "pass"), (host.SortPlan, "passes_that_move", "offsets back"),
-             (rx, "_target", "result"), (rx, "to_caller", "to_caller")]
+             (rx, "_target", "result"), (rx, "to_caller", "to_caller"), (host, "validate_values", "vcheck"),
+             (rx, "_launch", "variant"), (rx, "describe", "describe"), (rx, "numba_stream", "stream"),
+             (host, "order_on_device", "order"), (device.Readback, "start", "copy"), (rx, "_deliver", "deliver")]
     undo = [wrap(*step) for step in steps]
     try:
         n = 2**log2
         keys = rng.integers(0, 2**32, n, dtype=np.uint32)
-        d, out = cuda.to_device(keys), cuda.device_array(n, np.uint32)
+        d = cuda.to_device(keys)
+        dv = cuda.to_device(np.arange(n, dtype=np.uint32)) if pairs else None
         v = rx.REGISTRY.get(variant, backend)
-        plan = v.run(n, False, v.launch_params(None))
-        callers = {"plan.sort": lambda: plan.sort(d), "numba out=": lambda: rx.sort(d, variant, backend, out=out),
-                   "numba": lambda: rx.sort(d, variant, backend)}
-        try:
-            import cupy
-
-            c = cupy.asarray(keys)
-            callers["cupy"] = lambda: rx.sort(c, variant, backend)
-        except ImportError:
-            pass
+        plan = v.run(n, pairs, v.launch_params(None))
+        callers = {"plan.sort": lambda: plan.sort(d, dv), **_callers(variant, backend, keys, pairs)}
         start, stop = cuda.event(), cuda.event()
         for name, call in callers.items():
             for _ in range(10):
@@ -223,7 +237,7 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng) -> None:
             labels = [lab for lab, _ in runs[0]]
             alike = [r for r in runs if [lab for lab, _ in r] == labels]
             at = [1e6 * statistics.median(r[i][1] - r[0][1] for r in alike) for i in range(len(labels))]
-            print(f"== {backend}/{variant} 2^{log2} {name}: GPU {statistics.median(gpu):.4f} ms; host us after the "
+            print(f"== {backend}/{variant} {'pairs ' if pairs else ''}2^{log2} {name}: GPU {statistics.median(gpu):.4f} ms; host us after the "
                   f"call began ({len(alike)} of {calls} calls alike):")
             print("   " + " ".join(f"{lab}@{t:.0f}" for lab, t in zip(labels, at)), flush=True)
     finally:
@@ -246,17 +260,22 @@ def main() -> None:
                     help="instead: cProfile CALLS warm public calls per backend and size, print where the host time goes")
     ap.add_argument("--stamps", type=int, metavar="CALLS",
                     help="instead: the host clock at each step of CALLS calls per backend and size (median)")
+    ap.add_argument("--pairs", action="store_true", help="--profile / --stamps: sort_pairs (uint32 values) too")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
     if a.stamps:
         for backend in a.backends:
             for k in a.log2:
                 stamps(backend, a.variant, k, a.stamps, rng)
+                if a.pairs:
+                    stamps(backend, a.variant, k, a.stamps, rng, pairs=True)
         return
     if a.profile:
         for backend in a.backends:
             for k in a.log2:
                 profile(backend, a.variant, k, a.profile, rng)
+                if a.pairs:
+                    profile(backend, a.variant, k, a.profile, rng, pairs=True)
         return
     rows, skipped = [], []
     for backend in a.backends:

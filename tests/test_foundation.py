@@ -229,3 +229,55 @@ def test_benchmark_records_out_of_memory_and_raises_other_errors():
     with pytest.raises(ZeroDivisionError):
         benchmark.run(failing(ZeroDivisionError("a bug")), variants, quick=True, warmup=1, repeat=2, cases=case,
                       progress=None)
+
+
+class _HostOrDevice:
+    """A stand-in for a PyTorch tensor: one type whose objects are on the host or the device
+    (the interface raises for a host object, as a CPU tensor's does)."""
+
+    def __init__(self, on_device: bool, n: int):
+        self.on_device, self.shape, self.dtype = on_device, (n,), np.dtype(np.float32)
+
+    @property
+    def __cuda_array_interface__(self):
+        if not self.on_device:
+            raise AttributeError("a host object has no device interface")
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 3}
+
+
+class _CupyLike:
+    """A stand-in for a CuPy array: shape and dtype as attributes, CuPy's module name."""
+
+    __module__ = "cupy._core.core"
+
+    def __init__(self, n: int):
+        self.shape, self.dtype = (n,), np.dtype(np.int32)
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 3}
+
+
+@pytest.mark.parametrize("order", ["host first", "device first"])
+def test_array_kinds_found_once_per_type_still_look_at_each_object(order):
+    """`gpulab.arrays` keeps what an input's type says (numpy, numba, CuPy) so that a public call
+    tests each type once; a type whose objects differ (a PyTorch tensor on the host or the
+    device) is still looked at object by object, in whichever order the objects come."""
+    from numba import cuda
+
+    from gpulab import arrays
+
+    n = int(np.random.default_rng().integers(1, 100))
+    objs = [_HostOrDevice(False, n), _HostOrDevice(True, n)]
+    for x in (objs if order == "host first" else objs[::-1]):
+        assert arrays.is_device_array(x) is x.on_device
+    for _ in range(2):  # the second time from the kept kinds
+        assert not arrays.is_device_array(np.zeros(n))
+        assert arrays.library(np.zeros(n)) == "numpy"
+        d = cuda.to_device(np.zeros(n, np.float32))
+        assert arrays.is_device_array(d) and arrays.library(d) == "numba"
+        assert arrays.shape_dtype(d) == ((n,), np.dtype(np.float32))
+        c = _CupyLike(n)
+        assert arrays.is_device_array(c) and arrays.library(c) == "cupy"
+        assert arrays.shape_dtype(c) == ((n,), np.dtype(np.int32))
+        assert arrays.describe(np.zeros(n), c).library == "cupy"

@@ -230,7 +230,7 @@ def _rows_table(cols, rows, all_rows) -> list[str]:
 def _render_rows(match: re.Match, docs_dir: Path) -> str:
     path = docs_dir / "benchmarks" / f"{match.group(2)}.json"
     if not path.exists():
-        return f'!!! warning "Not measured yet"\n    `docs/benchmarks/{path.name}` is not committed yet.\n'
+        return f'!!! warning "Not measured yet"\n    `docs/benchmarks/{match.group(2)}.json` is not committed yet.\n'
     opts = dict(OPT.findall(match.group(3) or ""))
     data = json.loads(path.read_text())
     rows = data["rows"]
@@ -253,7 +253,7 @@ def _render_rows(match: re.Match, docs_dir: Path) -> str:
     meta = {k: v for k, v in data.items() if k != "rows" and not isinstance(v, (list, dict))
             and not (isinstance(v, str) and ("\n" in v or len(v) > 160))}  # long texts stay in the JSON
     note = ", ".join(f"{k} = {_cell(v)}" for k, v in meta.items())
-    src = f"from `docs/benchmarks/{path.name}`"
+    src = f"from `docs/benchmarks/{match.group(2)}.json`"
     if what or open_cols != cols:
         shown = what or f"{len(open_cols)} of {len(cols)} columns"
         out.append(f"\n*Shown: {shown}; every record, every column, below.*")

@@ -198,10 +198,12 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     """The sort behind sort / argsort / sort_pairs. Returns `(keys, values)` in the caller's kind:
     keys and values in their dtypes (argsort: int64 positions); `None` when not asked
     for. `out`: the caller's arrays for them (already checked), `None` where the result is new.
-    `checked`: `host.validate_keys(keys)` where the caller already has it."""
-    n, dtype = checked or host.validate_keys(keys)
+    `checked`: `host.validate_keys(keys)` where the caller already has it, followed by
+    `host.validate_values(n, values)` when it has that too."""
+    n, dtype, *vchecked = checked or host.validate_keys(keys)
     has_vals = values is not None or iota
-    vdtype = host.validate_values(n, values) if values is not None else None  # a numpy dtype (torch's is not)
+    # a numpy dtype (torch's is not)
+    vdtype = vchecked[0] if vchecked else (host.validate_values(n, values) if values is not None else None)
     v, p, pkey = _launch(_sized(variant, backend, n), backend, params)
     if v.backend == "cpu":
         return _filled(_sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota), out)
@@ -221,7 +223,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     # The last pass writes the results where the caller gets them (the caller's device arrays,
     # or new ones), unless one of them has to be copied anyway (a host result, an `out` that
     # overlaps an input the sort reads): then the plan's buffers, copied below. The plan asks
-    # for them once the first kernels are queued: a new result is allocated while the GPU sorts.
+    # for them when every pass but the last is queued: a new result is allocated while the GPU sorts.
     t = {}
 
     def targets():
@@ -440,7 +442,7 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
         _check_out(out[0], "out[0]", n, kdtype, "the sorted keys")
         _check_out(out[1], "out[1]", n, vdtype, "the values")
     ko, vo = out if out is not None else (None, None)
-    k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo), (n, kdtype))
+    k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo), (n, kdtype, vdtype))
     return k, v
 
 

@@ -316,16 +316,14 @@ class SortPlan:
         copied into `out`. `out` must not overlap the input partly, nor one input's memory in
         the other's place (the public functions check this). `out` may also be a function of no
         arguments that returns that pair, or `None` for the plan's buffers: it is called once,
-        after the first launches (onesweep: while its first pass runs, before the host waits for
-        the offsets; the other variants: after the largest key came back), so that host work such
-        as allocating the result runs while the GPU sorts instead of before it. A caller that
+        just before the last pass is launched (or the result copied), when every earlier pass is
+        already queued, so that host work such as allocating the result runs while the GPU sorts
+        instead of before it or between two passes. A caller that
         already knows an upper bound of the keys passes it as `max_key` (no reduction, no wait
         for the device)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
-        if callable(out):
-            out = _Later(out)
         # The first pass reads the keys where they are (no copy), and the values from the caller
         # or as positions written into buffer 1, which only the first pass that moves keys reads.
         ks, vs = d_keys_in, (d_vals_in if hv and not iota else self.vals[1])
@@ -335,7 +333,7 @@ class SortPlan:
         self.first_moved = True
         first = self.policy.histograms_first
         if n > 1 and first and max_key is None:
-            shifts = self.queue_first_pass(ks, vs, meanwhile=out.get if isinstance(out, _Later) else None)
+            shifts = self.queue_first_pass(ks, vs)
             queued = 1
             if self.first_moved:
                 ks, vs = self.keys[0], self.vals[0]
@@ -347,28 +345,27 @@ class SortPlan:
                 self.histograms(d_keys_in, len(shifts))
         else:
             shifts = []
-        if isinstance(out, _Later):
-            out = out.get()
         passes = len(shifts)
-        # a pass that reads the input (the first one; the second when the queued pass moved
-        # nothing) and is also the last may not write `out` where `out` is the input (an in-place
-        # sort): it writes the plan's buffer, and the copy below moves the result
-        last_out = out
-        if (ks is d_keys_in and passes - queued == 1 and out is not None
-                and any(overlap(o, i) for o, i in zip(out, (ks, vs)))):
-            last_out = None
         # the passes that write take turns between buffers 0 and 1 (the first writes buffer 0:
         # buffer 1 may hold argsort's positions, which it reads), the last writes `out` if given
         wrote = queued if self.first_moved else 0
         for run in range(queued, passes):
-            if run == passes - 1 and last_out is not None:
-                kd, vd = out[0], (out[1] if hv else self.vals[0])
-            else:
+            kd = None
+            if run == passes - 1:
+                out = out() if callable(out) else out  # asked for now: the earlier passes are queued
+                # a last pass that reads the input (the first one; the second when the queued
+                # pass moved nothing) may not write `out` where `out` is the input (an in-place
+                # sort): it writes the plan's buffer, and the copy below moves the result
+                if out is not None and not (ks is d_keys_in and any(overlap(o, i) for o, i in zip(out, (ks, vs)))):
+                    kd, vd = out[0], (out[1] if hv else self.vals[0])
+            if kd is None:
                 b = (run - queued + wrote) % 2
                 kd, vd = self.keys[b], self.vals[b]
             self.one_pass(shifts[run], ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
+        if callable(out):  # no pass after the queued one (or none at all): the result is copied
+            out = out()
         # ks, vs hold the result. Copy it where the caller expects it when no pass wrote it there:
         # into `out` when the queued pass was the only one, or when no pass ran (n <= 1, or a
         # given max_key of 0: the input is the result), and in that last case into buffer 0
@@ -377,11 +374,11 @@ class SortPlan:
         final = out if out is not None else ((self.keys[0], self.vals[0]) if ks is d_keys_in else None)
         if final is not None:
             if ks is not final[0]:
-                final[0][:n].copy_to_device(ks[:n], stream=self.stream)
+                _head(final[0], n).copy_to_device(_head(ks, n), stream=self.stream)
             if hv and vs is not final[1]:
-                final[1][:n].copy_to_device(vs[:n], stream=self.stream)
+                _head(final[1], n).copy_to_device(_head(vs, n), stream=self.stream)
             ks, vs = final[0], (final[1] if hv else vs)
-        return ks[:n], vs[:n] if hv else None
+        return _head(ks, n), _head(vs, n) if hv else None
 
     def one_pass(self, shift, ks, vs, kd, vd, run: int = 0, skip_same: bool = False):
         """One digit pass, the `run`-th of this sort (onesweep: its status table's parity;
@@ -422,7 +419,7 @@ class SortPlan:
         K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
         K("onesweep_scan", (passes,), (B,), self.hist)
 
-    def queue_first_pass(self, d_keys, d_vals, meanwhile=None) -> list[int]:
+    def queue_first_pass(self, d_keys, d_vals) -> list[int]:
         """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
         to the host, queue the first pass behind that copy (into buffer 0), and only then wait
         for the offsets. The copy still comes before pass 0 on the stream; what the queued pass
@@ -434,15 +431,12 @@ class SortPlan:
         shortcut does for the other variants, without its extra read of the keys. The first pass
         is launched before that decision, as `onesweep_first`, which reads the flag `onesweep_scan`
         left for it: when all keys share its digit its blocks return at once, writing nothing
-        (`first_moved` is then False, and the next pass reads the input). `meanwhile()`, if given, runs on the host
-        while the GPU works, before the wait. Returns the shifts of the passes launched or to
-        launch, the first always."""
+        (`first_moved` is then False, and the next pass reads the input). Returns the shifts of
+        the passes launched or to launch, the first always."""
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
         offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0, skip_same=True)
-        if meanwhile is not None:
-            meanwhile()
         moves = self.passes_that_move(offsets()[: self.max_passes * R].reshape(self.max_passes, R))
         self.first_moved = bool(moves[0])
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
@@ -452,6 +446,12 @@ class SortPlan:
         digit all keys share has offsets of 0 or n only (its permutation is the identity)."""
         return ~np.all((starts == 0) | (starts == self.n), axis=1)
     # --8<-- [end:onesweep_host]
+
+
+def _head(a, n: int):
+    """`a[:n]`, or `a` itself when it holds exactly `n` elements (the usual case: a numba slice
+    is a new array object, tens of microseconds of host time and allocations)."""
+    return a if a.shape[0] == n else a[:n]
 
 
 def span(a) -> tuple[int, int]:
@@ -466,18 +466,6 @@ def overlap(a, b) -> bool:
         return False
     (a0, a1), (b0, b1) = span(a), span(b)
     return a0 < b1 and b0 < a1
-
-
-class _Later:
-    """A sort's `out` given as a function: called once, at the first `get()`."""
-
-    def __init__(self, make):
-        self.make, self.done, self.value = make, False, None
-
-    def get(self):
-        if not self.done:
-            self.value, self.done = self.make(), True
-        return self.value
 
 
 def _fetch(d_small, stream):

@@ -1,0 +1,185 @@
+"""Where gpulab.radix's public call spends the time it adds to the kernels, at one size (issue 30).
+
+For each backend, the plan's sort alone (numba device arrays, what `gpulab bench radix` times
+as the kernels) and the public call on CuPy arrays (`sort`, or `sort_pairs` with `--pairs`),
+each call timed without stamps in its body:
+
+  gpu ms    CUDA events around the call: median of --calls after --warmup calls
+  first us  host time from the call to its first launch (the plan's `histograms`)
+  pass0 us  host time from the call to the launch of its first pass (`one_pass`)
+  gc/call   Python garbage collections during a call (`gc.callbacks`), and the us they took
+
+once with Python's garbage collector on and once with it off (`gc.disable()`), in blocks that
+alternate. The GPU is idle until the host launches the first pass (at 2^24 keys the host takes
+longer to get there than the histograms take on the GPU), so what the public call adds before
+it adds to the GPU time.
+
+    python scripts/radix_call_probe.py --log2 24 --pairs --json probe.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+import gpulab.radix as rx  # before numba: gpulab picks the GPU or the simulator
+from numba import cuda  # noqa: E402
+from gpulab import device  # noqa: E402
+from gpulab.benchmark import utc_now, versions  # noqa: E402
+from gpulab.radix import host  # noqa: E402
+
+
+class Probe:
+    """Stamps the first entry of the plan's `histograms` and `one_pass` within a call, and the
+    collections of Python's garbage collector during it."""
+
+    def __init__(self):
+        self.t0, self.first, self.pass0, self.gcs, self.gc_s, self._gc_t = 0.0, None, None, 0, 0.0, None
+        self.active = False
+        self._undo = []
+        for name, attr in (("histograms", "first"), ("one_pass", "pass0")):
+            orig = getattr(host.SortPlan, name)
+
+            def stamped(*a, _orig=orig, _attr=attr, **k):
+                if getattr(self, _attr) is None:
+                    setattr(self, _attr, time.perf_counter())
+                return _orig(*a, **k)
+
+            setattr(host.SortPlan, name, stamped)
+            self._undo.append((name, orig))
+        gc.callbacks.append(self._on_gc)
+
+    def _on_gc(self, phase, info):
+        if not self.active:
+            return
+        if phase == "start":
+            self._gc_t = time.perf_counter()
+        elif self._gc_t is not None:
+            self.gcs += 1
+            self.gc_s += time.perf_counter() - self._gc_t
+            self._gc_t = None
+
+    def begin(self):
+        self.first = self.pass0 = None
+        self.gcs, self.gc_s = 0, 0.0
+        self.active = True
+        self.t0 = time.perf_counter()
+
+    def end(self):
+        self.active = False
+
+    def close(self):
+        for name, orig in self._undo:
+            setattr(host.SortPlan, name, orig)
+        gc.callbacks.remove(self._on_gc)
+
+
+def time_call(call, probe: Probe, calls: int, warmup: int, collect: bool) -> dict:
+    start, stop = cuda.event(), cuda.event()
+    for _ in range(warmup):
+        call()
+    cuda.synchronize()
+    (gc.enable if collect else gc.disable)()
+    gpu, first, pass0, gcs, gc_us = [], [], [], [], []
+    try:
+        for _ in range(calls):
+            start.record()
+            probe.begin()
+            call()
+            probe.end()
+            stop.record()
+            stop.synchronize()
+            gpu.append(start.elapsed_time(stop))
+            first.append(1e6 * (probe.first - probe.t0) if probe.first else float("nan"))
+            pass0.append(1e6 * (probe.pass0 - probe.t0) if probe.pass0 else float("nan"))
+            gcs.append(probe.gcs)
+            gc_us.append(1e6 * probe.gc_s)
+    finally:
+        gc.enable()
+    return {"gpu ms": statistics.median(gpu), "first us": statistics.median(first),
+            "pass0 us": statistics.median(pass0), "gc/call": sum(gcs) / calls, "gc us/call": sum(gc_us) / calls}
+
+
+def _attached(fn):
+    from numba.cuda.cudadrv import devices
+
+    def run():
+        with devices._runtime.ensure_context():
+            return fn()
+
+    return run
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--log2", type=int, default=24)
+    ap.add_argument("--backends", nargs="+", default=["cuda-c", "numba"])
+    ap.add_argument("--variant", default="onesweep")
+    ap.add_argument("--pairs", action="store_true", help="also key-value pairs (sort_pairs)")
+    ap.add_argument("--calls", type=int, default=100)
+    ap.add_argument("--warmup", type=int, default=10)
+    ap.add_argument("--blocks", type=int, default=4, help="blocks per setting, gc on and off alternating")
+    ap.add_argument("--attach", action="store_true",
+                    help="experiment: each call inside numba's ensure_context (the CUDA context looked up once a "
+                         "call, not at every numba API call)")
+    ap.add_argument("--json")
+    a = ap.parse_args()
+    import cupy
+
+    n = 2**a.log2
+    rng = np.random.default_rng(1)
+    keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+    d_keys, d_vals = cuda.to_device(keys), cuda.to_device(np.arange(n, dtype=np.uint32))
+    c_keys, c_vals = cupy.asarray(d_keys), cupy.asarray(d_vals)
+    probe = Probe()
+    rows = []
+    try:
+        for backend in a.backends:
+            v = rx.REGISTRY.get(a.variant, backend)
+            for pairs in ([False, True] if a.pairs else [False]):
+                plan = v.run(n, pairs, v.launch_params(None))
+                params = plan.params
+                calls = {"kernels": (lambda: plan.sort(d_keys, d_vals)) if pairs else (lambda: plan.sort(d_keys)),
+                         "public cupy": ((lambda: rx.sort_pairs(c_keys, c_vals, v.name, backend, params)) if pairs
+                                         else (lambda: rx.sort(c_keys, v.name, backend, params)))}
+                if a.attach:
+                    calls = {c + " attached": _attached(f) for c, f in calls.items()}
+                per = {(c, g): [] for c in calls for g in (True, False)}
+                for b in range(a.blocks):
+                    for collect in ((True, False) if b % 2 == 0 else (False, True)):
+                        for c in (list(calls) if b % 2 == 0 else list(calls)[::-1]):
+                            per[c, collect].append(time_call(calls[c], probe, a.calls, a.warmup, collect))
+                for (c, collect), blocks in per.items():
+                    row = {"backend": backend, "case": f"{'pairs ' if pairs else ''}2^{a.log2}", "call": c,
+                           "gc": "on" if collect else "off"}
+                    for k in blocks[0]:
+                        row[k] = statistics.median(x[k] for x in blocks)
+                    row["gpu ms, per block"] = [x["gpu ms"] for x in blocks]
+                    rows.append(row)
+                    print(json.dumps({k: (round(x, 4) if isinstance(x, float) else x) for k, x in row.items()}),
+                          flush=True)
+                del plan
+                rx.clear_cache()
+    finally:
+        probe.close()
+    print(f"\n{'backend':7} {'case':11} {'call':21} {'gc':3} {'gpu ms':>8} {'first us':>9} {'pass0 us':>9} "
+          f"{'gc/call':>8} {'gc us':>6}")
+    for r in rows:
+        print(f"{r['backend']:7} {r['case']:11} {r['call']:21} {r['gc']:3} {r['gpu ms']:8.4f} {r['first us']:9.1f} "
+              f"{r['pass0 us']:9.1f} {r['gc/call']:8.2f} {r['gc us/call']:6.1f}")
+    if a.json:
+        Path(a.json).write_text(json.dumps({"schema": "gpulab-radix-call-probe/1", "date": utc_now(),
+                                            "script": "python scripts/radix_call_probe.py " + " ".join(sys.argv[1:]),
+                                            "device": device.info().as_dict(), "versions": versions(),
+                                            "rows": rows}, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
