@@ -54,15 +54,18 @@ _KINDS: dict = {}  # type -> "numpy", "numba" or "cupy" (None: any other type, l
 
 
 def _kind(x):
-    """What `x` is, when its type alone says: `"numpy"` (a numpy array), `"numba"` (numba's
-    device array) or `"cupy"`, else `None` (PyTorch tensors, which may be on the host or the
-    device, the simulator's arrays, anything else). Found once per type: a public call asks
+    """What `x` is, when its type alone says: `"numpy"` (`numpy.ndarray` itself), `"numba"`
+    (numba's device array) or `"cupy"`, else `None`: PyTorch tensors (on the host or the
+    device), numpy subclasses (numba's mapped and managed arrays are numpy arrays with a device
+    interface), the simulator's arrays, anything else. Found once per type: a public call asks
     several times, and each test of the type costs about a microsecond."""
     t = type(x)
     k = _KINDS.get(t, 0)
     if k == 0:
-        if issubclass(t, np.ndarray):
+        if t is np.ndarray:
             k = "numpy"
+        elif issubclass(t, np.ndarray):
+            k = None
         elif _NumbaArray and issubclass(t, _NumbaArray):
             k = "numba"
         elif t.__module__.startswith("cupy") and hasattr(t, "__cuda_array_interface__"):

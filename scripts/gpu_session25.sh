@@ -8,8 +8,6 @@
 #   rprobe  scripts/radix_call_probe.py at 2^24 (keys and pairs, both backends) in the old tree and
 #           this one, and this one with every call inside numba's ensure_context (--attach)
 #   atests  the whole test suite on the GPU
-#   rtests  chapter 4's tests and chapter 5's Euler tests
-#   rbench  gpulab bench radix, every variant and size (CUB in the same run)
 set -uo pipefail
 stages="${*:-rab}"
 source "$(dirname "$0")/gpu_stages.sh"
@@ -56,18 +54,5 @@ if [[ " $stages " == *" atests "* ]]; then
   timeout ${AT_T:-360} $py -m pytest -v -p no:cacheprovider -n 12 tests --ignore=tests/radix > "$OUT/atests.log" 2>&1
   say "atests others exit $? ($(el) s): $(tail -1 "$OUT/atests.log")"
   grep -E "(FAILED|ERROR) tests" "$OUT/atests.log" | head -20 | tee -a "$summary"
-fi
-if [[ " $stages " == *" rtests "* ]]; then
-  timeout ${RT_T:-240} $py -m pytest -q -p no:cacheprovider -n 8 tests/radix tests/euler/test_euler.py \
-    tests/euler/test_permute_by_sort.py > "$OUT/rtests.log" 2>&1
-  say "rtests exit $? ($(el) s): $(tail -1 "$OUT/rtests.log")"; grep -E "^(FAILED|ERROR)" "$OUT/rtests.log" | head | tee -a "$summary"
-fi
-if [[ " $stages " == *" rbench "* ]]; then
-  timeout ${RB_T:-300} $py -m gpulab bench radix --sizes 2^20 2^24 2^26 2^28 --repeat 10 --no-progress \
-    --out "$OUT/radix" > "$OUT/radix.txt" 2>&1
-  say "bench radix keys exit $? ($(el) s)"; grep -E "onesweep" "$OUT/radix.txt" | tee -a "$summary"
-  timeout ${RB2_T:-250} $py -m gpulab bench radix --sizes "pairs 2^24" "pairs 2^28" "distinct 2M" "distinct 26M" \
-    "distinct 262M" --repeat 10 --no-progress --append --out "$OUT/radix" > "$OUT/radix2.txt" 2>&1
-  say "bench radix pairs, distinct exit $? ($(el) s)"; grep -E "onesweep" "$OUT/radix2.txt" | tee -a "$summary"
 fi
 stages_end

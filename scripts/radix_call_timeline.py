@@ -172,12 +172,12 @@ def profile(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool 
             for m, orig in firsts.items():
                 setattr(host.SortPlan, m, orig)
         cuda.synchronize()
-        name = ("pairs " if pairs else "") + name
+        size = ("pairs " if pairs else "") + f"2^{log2}"
         if pre:
-            print(f"== {backend}/{variant} 2^{log2} {name}: host time before the first launch "
+            print(f"== {backend}/{variant} {size} {name}: host time before the first launch "
                   f"{1e6 * statistics.median(pre):.1f} us (median of {len(pre)})")
         lines = host_profile(call, calls, top=22, after=cuda.synchronize)
-        print(f"== {backend}/{variant} 2^{log2} {name}: {lines[0]}")
+        print(f"== {backend}/{variant} {size} {name}: {lines[0]}")
         print("\n".join(lines[1:]))
     rx.clear_cache()
 

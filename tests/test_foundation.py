@@ -259,7 +259,7 @@ class _CupyLike:
 
 
 @pytest.mark.parametrize("order", ["host first", "device first"])
-def test_array_kinds_found_once_per_type_still_look_at_each_object(order):
+def test_array_kinds_found_once_per_type_still_look_at_each_object(order, rng):
     """`gpulab.arrays` keeps what an input's type says (numpy, numba, CuPy) so that a public call
     tests each type once; a type whose objects differ (a PyTorch tensor on the host or the
     device) is still looked at object by object, in whichever order the objects come."""
@@ -267,7 +267,7 @@ def test_array_kinds_found_once_per_type_still_look_at_each_object(order):
 
     from gpulab import arrays
 
-    n = int(np.random.default_rng().integers(1, 100))
+    n = int(rng.integers(1, 100))
     objs = [_HostOrDevice(False, n), _HostOrDevice(True, n)]
     for x in (objs if order == "host first" else objs[::-1]):
         assert arrays.is_device_array(x) is x.on_device
@@ -281,3 +281,14 @@ def test_array_kinds_found_once_per_type_still_look_at_each_object(order):
         assert arrays.is_device_array(c) and arrays.library(c) == "cupy"
         assert arrays.shape_dtype(c) == ((n,), np.dtype(np.int32))
         assert arrays.describe(np.zeros(n), c).library == "cupy"
+        # a numpy subclass with a device interface (numba's mapped and managed arrays) is a device array
+        m = np.zeros(n, np.float32).view(_MappedLike)
+        assert arrays.is_device_array(m) and not arrays.is_device_array(np.zeros(n).view(np.ma.MaskedArray))
+
+
+class _MappedLike(np.ndarray):
+    """A stand-in for numba's mapped array: a numpy array that also has a device interface."""
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 3}

@@ -315,7 +315,7 @@ class SortPlan:
         pass that would read the input and write `out` at once writes the plan's buffer instead,
         copied into `out`. `out` must not overlap the input partly, nor one input's memory in
         the other's place (the public functions check this). `out` may also be a function of no
-        arguments that returns that pair, or `None` for the plan's buffers: it is called once,
+        arguments that returns that pair, or `None` for the plan's buffers: it is called once (n >= 1),
         just before the last pass is launched (or the result copied), when every earlier pass is
         already queued, so that host work such as allocating the result runs while the GPU sorts
         instead of before it or between two passes. A caller that

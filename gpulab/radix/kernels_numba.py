@@ -695,24 +695,20 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
             m, wn = tile_counts(tile, TILE, ITEMS, w, n)
             wbase = tile * TILE + w * 32 * ITEMS
             load_warp_keys(keys_in, wbase, lane, wn, ks)
-            if EARLY_COUNTS:  # count first: publish before ranking, rank each key to its place
+            if EARLY_COUNTS:  # count first, so that the counts are out before any key is ranked ...
                 count_warp_keys(ks, whist, w, lane, wn, shift)
-                cuda.syncthreads()
-                total = warp_offsets(whist, tid)
-                me = tile * R + tid
-                if tid < R:
-                    flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
-                    cuda.atomic.max(status, me, flag | uint32(total))
+            else:  # ... or count while ranking
+                rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile)
+            cuda.syncthreads()
+            total = warp_offsets(whist, tid)
+            me = tile * R + tid
+            if tid < R:  # publish this tile's count of digit tid at once (tile 0: its prefix) ...
+                flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
+                cuda.atomic.max(status, me, flag | uint32(total))
+            if EARLY_COUNTS:  # ... then rank each key straight to its place in the tile
                 start = tile_starts(total, whist, wsum, tid)
                 rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile)
-            else:
-                rank_warp_keys(ks, rk, whist, w, lane, wn, shift, stile)
-                cuda.syncthreads()
-                total = warp_offsets(whist, tid)
-                me = tile * R + tid
-                if tid < R:  # publish this tile's count of digit tid at once (tile 0: its prefix) ...
-                    flag = uint32(FLAG_PREFIX) if tile == 0 else uint32(FLAG_AGG)
-                    cuda.atomic.max(status, me, flag | uint32(total))
+            else:  # ... then place the ranked keys
                 start = stage_tile(ks, rk, total, stile, whist, wsum, w, lane, wn, tid, shift)
             excl = int32(0)
             if tid < R:  # ... then (the tile staged meanwhile) look back to a tile with its prefix
