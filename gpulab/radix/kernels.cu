@@ -610,22 +610,28 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
 #endif
     volatile u32 *st = status;
     // --8<-- [start:early_counts]
+    int *wh = whist + w * RADIX;
 #if EARLY_COUNTS
-    // Count first (one shared atomic a key), so that the counts are out before any key is ranked ...
-    count_warp_keys<FULL>(ks, whist + w * RADIX, lane, wn, shift);
+    // Count first (one shared atomic a key): the counts are out before
+    // any key is ranked ...
+    count_warp_keys<FULL>(ks, wh, lane, wn, shift);
 #else
-    rank_warp_keys<FULL>(ks, rk, whist + w * RADIX, lane, wn, shift);  // count while ranking
+    rank_warp_keys<FULL>(ks, rk, wh, lane, wn, shift);  // count while ranking
 #endif
     __syncthreads();
     int total = warp_offsets(whist, tid);
-    // Publish this tile's count of each digit at once, so later tiles can use it ...
-    if (tid < RADIX) st[tile * RADIX + tid] = (tile == 0 ? FLAG_PREFIX : FLAG_AGG) | (u32)total;
+    // Publish this tile's count of each digit at once, so later tiles can
+    // use it ...
+    u32 flag = tile == 0 ? FLAG_PREFIX : FLAG_AGG;
+    if (tid < RADIX) st[tile * RADIX + tid] = flag | (u32)total;
 #if EARLY_COUNTS
     // ... then rank each key straight to its place in the tile.
     int start = tile_starts(total, whist, wsum, tid);
-    rank_warp_keys<FULL, true>(ks, rk, whist + w * RADIX, lane, wn, shift, stile);
+    rank_warp_keys<FULL, true>(ks, rk, wh, lane, wn, shift, stile);
 #else
-    int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid, shift);  // place the ranked keys
+    // ... then place the ranked keys.
+    int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid,
+                                 shift);
 #endif
     // --8<-- [end:early_counts]
     u32 excl = 0;
