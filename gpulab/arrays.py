@@ -57,7 +57,8 @@ def _kind(x):
     """What `x` is, when its type alone says: `"numpy"` (`numpy.ndarray` itself), `"numba"`
     (numba's device array) or `"cupy"`, else `None`: PyTorch tensors (on the host or the
     device), numpy subclasses (numba's mapped and managed arrays are numpy arrays with a device
-    interface), the simulator's arrays, anything else. Found once per type: a public call asks
+    interface), the simulator's arrays, anything else. CuPy's is known by its type, without
+    building its interface (CuPy builds it per access). Found once per type: a public call asks
     several times, and each test of the type costs about a microsecond."""
     t = type(x)
     k = _KINDS.get(t, 0)
@@ -84,8 +85,6 @@ def is_device_array(x) -> bool:
         return k != "numpy"
     if isinstance(x, _NumbaArray) or _is_simulator_array(x):
         return True
-    if type(x).__module__.startswith("cupy") and hasattr(type(x), "__cuda_array_interface__"):
-        return True  # without building the interface (CuPy builds it per access)
     try:
         return hasattr(x, "__cuda_array_interface__")
     except Exception:  # e.g. a CPU torch tensor raises on the attribute

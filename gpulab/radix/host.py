@@ -350,7 +350,8 @@ class SortPlan:
         # buffer 1 may hold argsort's positions, which it reads), the last writes `out` if given
         wrote = queued if self.first_moved else 0
         for run in range(queued, passes):
-            kd = None
+            b = (run - queued + wrote) % 2
+            kd, vd = self.keys[b], self.vals[b]
             if run == passes - 1:
                 out = out() if callable(out) else out  # asked for now: the earlier passes are queued
                 # a last pass that reads the input (the first one; the second when the queued
@@ -358,9 +359,6 @@ class SortPlan:
                 # sort): it writes the plan's buffer, and the copy below moves the result
                 if out is not None and not (ks is d_keys_in and any(overlap(o, i) for o, i in zip(out, (ks, vs)))):
                     kd, vd = out[0], (out[1] if hv else self.vals[0])
-            if kd is None:
-                b = (run - queued + wrote) % 2
-                kd, vd = self.keys[b], self.vals[b]
             self.one_pass(shifts[run], ks, vs, kd, vd, run)
             ks, vs = kd, vd
         self.passes_run = passes
