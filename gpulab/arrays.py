@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import math
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -156,7 +155,7 @@ class DeviceInput:
 def check_array(x, name: str, *, dtypes=None, ndim: int | None = None) -> tuple[tuple, np.dtype]:
     """Shape/dtype checks with messages that name the argument; works on host and device arrays
     (read from the array interface, the data untouched). Returns `(shape, dtype)`."""
-    if not (isinstance(x, np.ndarray) or is_device_array(x)):
+    if _kind(x) is None and not (isinstance(x, np.ndarray) or is_device_array(x)):
         raise ShapeError(f"{name} must be a {f'{ndim}-D ' if ndim else ''}numpy array or device array "
                          f"(CuPy, PyTorch, numba), got {type(x).__name__}")
     return _checked(name, *shape_dtype(x), dtypes, ndim)
@@ -186,8 +185,9 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
     asked for and it is bound to a stream (then it is wrapped, which waits there). `cai`: the
     array's `__cuda_array_interface__` where the caller has already read it.
     """
-    if is_device_array(x):
-        if _kind(x) != "cupy":  # (CuPy's arrays: read from the interface below)
+    k = _kind(x)
+    if k == "cupy" or (k != "numpy" and is_device_array(x)):
+        if k != "cupy":  # (CuPy's arrays: read from the interface below)
             if _is_simulator_array(x) or isinstance(x, _NumbaArray):
                 check_array(x, name, dtypes=dtypes, ndim=ndim)
             if _is_simulator_array(x):
@@ -198,11 +198,16 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
                 return DeviceInput(x, True, library(x), x)
         if cai is None:
             cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
-        _checked(name, tuple(cai["shape"]), np.dtype(cai["typestr"]), dtypes, ndim)
+        key = _view_key(cai)
+        kept = None if sync else _VIEWS.get(key)  # a kept view: this memory passed the checks below
+        if kept is None or dtypes is not None or ndim is not None:
+            _checked(name, tuple(cai["shape"]), np.dtype(cai["typestr"]), dtypes, ndim)
+        if kept is not None:
+            return DeviceInput(kept, True, k or library(x), x)
         if not _c_contiguous(cai):
             raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "
                              "pass a C-contiguous array (e.g. .copy() in your library)")
-        return DeviceInput(_view(x, cai) if not sync else cuda.as_cuda_array(x, sync=True), True, library(x), x)
+        return DeviceInput(_view(key, cai) if not sync else cuda.as_cuda_array(x, sync=True), True, library(x), x)
     if not isinstance(x, np.ndarray):
         if type(x).__module__.split(".")[0] == "torch":  # a CPU tensor
             x = x.numpy()
@@ -221,9 +226,10 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
     than `stream` (numba's default stream `0` is the legacy one, `1` in the interface), else
     read through a kept view (no wait, no new wrapper: tens of microseconds less a call). A host
     array is `device_input`'s (copied on `stream`)."""
-    if not is_device_array(x):
+    k = _kind(x)
+    if k == "numpy" or (k is None and not is_device_array(x)):
         return device_input(x, name, stream=stream, dtypes=dtypes, ndim=ndim)
-    if _kind(x) != "cupy" and hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): taken as it is
+    if k != "cupy" and hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): taken as it is
         return device_input(x, name, stream=stream, sync=False, dtypes=dtypes, ndim=ndim)
     cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
     theirs = cai.get("stream")
@@ -232,29 +238,33 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
                         dtypes=dtypes, ndim=ndim)
 
 
-_VIEWS: OrderedDict = OrderedDict()  # (pointer, shape, typestr, strides) -> a numba view of that memory
+_VIEWS: dict = {}  # (pointer, shape, typestr, strides) -> a numba view of that memory, oldest first
 _VIEWS_MAX = 8
-_VIEWS_LOCK = threading.Lock()
+_VIEWS_LOCK = threading.Lock()  # taken to add and drop views; a look-up is one atomic dict read
 
 
-def _view(x, cai: dict):
-    """A numba device array over another library's array `x` (its interface `cai`), not waited
-    for. numba's `as_cuda_array` costs about 20 us a call (an H100 host), a tenth of a sort of
-    2^24 keys; the views of the last few arrays are kept instead, keyed by what they describe:
-    the pointer, shape, dtype and strides. A view does not own its memory (nor keep `x` alive):
-    it is only used while the caller's array is, during a call, and under unified addressing a
-    pointer names one allocation of one device."""
-    key = (cai["data"][0], tuple(cai["shape"]), cai["typestr"], cai.get("strides"))
-    with _VIEWS_LOCK:
-        v = _VIEWS.get(key)
-        if v is not None:
-            _VIEWS.move_to_end(key)
-            return v
+def _view_key(cai: dict) -> tuple:
+    """What a view is kept by: the pointer, shape, dtype and strides its interface `cai` gives."""
+    return cai["data"][0], tuple(cai["shape"]), cai["typestr"], cai.get("strides")
+
+
+def _view(key: tuple, cai: dict):
+    """A numba device array over another library's C-contiguous array (its interface `cai`,
+    kept by `key`: [`_view_key`][gpulab.arrays._view_key]), not waited for. numba's
+    `as_cuda_array` costs about 20 us a call (an H100 host), a tenth of a sort of 2^24 keys; the
+    views of the last few arrays are kept instead, keyed by what they describe, and only views
+    of memory that passed `device_input`'s checks are kept, so a kept one needs no check again.
+    A view does not own its memory (nor keep the caller's array alive): it is only used while
+    the caller's array is, during a call, and under unified addressing a pointer names one
+    allocation of one device. The first views made are the first dropped."""
+    v = _VIEWS.get(key)
+    if v is not None:
+        return v
     v = _unbound_view(cai, owner=None)
     with _VIEWS_LOCK:
         _VIEWS[key] = v
         while len(_VIEWS) > _VIEWS_MAX:
-            _VIEWS.popitem(last=False)
+            del _VIEWS[next(iter(_VIEWS))]
     return v
 
 
@@ -273,7 +283,12 @@ def describe(*arrays) -> DeviceInput:
     """Who gets the results, without moving any data: the first device array among `arrays`
     (as a [`DeviceInput`][gpulab.arrays.DeviceInput] whose `array` is `None`), else numpy."""
     for x in arrays:
-        if x is not None and is_device_array(x):
+        if x is None:
+            continue
+        k = _kind(x)  # CuPy's and numba's own: known by their type (a call asks once or more)
+        if k == "cupy" or k == "numba":
+            return DeviceInput(None, True, k, x)
+        if k is None and is_device_array(x):
             return DeviceInput(None, True, "numba" if _is_simulator_array(x) else library(x), x)
     return DeviceInput(None, False, "numpy", None)
 

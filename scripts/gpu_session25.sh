@@ -14,21 +14,7 @@ source "$(dirname "$0")/gpu_stages.sh"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -2 | tr '\n' ' '), stages: $stages"
 if [[ " $stages " == *" rab "* ]]; then
-  for turn in old new new old; do
-    tag=$turn-$(el); in_tree $turn timeout ${RAB_T:-120} $py -m gpulab bench radix --variants onesweep --sizes 2^24 "pairs 2^24" \
-      --repeat 20 --no-progress --out "$OUT/rab-$tag" > "$OUT/rab-$tag.txt" 2>&1
-    say "rab $turn exit $? ($(el) s)"
-  done
-  for f in "$OUT"/rab-*/radix-*.json; do
-    $py - "$f" <<'PY' | tee -a "$summary"
-import json, sys
-d = json.load(open(sys.argv[1]))
-for r in d["records"]:
-    if r["variant"] == "onesweep":
-        print(f"{sys.argv[1].split('/')[-2]:>14} {r['backend']:7} {r['label']:11} kern {r['median_ms']:.4f} public {r['public_median_ms']:.4f} "
-              f"ratio {r['public_over_kernel']:.3f} peer {r['peer_median_ms']:.4f}")
-PY
-  done
+  radix_call_ab
 fi
 if [[ " $stages " == *" rprobe "* ]]; then
   R=$PWD
@@ -46,13 +32,8 @@ if [[ " $stages " == *" rstamps "* ]]; then
     > "$OUT/profile.txt" 2>&1
   say "profile exit $? ($(el) s)"
 fi
-if [[ " $stages " == *" atests "* ]]; then
-  # chapter 4's tests first, then the others; -v, so that a failure is in the log even if the timeout cuts the run
-  timeout ${AT1_T:-200} $py -m pytest -v -p no:cacheprovider -n 12 tests/radix > "$OUT/atests-radix.log" 2>&1
-  say "atests radix exit $? ($(el) s): $(tail -1 "$OUT/atests-radix.log")"
-  grep -E "(FAILED|ERROR) tests" "$OUT/atests-radix.log" | head -20 | tee -a "$summary"
-  timeout ${AT_T:-360} $py -m pytest -v -p no:cacheprovider -n 12 tests --ignore=tests/radix > "$OUT/atests.log" 2>&1
-  say "atests others exit $? ($(el) s): $(tail -1 "$OUT/atests.log")"
-  grep -E "(FAILED|ERROR) tests" "$OUT/atests.log" | head -20 | tee -a "$summary"
+if [[ " $stages " == *" atests "* ]]; then  # chapter 4's tests first, then the others
+  gpu_pytest atests-radix ${AT1_T:-200} tests/radix
+  gpu_pytest atests ${AT_T:-360} tests --ignore=tests/radix
 fi
 stages_end

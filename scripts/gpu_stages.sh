@@ -25,6 +25,33 @@ euler_bench_42m() {
   timeout 60 $py -m gpulab.euler.model "$OUT"/euler/euler-*.json "$OUT/euler" > "$OUT/euler-model.txt" 2>&1
   say "euler model exit $?"; tail -25 "$OUT/euler-model.txt" | tee -a "$summary"
 }
+# radix_call_ab: gpulab bench radix, onesweep at 2^24 keys and pairs, in turns old/new/new/old
+# (in_tree) -> $OUT/rab-<tree>-<seconds>/, then each turn's kernels, public call and their ratio
+radix_call_ab() {
+  for turn in old new new old; do
+    tag=$turn-$(el); in_tree $turn timeout ${RAB_T:-120} $py -m gpulab bench radix --variants onesweep --sizes 2^24 "pairs 2^24" \
+      --repeat 20 --no-progress --out "$OUT/rab-$tag" > "$OUT/rab-$tag.txt" 2>&1
+    say "rab $turn exit $? ($(el) s)"
+  done
+  for f in "$OUT"/rab-*/radix-*.json; do
+    $py - "$f" <<'PY' | tee -a "$summary"
+import json, sys
+d = json.load(open(sys.argv[1]))
+for r in d["records"]:
+    if r["variant"] == "onesweep":
+        print(f"{sys.argv[1].split('/')[-2]:>14} {r['backend']:7} {r['label']:11} kern {r['median_ms']:.4f} public {r['public_median_ms']:.4f} "
+              f"ratio {r['public_over_kernel']:.3f} peer {r['peer_median_ms']:.4f}")
+PY
+  done
+}
+# gpu_pytest NAME TIMEOUT ARGS...: pytest -v on 12 workers -> $OUT/NAME.log (-v, so that a failure is
+# in the log even if the timeout cuts the run); its last line and any failures in the summary
+gpu_pytest() {
+  local name=$1 limit=$2; shift 2
+  timeout "$limit" $py -m pytest -v -p no:cacheprovider -n 12 "$@" > "$OUT/$name.log" 2>&1
+  say "$name exit $? ($(el) s): $(tail -1 "$OUT/$name.log")"
+  grep -E "(FAILED|ERROR) tests" "$OUT/$name.log" | head -20 | tee -a "$summary"
+}
 stages_end() {
   cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
   echo "== summary"; cat "$FINAL/summary.txt"

@@ -97,7 +97,7 @@ def _launch(variant, backend, params):
 def _plan(v, n, has_vals, p, pkey, stream, distinct=False):
     """The plan for this call: the last one, when it was made for the same call shape (its
     buffers are reused: on one stream, one sort after the other), else a new one."""
-    key = (v.key, n, has_vals, pkey, int(stream) if stream else 0, distinct)
+    key = (v.name, v.backend, n, has_vals, pkey, int(stream) if stream else 0, distinct)
 
     def build():
         plan = v.run(n, has_vals, p, stream=stream)
@@ -208,8 +208,8 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     if v.backend == "cpu":
         return _filled(_sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota), out)
     s = numba_stream(stream)
-    like = describe(keys, values)
     if n == 0:
+        like = describe(keys, values)
         empty = (_empty(dtype, like, s), _empty(np.int64 if iota else vdtype, like, s) if has_vals else None)
         return _filled(empty, out)
     plan = _plan(v, n, has_vals, p, pkey, s)
@@ -219,21 +219,23 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     vin = _as(_take(values, "values", plan.values_scratch, s), np.uint32) if values is not None else None
     if iota:
         _, pos = plan.sort(ordered, None, iota=True)
-        return None, _positions(pos, out[1], like, s)
+        return None, _positions(pos, out[1], describe(keys, values), s)
     # The last pass writes the results where the caller gets them (the caller's device arrays,
     # or new ones), unless one of them has to be copied anyway (a host result, an `out` that
     # overlaps an input the sort reads): then the plan's buffers, copied below. The plan asks
-    # for them when every pass but the last is queued: a new result is allocated while the GPU sorts.
+    # for them when every pass but the last is queued: a new result is allocated, and who gets
+    # it found out (`describe`), while the GPU sorts.
     t = {}
 
     def targets():
+        like = t["like"] = describe(keys, values)
         t["k"] = _target(out[0], n, like, s, (ordered, vin))
         t["v"] = _target(out[1], n, like, s, (ordered, vin)) if values is not None else (None, True)
         t["direct"] = t["k"][1] and t["v"][1]
         return (t["k"][0], t["v"][0]) if t["direct"] else None
 
     dk, dv = plan.sort(ordered, vin, out=targets)
-    (kt, _), (vt, _), direct = t["k"], t["v"], t["direct"]
+    (kt, _), (vt, _), direct, like = t["k"], t["v"], t["direct"], t["like"]
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
     return (_deliver(dk, dtype, out[0], kt, direct, like, s),
             _deliver(dv, vdtype, out[1], vt, direct, like, s) if values is not None else None)

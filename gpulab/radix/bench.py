@@ -385,17 +385,16 @@ def caller_arrays(state):
 def public(variant, state):
     """The public function on the case's keys already on the device, as a CuPy user calls it
     (`caller_arrays`): `sort` for keys, `sort_pairs` for pairs (the same work as CUB's
-    SortPairs: given values moved with the keys), `distinct`; with the compile-time parameters
-    of the plan the kernel time measured."""
+    SortPairs: given values moved with the keys), `distinct`. It names the variant and backend
+    and no parameters, as a user writes it: it builds the kernels of the plan whose time the
+    runner measured (`_plan`: the variant's own parameters)."""
     import gpulab.radix as rx
 
-    plan = _plan(variant, state)
-    params = getattr(plan, "sp", plan).params
     keys, vals = caller_arrays(state)
     if state["kind"] == "pairs":
-        return lambda: rx.sort_pairs(keys, vals, variant.name, variant.backend, params)
+        return lambda: rx.sort_pairs(keys, vals, variant.name, variant.backend)
     fn = {"keys": rx.sort, "distinct": rx.distinct}[state["kind"]]
-    return lambda: fn(keys, variant.name, variant.backend, params)
+    return lambda: fn(keys, variant.name, variant.backend)
 
 
 SPEC.public = public

@@ -36,6 +36,8 @@ INT32_MAX = 2**31 - 1
 HIST_BLOCKS_PER_SM = 16
 EW_BLOCK = 256  # threads per block of the element-wise kernels (flags, scatter, iota ...)
 KEY_DTYPES = (np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.float32))
+_KEY_DTYPES = frozenset(KEY_DTYPES)  # one hash look-up a call, not three dtype comparisons
+_UINT32 = KEY_DTYPES[0]
 
 # --8<-- [start:transforms]
 SIGN = np.uint32(0x80000000)
@@ -82,7 +84,7 @@ def validate_keys(keys, name: str = "keys") -> tuple[int, np.dtype]:
     """Check that `keys` is something these kernels sort, from its array interface (a device
     array's data is not touched); return `(n, dtype)`."""
     shape, dtype = check_array(keys, name, ndim=1)
-    if dtype not in KEY_DTYPES:
+    if dtype not in _KEY_DTYPES:
         raise DtypeError(f"{name} has dtype {dtype}; the kernels sort uint32, int32 and float32 keys "
                          f"(32-bit keys only)")
     if shape[0] > INT32_MAX:
@@ -535,11 +537,11 @@ def distinct_plan(plan):
 def order_on_device(d_keys, dtype, out, stream=0):
     """Ordered uint32 keys for the sort: uint32 keys as they are (read in place, never
     written), int32 / float32 keys transformed into `out` (a plan's scratch buffer)."""
+    if dtype == _UINT32:  # (before the import: a statement that costs host time on every call)
+        return d_keys
     from gpulab.radix.kernels_numba import KIND_FLOAT32, KIND_INT32, order_keys
 
     dtype = np.dtype(dtype)
-    if dtype == np.uint32:
-        return d_keys
     n = d_keys.shape[0]
     kind = KIND_INT32 if dtype == np.int32 else KIND_FLOAT32
     order_keys[grid_1d(n, EW_BLOCK), EW_BLOCK, stream](d_keys.view(np.uint32), out, _i(n), _i(kind))

@@ -232,3 +232,30 @@ def test_views_of_one_buffer_at_two_lengths(lib_name, rng):
         assert rx._take(view, "keys", None, 0).shape == (m,)
         assert np.array_equal(from_gpu(rx.sort(view)), np.sort(keys)), f"m={m}"
         assert np.array_equal(from_gpu(rx.argsort(view)), np.argsort(keys, kind="stable")), f"m={m}"
+
+
+@pytest.mark.parametrize("lib_name", ["cupy", "torch"])
+def test_a_kept_view_lets_no_unchecked_array_through(lib_name, rng):
+    """A call takes another library's array through the view kept for its memory without
+    checking it again (GPU only). An array at the same pointer with the same shape and dtype
+    but strided is still refused with one clear error, and a caller that asks for another
+    number of dimensions is still told."""
+    from gpulab import arrays
+
+    lib = gpu_library(lib_name)
+    n = 1001
+    buf = on_gpu(lib, small_keys(rng, 2 * n, 32))
+    arrays.clear_views()
+    whole, strided = buf[:n], buf[::2]  # one pointer, shape (n,), uint32: only the strides differ
+    assert strided.__cuda_array_interface__["data"][0] == whole.__cuda_array_interface__["data"][0]
+    keys = from_gpu(whole)
+    assert np.array_equal(from_gpu(rx.sort(whole)), np.sort(keys))
+    kept = dict(arrays._VIEWS)
+    assert len(kept) == 1, "the call kept no view of the caller's keys"
+    with pytest.raises(ShapeError, match="non-contiguous") as info:
+        rx.sort(strided)
+    assert "\n" not in str(info.value)
+    assert np.array_equal(from_gpu(rx.sort(whole)), np.sort(keys))
+    assert arrays._VIEWS == kept, "a second call did not take the kept view"
+    with pytest.raises(ShapeError, match="must be 2-D"):
+        arrays.device_input_on(whole, "A", ndim=2)
