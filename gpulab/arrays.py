@@ -198,7 +198,7 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
                 return DeviceInput(x, True, library(x), x)
         if cai is None:
             cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
-        key = _view_key(cai)
+        key = None if sync else _view_key(cai)
         kept = None if sync else _VIEWS.get(key)  # a kept view: this memory passed the checks below
         if kept is None or dtypes is not None or ndim is not None:
             _checked(name, tuple(cai["shape"]), np.dtype(cai["typestr"]), dtypes, ndim)
@@ -207,7 +207,7 @@ def device_input(x, name: str = "x", *, dtypes=None, ndim: int | None = None, st
         if not _c_contiguous(cai):
             raise ShapeError(f"{name} is a non-contiguous device array (strides {cai.get('strides')}); "
                              "pass a C-contiguous array (e.g. .copy() in your library)")
-        return DeviceInput(_view(key, cai) if not sync else cuda.as_cuda_array(x, sync=True), True, library(x), x)
+        return DeviceInput(_view(key, cai) if not sync else cuda.as_cuda_array(x, sync=True), True, k or library(x), x)
     if not isinstance(x, np.ndarray):
         if type(x).__module__.split(".")[0] == "torch":  # a CPU tensor
             x = x.numpy()
@@ -249,17 +249,15 @@ def _view_key(cai: dict) -> tuple:
 
 
 def _view(key: tuple, cai: dict):
-    """A numba device array over another library's C-contiguous array (its interface `cai`,
-    kept by `key`: [`_view_key`][gpulab.arrays._view_key]), not waited for. numba's
+    """A new numba device array over another library's C-contiguous array (its interface
+    `cai`), not waited for, kept by `key` (`_view_key(cai)`) for the calls that follow. numba's
     `as_cuda_array` costs about 20 us a call (an H100 host), a tenth of a sort of 2^24 keys; the
     views of the last few arrays are kept instead, keyed by what they describe, and only views
     of memory that passed `device_input`'s checks are kept, so a kept one needs no check again.
     A view does not own its memory (nor keep the caller's array alive): it is only used while
     the caller's array is, during a call, and under unified addressing a pointer names one
-    allocation of one device. The first views made are the first dropped."""
-    v = _VIEWS.get(key)
-    if v is not None:
-        return v
+    allocation of one device. The first views made are the first dropped (a look-up does not
+    refresh a view: that would take the lock on every call)."""
     v = _unbound_view(cai, owner=None)
     with _VIEWS_LOCK:
         _VIEWS[key] = v
