@@ -353,6 +353,16 @@ def merge(old: dict, new: dict) -> dict:
     return merged
 
 
+def write_record(path: str | os.PathLike, schema: str, rows: list, **extra) -> None:
+    """A measuring script's JSON: `schema`, the date, the command line that ran, the device,
+    the versions, `extra` fields and `rows`."""
+    from gpulab import device
+
+    Path(path).write_text(json.dumps({"schema": schema, "date": utc_now(),
+                                      "script": "python " + " ".join(sys.argv), "device": device.info().as_dict(),
+                                      "versions": versions(), **extra, "rows": rows}, indent=1) + "\n")
+
+
 def write(result: dict, out_dir: str | os.PathLike, append: bool = False) -> list[Path]:
     """Write ``<chapter>-<device>.json`` and a PNG chart; return the paths written. With
     ``append``, records already in that file for other sizes/variants are kept (`merge`)."""

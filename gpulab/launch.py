@@ -525,9 +525,10 @@ class PlanCache:
     def get(self, key: tuple, build: Callable[[], Any]):
         """The plan kept for `key`, else `build()`'s (kept unless it raises). `build` runs
         outside the lock: two threads may build one key at once, and the later one is kept."""
-        plan = self._plans.get(key)  # (one atomic read: a hit of a one-plan cache takes no lock)
-        if plan is not None and self.maxsize == 1:
-            return plan
+        if self.maxsize == 1:  # a hit of a one-plan cache takes no lock (one atomic read; no order to keep)
+            plan = self._plans.get(key)
+            if plan is not None:
+                return plan
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:

@@ -23,16 +23,13 @@ import argparse
 import gc
 import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import gpulab.radix as rx  # before numba: gpulab picks the GPU or the simulator
 from numba import cuda  # noqa: E402
-from gpulab import device  # noqa: E402
-from gpulab.benchmark import utc_now, versions  # noqa: E402
+from gpulab.benchmark import write_record  # noqa: E402
 from gpulab.radix import host  # noqa: E402
 
 
@@ -193,10 +190,7 @@ def main() -> None:
         print(f"{r['backend']:7} {r['case']:11} {r['call']:21} {r['gc']:3} {r['gpu ms']:8.4f} {r['first us']:9.1f} "
               f"{r['pass0 us']:9.1f} {r['gc/call']:8.2f} {r['gc us/call']:6.1f}")
     if a.json:
-        Path(a.json).write_text(json.dumps({"schema": "gpulab-radix-call-probe/1", "date": utc_now(),
-                                            "script": "python scripts/radix_call_probe.py " + " ".join(sys.argv[1:]),
-                                            "device": device.info().as_dict(), "versions": versions(),
-                                            "rows": rows}, indent=1) + "\n")
+        write_record(a.json, "gpulab-radix-call-probe/1", rows)
 
 
 if __name__ == "__main__":

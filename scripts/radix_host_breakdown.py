@@ -12,18 +12,15 @@ nothing during these loops (no step launches work on uint32 keys), so they time 
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
-import sys
 import time
-from pathlib import Path
 
 import numpy as np
 
 import gpulab.radix as rx  # before numba: gpulab picks the GPU or the simulator
 from numba import cuda  # noqa: E402
-from gpulab import arrays, device  # noqa: E402
-from gpulab.benchmark import utc_now, versions  # noqa: E402
+from gpulab import arrays  # noqa: E402
+from gpulab.benchmark import write_record  # noqa: E402
 from gpulab.radix import host  # noqa: E402
 
 
@@ -117,10 +114,7 @@ def main() -> None:
     for r in rows:
         print(f"{r['backend']:7} {r['case']:5} {r['params']:6} {r['step']:34} {r['us']:7.2f}")
     if a.json:
-        Path(a.json).write_text(json.dumps({"schema": "gpulab-radix-host-breakdown/1", "date": utc_now(),
-                                            "script": "python scripts/radix_host_breakdown.py " + " ".join(sys.argv[1:]),
-                                            "device": device.info().as_dict(), "versions": versions(),
-                                            "rows": rows}, indent=1) + "\n")
+        write_record(a.json, "gpulab-radix-host-breakdown/1", rows)
 
 
 if __name__ == "__main__":

@@ -50,20 +50,19 @@ def steps(a) -> dict:
         row = {"step": label}
         for case in ("keys", "pairs"):
             for tree, files in runs.items():
-                xs = [r["us"] for d in files for r in d["rows"]
-                      if r["step"] == step and r["case"] == case and r["params"] == "none"]
+                found = [(i, r) for i, d in enumerate(files) for r in d["rows"]
+                         if r["step"] == step and r["case"] == case and r["params"] == "none"]
                 col = f"{case}, {tree}"
-                if not xs:
+                if not found:
                     row[col] = "—"
                     continue
+                xs = [r["us"] for _, r in found]
                 moved = tree == "after" and step in AFTER_THE_FIRST_LAUNCH
                 row[col] = f"({_span(xs)}) later" if moved else _span(xs)
-                if not moved:
-                    for d in files:
-                        for r in d["rows"]:
-                            if r["step"] == step and r["case"] == case and r["params"] == "none":
-                                key = (col, id(d), r["backend"])
-                                sums[key] = sums.get(key, 0.0) + r["us"]
+                if not moved:  # each file's and backend's own sum of the steps
+                    for i, r in found:
+                        key = (col, i, r["backend"])
+                        sums[key] = sums.get(key, 0.0) + r["us"]
         rows.append(row)
     total = {"step": "before the first launch, in all"}
     for col in ("keys, before", "keys, after", "pairs, before", "pairs, after"):

@@ -246,16 +246,18 @@ class _HostOrDevice:
 
 
 class _CupyLike:
-    """A stand-in for a CuPy array: shape and dtype as attributes, CuPy's module name."""
+    """A stand-in for a CuPy array of `n` elements: shape and dtype as attributes, CuPy's module
+    name, an interface naming `ptr` and `strides` (`None`: C-contiguous)."""
 
     __module__ = "cupy._core.core"
 
-    def __init__(self, n: int):
-        self.shape, self.dtype = (n,), np.dtype(np.int32)
+    def __init__(self, n: int, dtype=np.int32, ptr: int = 0, strides=None):
+        self.shape, self.dtype, self.ptr, self.strides = (n,), np.dtype(dtype), ptr, strides
 
     @property
     def __cuda_array_interface__(self):
-        return {"shape": self.shape, "typestr": self.dtype.str, "data": (0, False), "version": 3}
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": self.strides,
+                "version": 3}
 
 
 @pytest.mark.parametrize("order", ["host first", "device first"])
@@ -295,9 +297,8 @@ class _MappedLike(np.ndarray):
 
 
 def test_kept_views_of_another_librarys_arrays(monkeypatch, rng):
-    """`gpulab.arrays` keeps the numba view of another library's array (CuPy here: a stand-in
-    whose type lives in a `cupy` module) by pointer, shape, dtype and strides, and takes a kept
-    one without checking it again. Here, on either machine, the views are numba arrays of their
+    """`gpulab.arrays` keeps the numba view of another library's array (CuPy here: `_CupyLike`)
+    by pointer, shape, dtype and strides, and takes a kept one without checking it again. Here, on either machine, the views are numba arrays of their
     own (`_unbound_view` replaced): one view per memory, a strided array at the same pointer
     still refused, a caller's own dtype and dimension checks still made on a hit."""
     from numba import cuda
@@ -311,26 +312,18 @@ def test_kept_views_of_another_librarys_arrays(monkeypatch, rng):
         made.append((cai["data"][0], tuple(cai["shape"]), cai.get("strides")))
         return cuda.to_device(np.zeros(cai["shape"], np.dtype(cai["typestr"])))
 
-    class Array:
-        def __init__(self, ptr, shape, strides=None, typestr="<u4"):
-            self.ptr, self.shape, self.strides, self.typestr = ptr, shape, strides, typestr
-            self.dtype = np.dtype(typestr)
+    def Array(ptr, n, strides=None):
+        return _CupyLike(n, np.uint32, ptr, strides)
 
-        @property
-        def __cuda_array_interface__(self):
-            return {"data": (self.ptr, False), "shape": self.shape, "typestr": self.typestr,
-                    "strides": self.strides, "version": 3, "stream": 1}
-
-    Array.__module__ = "cupy._core.stand_in"
     monkeypatch.setattr(arrays, "_unbound_view", unbound_view)
     arrays.clear_views()
     try:
         ptr, n = int(rng.integers(1, 2**40)) * 256, int(rng.integers(2, 1000))
-        whole, strided = Array(ptr, (n,)), Array(ptr, (n,), strides=(8,))
+        whole, strided = Array(ptr, n), Array(ptr, n, strides=(8,))
         first = arrays.device_input_on(whole, "keys")
         assert first.library == "cupy" and first.on_device and first.source is whole
         assert first.array.shape == (n,) and len(made) == 1
-        again = arrays.device_input_on(Array(ptr, (n,)), "keys")  # another object, the same memory
+        again = arrays.device_input_on(Array(ptr, n), "keys")  # another object, the same memory
         assert again.array is first.array and len(made) == 1, "the kept view was not taken"
         with pytest.raises(ShapeError, match="non-contiguous"):
             arrays.device_input_on(strided, "keys")
@@ -338,10 +331,10 @@ def test_kept_views_of_another_librarys_arrays(monkeypatch, rng):
             arrays.device_input_on(whole, "A", ndim=2)
         with pytest.raises(DtypeError, match="expected float32"):
             arrays.device_input_on(whole, "A", dtypes=(np.float32,))
-        shorter = arrays.device_input_on(Array(ptr, (n - 1,)), "keys")  # one pointer, another length
+        shorter = arrays.device_input_on(Array(ptr, n - 1), "keys")  # one pointer, another length
         assert shorter.array.shape == (n - 1,) and len(made) == 2
         for i in range(arrays._VIEWS_MAX):  # the first view made is the first dropped
-            arrays.device_input_on(Array(ptr + 256 * (i + 1), (n,)), "keys")
+            arrays.device_input_on(Array(ptr + 256 * (i + 1), n), "keys")
         assert arrays.device_input_on(whole, "keys").array is not first.array
     finally:
         arrays.clear_views()
