@@ -315,6 +315,35 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
 COPY_BYTES = 1 << 30  # the copy bandwidth's buffers: 1 GiB each (far past any L2)
 
 
+def caller_cupy():
+    """CuPy where a GPU user of this machine would have it (installed and able to allocate on
+    the GPU), else None (always None on the simulator). A benchmark's public call takes its
+    device inputs as that user holds them: CuPy arrays (views of the case's numba arrays, no
+    copy), whose results come from CuPy's memory pool, as in that user's program."""
+    from gpulab import device
+
+    if device.on_simulator():
+        return None
+    try:
+        import cupy
+
+        cupy.zeros(1)
+        return cupy
+    except Exception:  # not installed, or installed without a working CUDA runtime
+        return None
+
+
+def public_inputs_text(inputs: str) -> str:
+    """What a benchmark's public call was given (the JSON's `extra.public_call_inputs`)."""
+    from gpulab import device
+
+    if device.on_simulator():
+        return "numba device arrays (simulator)"
+    if caller_cupy() is None:
+        return "numba device arrays (CuPy is missing or cannot run): each result a new numba allocation"
+    return f"CuPy arrays (views of the case's {inputs}): each result from CuPy's memory pool"
+
+
 def copy_bandwidth_GBps(nbytes: int = COPY_BYTES) -> float | None:
     """The device-to-device copy bandwidth, GB/s of bytes read + written (a copy of ``nbytes``
     moves 2 * nbytes): a numba device-to-device copy (``cudaMemcpy`` device → device), the median
@@ -345,12 +374,38 @@ def device_slug(result: dict) -> str:
 
 def merge(old: dict, new: dict) -> dict:
     """``new`` with the records of ``old`` that it does not measure again (same size label,
-    variant and backend), in ``old``'s order first: a benchmark run in several parts."""
+    variant and backend), in ``old``'s order first: a benchmark run in several parts. Its
+    ``parts`` lists the runs, oldest first (what each measured, its date, repeats and
+    warm-ups); a record measured again comes from the later run."""
     key = lambda r: (r["label"], r["variant"], r["backend"])  # noqa: E731
     fresh = {key(r) for r in new["records"]}
     merged = dict(new)
     merged["records"] = [r for r in old["records"] if key(r) not in fresh] + new["records"]
+    merged["parts"] = _parts(old) + _parts(new)
     return merged
+
+
+def _parts(result: dict) -> list[dict]:
+    """The runs a result's records come from: ``[{"what", "date", "repeat", "warmup"}]``."""
+    parts, s = result.get("parts"), result["settings"]
+    if isinstance(parts, list):
+        return parts
+    if isinstance(parts, dict):  # an earlier form, {what: date}, the runs' settings alike
+        return [{"what": w, "date": d, "repeat": s["repeat"], "warmup": s["warmup"]} for w, d in parts.items()]
+    labels = list(dict.fromkeys(r["label"] for r in result["records"]))
+    return [{"what": ", ".join(labels), "date": result["date"], "repeat": s["repeat"], "warmup": s["warmup"]}]
+
+
+def measured_text(result: dict) -> str:
+    """When and how a result's records were measured (the end of its caption in the book):
+    one run, or each run of a result merged from several (`merge`)."""
+    parts = result.get("parts")
+    if not parts:
+        s = result["settings"]
+        return f"measured {result['date']}; median of {s['repeat']} runs after {s['warmup']} warm-up runs, CUDA events"
+    runs = "; ".join(f"{p['what']} on {p['date']}, median of {p['repeat']} after {p['warmup']} warm-up runs"
+                     for p in _parts(result))
+    return f"measured in {len(_parts(result))} runs, CUDA events ({runs}; a record measured again is the later run's)"
 
 
 def write_record(path: str | os.PathLike, schema: str, rows: list, **extra) -> None:
@@ -603,8 +658,7 @@ def format_markdown(result: dict) -> str:
     out.append("")
     out.append(f"*{dev['name']} (sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}, "
                f"{dev['sm_count']} SMs), driver {v.get('driver', '?')}, numba-cuda {v.get('numba-cuda', '?')}, "
-               f"measured {result['date']}; median of {result['settings']['repeat']} runs after "
-               f"{result['settings']['warmup']} warm-up runs, CUDA events.*")
+               f"{measured_text(result)}.*")
     full = ["| " + " | ".join(header(result, markdown=True)) + " |", "|" + "---|" * len(header(result))]
     full += ["| " + " | ".join(row) + " |" for row in table_rows(result)]
     if _has_public(result):

@@ -292,6 +292,36 @@ def _driver():
     return _DRIVER
 
 
+_CTX_GET: list = []  # [the driver's cuCtxGetCurrent through ctypes], or [None] where it cannot be had
+
+
+def current_context() -> int:
+    """The handle of the CUDA context current in this host thread (0 if none, and always 0 on
+    the simulator or where the driver cannot be loaded): a key for what is made in one context
+    (kernels, buffers). One ctypes call, where numba's `cuda.get_current_device()` asks the
+    driver several times and takes a lock outside numba's own calls (about 9 us a call on an
+    H200 host, in gpulab.matmul's kept-launch look-up)."""
+    if not _CTX_GET:
+        try:
+            import ctypes
+
+            fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
+            fn.argtypes, fn.restype = [ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int
+            _CTX_GET[:] = [fn]
+        except (OSError, AttributeError):
+            _CTX_GET[:] = [None]
+    fn = _CTX_GET[0]
+    if fn is None:
+        return 0
+    out = getattr(_THREAD, "ctx_out", None)
+    if out is None:  # each thread its own result holder
+        import ctypes
+
+        holder = ctypes.c_void_p()
+        out = _THREAD.ctx_out = (holder, ctypes.byref(holder))
+    return (out[0].value or 0) if fn(out[1]) == 0 else 0
+
+
 def _raw_layout(overload, fmt: str):
     """(packer, kernel handle, (size holder, its address)) for `cuLaunchKernel`, or (None, None, None) where
     the driver's entry point cannot be had or the kernel's parameters do not sit where the

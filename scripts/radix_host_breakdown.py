@@ -12,8 +12,6 @@ nothing during these loops (no step launches work on uint32 keys), so they time 
 from __future__ import annotations
 
 import argparse
-import statistics
-import time
 
 import numpy as np
 
@@ -22,16 +20,7 @@ from numba import cuda  # noqa: E402
 from gpulab import arrays  # noqa: E402
 from gpulab.benchmark import write_record  # noqa: E402
 from gpulab.radix import host  # noqa: E402
-
-
-def per_call_us(fn, calls: int, blocks: int) -> float:
-    meds = []
-    for _ in range(blocks):
-        t = time.perf_counter_ns()
-        for _ in range(calls):
-            fn()
-        meds.append((time.perf_counter_ns() - t) / calls / 1e3)
-    return statistics.median(meds)
+from gpulab.timing import host_us  # noqa: E402
 
 
 PIECES = ("is_device_array", "shape_dtype", "variant.key")
@@ -102,7 +91,7 @@ def main() -> None:
                 cuda.synchronize()
                 total = 0.0
                 for name, fn in steps(c_keys, c_vals, backend, a.variant, params, pairs).items():
-                    us = per_call_us(fn, a.calls, a.blocks)
+                    us = host_us(fn, a.calls, a.blocks)
                     if not name.startswith("cupy:") and name not in PIECES:
                         total += us
                     rows.append({"backend": backend, "case": "pairs" if pairs else "keys",

@@ -338,3 +338,90 @@ def test_kept_views_of_another_librarys_arrays(monkeypatch, rng):
         assert arrays.device_input_on(whole, "keys").array is not first.array
     finally:
         arrays.clear_views()
+
+
+def test_a_result_from_the_callers_pool_reuses_the_kept_view(monkeypatch, rng):
+    """`device_result` (what matmul's public call writes C into): the caller gets its library's
+    array (a CuPy stand-in here), the kernels a numba view of it, kept by pointer, shape and
+    dtype, so that the next call's block at the same place takes the same view; at another place
+    or size a new one; a host caller's result is numba's own allocation, no view."""
+    from numba import cuda
+
+    from gpulab import arrays
+
+    made, pool = [], []
+
+    def unbound_view(cai, owner):
+        made.append((cai["data"][0], tuple(cai["shape"])))
+        return cuda.to_device(np.zeros(cai["shape"], np.dtype(cai["typestr"])))
+
+    monkeypatch.setattr(arrays, "_unbound_view", unbound_view)
+    monkeypatch.setattr(arrays, "_caller_empty", lambda n, dtype, like, stream: pool.pop(0) if like.on_device else None)
+    arrays.clear_views()
+    try:
+        ptr, n = int(rng.integers(1, 2**40)) * 256, int(rng.integers(2, 1000))
+        like = arrays.DeviceInput(None, True, "cupy", _CupyLike(n, np.float32, ptr + 4096))
+        pool.extend([_CupyLike(n, np.float32, ptr), _CupyLike(n, np.float32, ptr), _CupyLike(n, np.float32, ptr + 256),
+                     _CupyLike(n + 1, np.float32, ptr)])
+        results = [arrays.device_result(n, np.float32, like) for _ in range(4)]
+        assert [r.ptr for _, r in results] == [ptr, ptr, ptr + 256, ptr]  # the library's own arrays, in order
+        assert results[1][0] is results[0][0] and results[2][0] is not results[0][0], "kept by pointer"
+        assert results[3][0] is not results[0][0] and results[3][0].shape == (n + 1,), "and by shape"
+        assert made == [(ptr, (n,)), (ptr + 256, (n,)), (ptr, (n + 1,))]
+        host = arrays.DeviceInput(None, False, "numpy", None)
+        array, result = arrays.device_result(n, np.float32, host)
+        assert result is None and array.shape == (n,) and len(made) == 3
+    finally:
+        arrays.clear_views()
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="the simulator has no CUDA context")
+def test_current_context_is_numbas_and_each_threads_own():
+    """`gpulab.launch.current_context` (a key of chapter 1's kept launches) names the context
+    numba runs in, and a thread in which no context was made current gets 0, not another
+    thread's handle."""
+    import threading
+
+    from numba import cuda
+
+    from gpulab.launch import current_context
+
+    cuda.device_array(1)  # numba's context made and current here
+    handle = cuda.current_context().handle
+    value = int(getattr(handle, "value", None) or int(handle))
+    assert current_context() == value != 0
+    seen = []
+    worker = threading.Thread(target=lambda: seen.append(current_context()))
+    worker.start()
+    worker.join()
+    assert seen == [0]
+    assert current_context() == value
+
+
+def _bench_result(date, repeat, labels, variants=("a", "b")):
+    recs = [{"label": lab, "variant": v, "backend": "numba", "median_ms": 1.0} for lab in labels for v in variants]
+    return {"date": date, "settings": {"repeat": repeat, "warmup": 2}, "records": recs}
+
+
+def test_a_merged_benchmark_says_which_run_each_part_comes_from():
+    """`gpulab bench --append` merges a run into a committed result: the records measured again
+    are the new run's, and `parts` (which the book's caption prints) names each run with its
+    date and repeats, oldest first, so a run of 30 repeats does not pass for the whole file's."""
+    old = _bench_result("2026-01-01T00:00:00Z", 10, ["2^20", "2^24"])
+    new = _bench_result("2026-02-02T00:00:00Z", 30, ["2^24"], variants=("a",))
+    merged = benchmark.merge(old, new)
+    got = {(r["label"], r["variant"]): r for r in merged["records"]}
+    assert len(merged["records"]) == 4 and got[("2^24", "a")] is new["records"][0]
+    assert got[("2^24", "b")] is old["records"][3]
+    assert merged["parts"] == [
+        {"what": "2^20, 2^24", "date": "2026-01-01T00:00:00Z", "repeat": 10, "warmup": 2},
+        {"what": "2^24", "date": "2026-02-02T00:00:00Z", "repeat": 30, "warmup": 2}]
+    text = benchmark.measured_text(merged)
+    assert text.startswith("measured in 2 runs") and "median of 10" in text and "median of 30" in text
+    again = benchmark.merge(merged, _bench_result("2026-03-03T00:00:00Z", 5, ["2^20"]))  # parts accumulate
+    assert [p["repeat"] for p in again["parts"]] == [10, 30, 5]
+    assert benchmark.measured_text(old) == ("measured 2026-01-01T00:00:00Z; median of 10 runs after 2 warm-up runs, "
+                                            "CUDA events")
+    legacy = {**old, "parts": {"keys": "2025-12-31T00:00:00Z"}}  # the earlier form: {what: date}
+    assert benchmark.merge(legacy, new)["parts"][0] == {"what": "keys", "date": "2025-12-31T00:00:00Z",
+                                                        "repeat": 10, "warmup": 2}

@@ -33,11 +33,21 @@ option names (at most two per chapter).
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import posixpath
 import re
+import sys
 from pathlib import Path
+
+# gpulab/benchmark.py, loaded as a file (the hook does not import the gpulab package): the caption's
+# "measured ..." text is the package's own (`measured_text`)
+_spec = importlib.util.spec_from_file_location("gpulab_benchmark_for_docs",
+                                               Path(__file__).resolve().parents[2] / "gpulab" / "benchmark.py")
+_benchmark = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = _benchmark  # (its dataclasses look their module up there)
+_spec.loader.exec_module(_benchmark)
 
 OPTS = r"((?:\s+[\w-]+=\"[^\"]*\")*)"
 MARKER = re.compile(r"^([ \t]*)<!-- gpulab:bench (\S+) (\S+)" + OPTS + r" -->$", re.MULTILINE)
@@ -325,8 +335,7 @@ def _format_bench(result: dict, opts: dict) -> str:
     dev, v = result["device"], result["versions"]
     out += ["", f"*{dev['name']} (sm_{dev['compute_capability'][0]}{dev['compute_capability'][1]}, "
                 f"{dev['sm_count']} SMs), driver {v.get('driver', '?')}, numba-cuda {v.get('numba-cuda', '?')}, "
-                f"measured {result['date']}; median of {result['settings']['repeat']} runs after "
-                f"{result['settings']['warmup']} warm-up runs, CUDA events.*"]
+                f"{_benchmark.measured_text(result)}.*"]
     if len(shown) < len(labels):
         h2, r2 = _compact(result, labels, scale)
         full = _table(h2, r2)

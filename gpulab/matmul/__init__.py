@@ -16,16 +16,19 @@ Examples:
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import caller_of, device_empty, device_input_on, numba_stream, to_caller
-from gpulab.matmul.host import validate
+from gpulab.arrays import caller_of, device_input_on, device_result, numba_stream, to_caller
+from gpulab.launch import PlanCache, current_context
+from gpulab.matmul.host import plan, validate
 from gpulab.matmul.reference import matmul_reference
 from gpulab.matmul.variants import DEFAULTS, REGISTRY, default_variant
 
-__all__ = ["CHAPTER", "matmul", "matmul_reference", "REGISTRY", "variants"]
+__all__ = ["CHAPTER", "clear_cache", "matmul", "matmul_reference", "REGISTRY", "variants"]
 
 
 # --8<-- [start:entry]
@@ -59,10 +62,29 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
     s = numba_stream(stream)
     a, b = device_input_on(A, "A", stream=s), device_input_on(B, "B", stream=s)
     like = caller_of(a, b)
-    dC = device_empty((M, N), np.float32, like, stream=s)  # a CuPy or PyTorch caller's: from its pool
-    v.run(a.array, b.array, dC, None if b.on_device else b.source, v.launch_params(), stream=s)()
-    return to_caller(dC, like, stream=s)
+    dC, made = device_result((M, N), np.float32, like, stream=s)  # a CuPy or PyTorch caller's: from its pool
+    if v.policy.constant_b:  # B is compiled into (numba) or copied next to (CUDA C) the kernel: per call
+        v.run(a.array, b.array, dC, None if b.on_device else b.source, v.launch_params(), stream=s)()
+    else:  # the launch for this shape, made once (kernel, grid, stream-K schedule and workspace)
+        _plan(v, M, K, N, s)(a.array, b.array, dC)
+    return made if made is not None else to_caller(dC, like, stream=s)
 # --8<-- [end:entry]
+
+
+# The launches of the last shapes called (`gpulab.matmul.host.plan`). Keyed by the CUDA context
+# (its kernels and workspace are that device's), the stream and the host thread as well: a stream-K launch's workspace is its stream's alone (two
+# host threads' "default" streams may be two streams that run at once).
+_PLANS = PlanCache(maxsize=8)
+
+
+def _plan(v, M: int, K: int, N: int, stream):
+    key = (v.name, v.backend, M, K, N, current_context(), int(stream) if stream else 0, threading.get_ident())
+    return _PLANS.get(key, lambda: plan(v.policy, v.backend, M, K, N, v.launch_params(), stream))
+
+
+def clear_cache() -> None:
+    """Forget the launches the public call keeps between calls (their kernels stay compiled)."""
+    _PLANS.clear()
 
 
 def variants(backend: str | None = None) -> list[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import device
-from gpulab.benchmark import BenchSpec, Case
+from gpulab.benchmark import BenchSpec, Case, caller_cupy, public_inputs_text
 from gpulab.checking import float32_tolerance, poisoned, relative_error
 
 # FP32 (non-tensor-core) peak of the H200 SXM by NVIDIA's datasheet: the hardware ceiling the
@@ -69,10 +69,15 @@ def check(variant, state):
 
 
 def public(variant, state):
-    """The public call on the device-resident inputs (allocates C on every call, as a user's does)."""
+    """The public call on the case's inputs already on the device, as a CuPy user calls it: A
+    and B as CuPy arrays (`gpulab.benchmark.caller_cupy`: views of the case's numba arrays, no
+    copy), so C comes from CuPy's memory pool, as cuBLAS's does in the peer; numba arrays where
+    CuPy cannot run (C then a new numba allocation at every call)."""
     import gpulab.matmul as mm
 
-    return lambda: mm.matmul(state["dA"], state["dB"], variant=variant.name, backend=variant.backend)
+    cp = caller_cupy()
+    A, B = (state["dA"], state["dB"]) if cp is None else (cp.asarray(state["dA"]), cp.asarray(state["dB"]))
+    return lambda: mm.matmul(A, B, variant.name, variant.backend)
 
 
 def peer(state):
@@ -86,4 +91,5 @@ def peer(state):
 
 
 SPEC = BenchSpec(chapter="matmul", cases=cases, setup=setup, runner=runner, check=check,
-                 peer_name="cuBLAS (CuPy, FP32)", peer=peer, public=public)
+                 peer_name="cuBLAS (CuPy, FP32)", peer=peer, public=public,
+                 extra={"public_call_inputs": lambda: public_inputs_text("A and B")})

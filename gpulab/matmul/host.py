@@ -120,8 +120,10 @@ CPASYNC_PARAMS = ("CA_BM", "CA_BN", "CA_BK", "CA_WM", "CA_WN", "CA_WNITER", "CA_
                   "CA_MINBLOCKS", "CA_APAD", "CA_STAGES", "CA_GROUP")
 # Launch-time parameters the host reads (stream-K's schedule: `stream_k_launch`), not -D macros
 HOST_PARAMS = ("SK_PER_SM", "SK_MIN")
+# matmul_streamk's own macro: WT_SK_FIRST 1 runs the stream-K blocks before the whole tiles (CUDA C)
+SK_DEFINES = ("WT_SK_FIRST",)
 KERNELS = KernelSource(PACKAGE, numba_kernel, source=SOURCE, constant="B_const",
-                       defines=("TILE", *TILE_PARAMS, *WT_PARAMS, *CPASYNC_PARAMS))
+                       defines=("TILE", *TILE_PARAMS, *WT_PARAMS, *SK_DEFINES, *CPASYNC_PARAMS))
 
 
 # ----------------------------------------------------------------------------- the one launch path
@@ -186,37 +188,62 @@ def stream_k_launch(policy: MatmulPolicy, params: dict, M: int, N: int, K: int, 
     tiles, k_tiles = ceil_div(M, tr) * tiles_n, ceil_div(K, params["WT_BK"])
     slots = device.info().sm_count * params["SK_PER_SM"]
     dp_tiles, sk_blocks = stream_k_schedule(tiles, k_tiles, slots, params["SK_MIN"])
-    if ceil_div(dp_tiles + sk_blocks, tiles_n) > GRID_Y_MAX:  # more grid rows than warptile's: no split
-        dp_tiles, sk_blocks = tiles, 0
-    partials, arrivals = stream_k_workspace(slots, tr * tc, stream)
     # warptile's grid (x over tile columns, y over tile rows): block (x, y) is tile y*tiles_n + x,
-    # whole for the first dp_tiles, then the stream-K blocks in the rows that follow. (One
+    # whole for the first dp_tiles, then the stream-K blocks in the rows that follow; with
+    # WT_SK_FIRST the stream-K blocks' rows come first and the whole tiles' rows after them. (One
     # dimension of blocks, the tile found by a division, ran 2.0 to 2.3 % slower at full waves.)
-    return (tiles_n, ceil_div(dp_tiles + sk_blocks, tiles_n)), (partials, arrivals, np.int32(dp_tiles),
-                                                               np.int32(sk_blocks))
+    rows = ((ceil_div(sk_blocks, tiles_n) + ceil_div(dp_tiles, tiles_n)) if params.get("WT_SK_FIRST")
+            else ceil_div(dp_tiles + sk_blocks, tiles_n))
+    if rows > GRID_Y_MAX:  # more grid rows than warptile's: no split
+        dp_tiles, sk_blocks, rows = tiles, 0, ceil_div(tiles, tiles_n)
+    partials, arrivals = stream_k_workspace(slots, tr * tc, stream)
+    return (tiles_n, rows), (partials, arrivals, np.int32(dp_tiles), np.int32(sk_blocks))
+
+
+def plan(policy: MatmulPolicy, backend: str, M: int, K: int, N: int, params: dict, stream=0):
+    """Everything about `policy`'s launch on `backend` that depends only on the shape, done once:
+    its kernel built, grid and block, the stream-K schedule and workspace. Returns
+    `launch(dA, dB, dC)`, which enqueues the kernel on `stream` for those arrays (M×K, K×N,
+    M×N). Not for constant-memory policies, whose B is part of the kernel (`prepare`)."""
+    if policy.constant_b:
+        raise ValueError(f"{policy.kernel} reads B from constant memory: its launch is made per B (prepare)")
+    grid, block, extra, kern = _launch_parts(policy, backend, M, K, N, params, stream)
+    name, dims = policy.kernel, (np.int32(M), np.int32(N), np.int32(K))
+    return lambda dA, dB, dC: kern(name, grid, block, dA, dB, dC, *dims, *extra)
+
+
+def _launch_parts(policy: MatmulPolicy, backend: str, M: int, K: int, N: int, params: dict, stream=0):
+    """`(grid, block, extra arguments, kernel provider)` of a launch, its kernel built."""
+    grid, block = geometry(policy, params, M, N)
+    check_cc(policy)
+    extra = ()
+    first = params.get("WT_SK_FIRST", 0)
+    if first not in (0, 1) or isinstance(first, bool) or (first and backend != "cuda-c"):
+        raise LimitError(f"WT_SK_FIRST must be 0 or 1, and 1 only in CUDA C (numba's streamk runs its whole "
+                         f"tiles first), got {first!r} for {backend}")
+    if policy.stream_k:
+        grid, extra = stream_k_launch(policy, params, M, N, K, stream)
+    kern = KERNELS.provider(backend, params, stream)
+    kern.kernel(policy.kernel)  # built now, not in the first (timed) launch
+    return grid, block, extra, kern
 
 
 def prepare(policy: MatmulPolicy, backend: str, dA, dB, dC, B_host, params: dict, stream=0):
     """Build `policy`'s kernel for `backend` and return `launch()`, which enqueues it on `stream`."""
     M, K = dA.shape
     N = dB.shape[1]
-    grid, block = geometry(policy, params, M, N)
-    check_cc(policy)
-    extra = ()
-    if policy.stream_k:
-        grid, extra = stream_k_launch(policy, params, M, N, K, stream)
-    if policy.constant_b:
-        check_fits_constant(K, N)
-        if backend == "numba":
-            # numba's constant arrays are compile-time data: B (at most 64 KiB) is baked into the
-            # kernel, so a B that lives on the device is copied to the host once, here.
-            params = {**params, CONSTANT_DATA: B_host if B_host is not None else to_host(dB)}
-    kern = KERNELS.provider(backend, params, stream)
-    kern.kernel(policy.kernel)  # built now, not in the first (timed) launch
-    if policy.constant_b and backend == "cuda-c":
+    if not policy.constant_b:
+        launch = plan(policy, backend, M, K, N, params, stream)
+        return lambda: launch(dA, dB, dC)
+    check_fits_constant(K, N)
+    if backend == "numba":
+        # numba's constant arrays are compile-time data: B (at most 64 KiB) is baked into the
+        # kernel, so a B that lives on the device is copied to the host once, here.
+        params = {**params, CONSTANT_DATA: B_host if B_host is not None else to_host(dB)}
+    grid, block, extra, kern = _launch_parts(policy, backend, M, K, N, params, stream)
+    if backend == "cuda-c":
         kern.copy_to_constant(dB, K * N * 4)  # B -> `__constant__ B_const`, once, untimed (device to device)
-    args = (dA, dC) if policy.constant_b else (dA, dB, dC)
-    args = (*args, np.int32(M), np.int32(N), np.int32(K), *extra)
+    args = (dA, dC, np.int32(M), np.int32(N), np.int32(K), *extra)
     return lambda: kern(policy.kernel, grid, block, *args)
 
 

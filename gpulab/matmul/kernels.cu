@@ -472,6 +472,9 @@ extern "C" __global__ void matmul_vec4(const float* __restrict__ A, const float*
 #ifndef WT_APAD
 #define WT_APAD 4       // floats of padding per row of the transposed A tile (multiple of 4)
 #endif
+#ifndef WT_SK_FIRST
+#define WT_SK_FIRST 0   // streamk: 1 runs the stream-K blocks before the whole tiles
+#endif
 
 // The warp tiling as a type: its derived sizes, its shape checks, the FMAs on one shared stage
 // and the epilogue, shared by warptile and cpasync (each instantiates it from its own macros).
@@ -658,10 +661,8 @@ __device__ __forceinline__ void wt_tiles(const float* __restrict__ A, const floa
 template <bool GUARD>
 __device__ __forceinline__ void wt_body(const float* __restrict__ A, const float* __restrict__ B,
                                         float* __restrict__ C, int M, int N, int K,
-                                        WtAStage* As, WtBStage* Bs) {
+                                        WtAStage* As, WtBStage* Bs, int m0, int n0) {
     const WtTiling w(threadIdx.x);
-    const int m0 = blockIdx.y * WT_BM;
-    const int n0 = blockIdx.x * WT_BN;
     WtTiling::Acc acc;
     WtTiling::zero(acc);
     wt_tiles<GUARD>(A, B, M, N, K, m0, n0, 0, CEIL_DIV(K, WT_BK), w, As, Bs, acc);
@@ -675,10 +676,11 @@ matmul_warptile(const float* __restrict__ A, const float* __restrict__ B, float*
     __shared__ __align__(16) float Bs[2][WT_BK][WT_BN];
     const bool fast = (M % WT_BM == 0) && (N % WT_BN == 0) && (K % WT_BK == 0) &&
                       aligned16(A) && aligned16(B) && aligned16(C);
+    const int m0 = blockIdx.y * WT_BM, n0 = blockIdx.x * WT_BN;
     if (fast)
-        wt_body<false>(A, B, C, M, N, K, As, Bs);
+        wt_body<false>(A, B, C, M, N, K, As, Bs, m0, n0);
     else
-        wt_body<true>(A, B, C, M, N, K, As, Bs);
+        wt_body<true>(A, B, C, M, N, K, As, Bs, m0, n0);
 }
 // --8<-- [end:warptile]
 
@@ -740,13 +742,12 @@ template <bool GUARD>
 __device__ __noinline__ void sk_blocks_work(const float* __restrict__ A, const float* __restrict__ B,
                                             float* __restrict__ C, int M, int N, int K,
                                             float* __restrict__ partials, int* __restrict__ arrivals,
-                                            int dp_tiles, int sk_blocks, WtAStage* As, WtBStage* Bs,
+                                            int dp_tiles, int sk_blocks, int b, WtAStage* As, WtBStage* Bs,
                                             int* arrived) {
     __builtin_assume(__isShared(As) && __isShared(Bs) && __isShared(arrived));
     const WtTiling w(threadIdx.x);
     const bool vecC = (N % 4 == 0) && aligned16(B) && aligned16(C);
     const int tiles_n = CEIL_DIV(N, WT_BN), kt = CEIL_DIV(K, WT_BK);
-    const int b = blockIdx.y * gridDim.x + blockIdx.x - dp_tiles;
     const long long units = (long long)(CEIL_DIV(M, WT_BM) * tiles_n - dp_tiles) * kt;
     const long long first = sk_start(units, b, sk_blocks), end = sk_start(units, b + 1, sk_blocks);
     WtTiling::Acc acc;
@@ -794,17 +795,30 @@ matmul_streamk(const float* __restrict__ A, const float* __restrict__ B, float* 
     __shared__ int arrived;  // a stream-K block's: what its atomicAdd on arrivals[] returned
     const bool fast = (M % WT_BM == 0) && (N % WT_BN == 0) && (K % WT_BK == 0) &&
                       aligned16(A) && aligned16(B) && aligned16(C);
-    const int id = blockIdx.y * gridDim.x + blockIdx.x;  // = the tile, for a whole-tile block
-    if (id >= dp_tiles) {
-        if (id >= dp_tiles + sk_blocks) return;  // past the last stream-K block (the grid's last row)
+    const int id = blockIdx.y * gridDim.x + blockIdx.x;
+#if WT_SK_FIRST
+    // the stream-K blocks first, in the grid's first ceil(sk_blocks / tiles_n) rows; then the
+    // whole tiles, each at its place in warptile's grid shifted down by those rows
+    const int sk_rows = CEIL_DIV(sk_blocks, (int)gridDim.x);
+    const int sk = (int)blockIdx.y < sk_rows ? id : -1;
+    const int m0 = ((int)blockIdx.y - sk_rows) * WT_BM, n0 = blockIdx.x * WT_BN;
+    if (sk >= sk_blocks || (sk < 0 && ((int)blockIdx.y - sk_rows) * (int)gridDim.x + (int)blockIdx.x >= dp_tiles))
+        return;  // a block past the stream-K blocks' or the whole tiles' last
+#else
+    // the whole tiles first, at their places in warptile's grid, then the stream-K blocks
+    if (id >= dp_tiles + sk_blocks) return;  // past the last stream-K block (the grid's last row)
+    const int sk = id >= dp_tiles ? id - dp_tiles : -1;
+    const int m0 = blockIdx.y * WT_BM, n0 = blockIdx.x * WT_BN;
+#endif
+    if (sk >= 0) {
         if (fast)
-            sk_blocks_work<false>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, As, Bs, &arrived);
+            sk_blocks_work<false>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, sk, As, Bs, &arrived);
         else
-            sk_blocks_work<true>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, As, Bs, &arrived);
-    } else if (fast) {  // a whole tile, with warptile's code, at the block's place in warptile's grid
-        wt_body<false>(A, B, C, M, N, K, As, Bs);
+            sk_blocks_work<true>(A, B, C, M, N, K, partials, arrivals, dp_tiles, sk_blocks, sk, As, Bs, &arrived);
+    } else if (fast) {  // a whole tile, with warptile's code
+        wt_body<false>(A, B, C, M, N, K, As, Bs, m0, n0);
     } else {
-        wt_body<true>(A, B, C, M, N, K, As, Bs);
+        wt_body<true>(A, B, C, M, N, K, As, Bs, m0, n0);
     }
 }
 // --8<-- [end:streamk]

@@ -39,7 +39,7 @@ import numpy as np
 
 from gpulab import device
 from gpulab.arrays import to_host
-from gpulab.benchmark import BenchSpec, Case
+from gpulab.benchmark import BenchSpec, Case, caller_cupy, public_inputs_text
 from gpulab.errors import GpulabError
 from gpulab.radix.policy import RadixPolicy
 
@@ -236,29 +236,7 @@ def teardown(state):
 
 SPEC = BenchSpec(chapter="radix", cases=cases, setup=setup, runner=runner, check=check,
                  peer_name="CUB", peer=peer, other_peers=other_peers, teardown=teardown,
-                 extra={"cub_version": lambda: _cub_version(), "public_call_inputs": lambda: _public_inputs()})
-
-
-def _cupy():
-    """CuPy where a GPU user of this machine would have it (installed and able to allocate on
-    the GPU), else None (always None on the simulator): the public call's inputs follow it."""
-    if device.on_simulator():
-        return None
-    try:
-        import cupy
-
-        cupy.zeros(1)
-        return cupy
-    except Exception:  # not installed, or installed without a working CUDA runtime
-        return None
-
-
-def _public_inputs() -> str:
-    if device.on_simulator():
-        return "numba device arrays (simulator)"
-    if _cupy() is None:
-        return "numba device arrays (CuPy is missing or cannot run): each result a new numba allocation"
-    return "CuPy arrays (views of the case's keys and values): each result from CuPy's memory pool"
+                 extra={"cub_version": lambda: _cub_version(), "public_call_inputs": lambda: public_inputs_text("keys and values")})
 
 
 def _cub_version():
@@ -371,12 +349,12 @@ def write_model(result_path: str | Path, out_dir: str | Path) -> Path:
 
 def caller_arrays(state):
     """The case's device inputs (keys; the positions for pairs, else None) as a user of the GPU
-    holds them: CuPy arrays where CuPy runs (`_cupy`; views of the run's numba arrays, no copy),
+    holds them: CuPy arrays where CuPy runs (`gpulab.benchmark.caller_cupy`; views of the run's numba arrays, no copy),
     else the numba arrays themselves. A CuPy caller's result comes from CuPy's memory pool, as it
     does in that user's program; a numba caller's is a new allocation, unless it passes `out=`."""
     keys = state["d_keys"]
     vals = _positions(state) if state["kind"] == "pairs" else None
-    cp = _cupy()
+    cp = caller_cupy()
     if cp is None:
         return keys, vals
     return cp.asarray(keys), (None if vals is None else cp.asarray(vals))

@@ -196,3 +196,23 @@ def test_cupy_and_torch_inputs_come_back_in_their_library(lib_name, backend, rng
     C = mm.matmul(on_gpu(lib, A), on_gpu(lib, B), variant="register", backend=backend, stream=stream)
     stream.synchronize()
     assert relative_error(from_gpu(C), ref) <= float32_tolerance(999)
+
+
+@pytest.mark.parametrize("name", ["shared", "register", "streamk"])
+def test_a_kept_launch_takes_each_calls_arrays(name, rng):
+    """The public call keeps the launch of each shape it ran (kernel, grid, stream-K schedule):
+    a second call of that shape, with other data, other arrays and another stream, gets its own
+    result; a call of another shape its own launch."""
+    mm.clear_cache()
+    v = REGISTRY.get(name, "numba")
+    for shape in [(37, 29, 41), (37, 29, 41), (41, 29, 37)]:
+        M, K, N = shape
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        for stream in (None, cuda.stream()):
+            C = mm.matmul(device_only(A), device_only(B), variant=name, stream=stream)
+            if stream is not None:
+                stream.synchronize()
+            assert relative_error(C.copy_to_host(), mm.matmul_reference(A, B)) <= float32_tolerance(K), (shape, stream)
+    keys = list(mm._PLANS._plans)
+    assert {k[2:5] for k in keys} == {(37, 29, 41), (41, 29, 37)} and all(k[:2] == (v.name, v.backend) for k in keys)

@@ -106,6 +106,44 @@ def test_bad_stream_k_parameters_are_refused(bad):
         host.stream_k_launch(v.policy, {**v.params, "SK_PER_SM": bad}, 256, 256, 256)
 
 
+@pytest.mark.parametrize("backend,first", [("numba", 1), ("cuda-c", 2), ("cuda-c", -1), ("cuda-c", True)])
+def test_stream_k_blocks_first_only_where_the_kernel_has_it(backend, first):
+    """WT_SK_FIRST changes the host's grid: numba's kernel, which always runs its whole tiles
+    first, would compute garbage with it, so the launch refuses it (before any kernel is built)."""
+    v = REGISTRY.get("streamk", backend)
+    dA = dB = dC = cuda.device_array((256, 256), np.float32)
+    with pytest.raises(LimitError, match="WT_SK_FIRST"):
+        v.run(dA, dB, dC, None, {**v.params, "WT_SK_FIRST": first})
+
+
+@pytest.mark.parametrize("first", [0, 1])
+@pytest.mark.parametrize("M,N,K,per_sm,min_k", [(4096, 4096, 4096, 2, 16), (8192, 8192, 8192, 2, 16),
+                                                (4099, 4099, 4099, 2, 16), (1000, 1001, 999, 1, 1),
+                                                (65535 * 128, 128, 256, 2, 1)])
+def test_the_grid_holds_every_block_once(first, M, N, K, per_sm, min_k):
+    """The kernel's block-to-work mapping (WT_SK_FIRST 0: whole tiles, then the stream-K blocks;
+    1: the stream-K blocks' rows, then the whole tiles'), walked in Python over the grid the host
+    launches: every whole tile and every stream-K block once."""
+    v = REGISTRY.get("streamk", "cuda-c")
+    params = {**v.params, "SK_PER_SM": per_sm, "SK_MIN": min_k, "WT_SK_FIRST": first}
+    (gx, gy), extra = host.stream_k_launch(v.policy, params, M, N, K)
+    dp, sk = int(extra[2]), int(extra[3])
+    assert gy <= host.GRID_Y_MAX and gx == ceil_div(N, params["WT_BN"])
+    tiles, blocks = [], []
+    sk_rows = ceil_div(sk, gx)
+    for y in range(gy):
+        for x in range(gx):
+            i = y * gx + x
+            if first:  # matmul_streamk's arithmetic with WT_SK_FIRST 1
+                b = i if y < sk_rows else -1
+                if b >= sk or (b < 0 and (y - sk_rows) * gx + x >= dp):
+                    continue
+                (blocks.append(b) if b >= 0 else tiles.append((y - sk_rows) * gx + x))
+            elif i < dp + sk:
+                (blocks.append(i - dp) if i >= dp else tiles.append(i))
+    assert sorted(tiles) == list(range(dp)) and sorted(blocks) == list(range(sk))
+
+
 # ----------------------------------------------------------------------------- numba's kernel, anywhere
 
 # A small warp tiling (one warp of 32 lanes per 32×32 tile) so that numba's simulator runs
@@ -158,10 +196,11 @@ GPU_CASES = [(1024, 1024, 1024, 2, 16), (1024, 1024, 1024, 1, 1), (1000, 999, 10
              (8192, 8192, 8192, 2, 16)]
 
 
+@pytest.mark.parametrize("order", [{"WT_SK_FIRST": 0}, {"WT_SK_FIRST": 1}], ids=["whole-first", "sk-first"])
 @pytest.mark.parametrize("M,K,N,per_sm,min_k", GPU_CASES)
-def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, rng):
+def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, order, rng):
     skip_unless_runnable(SK)
-    params = {**SK.params, "SK_PER_SM": per_sm, "SK_MIN": min_k}
+    params = {**SK.params, "SK_PER_SM": per_sm, "SK_MIN": min_k, **order}
     tiles = ceil_div(M, params["WT_BM"]) * ceil_div(N, params["WT_BN"])
     slots = device.info().sm_count * per_sm
     dp, sk = host.stream_k_schedule(tiles, ceil_div(K, params["WT_BK"]), slots, min_k)
