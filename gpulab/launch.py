@@ -297,10 +297,11 @@ _CTX_GET: list = []  # [the driver's cuCtxGetCurrent through ctypes], or [None] 
 
 def current_context() -> int:
     """The handle of the CUDA context current in this host thread (0 if none, and always 0 on
-    the simulator or where the driver cannot be loaded): a key for what is made in one context
-    (kernels, buffers). One ctypes call, where numba's `cuda.get_current_device()` asks the
-    driver several times and takes a lock outside numba's own calls (about 9 us a call on an
-    H200 host, in gpulab.matmul's kept-launch look-up)."""
+    the simulator): a key for what is made in one context (kernels, buffers). One ctypes call
+    to the driver's `cuCtxGetCurrent`, where numba's `cuda.get_current_device()` asks the
+    driver several times and takes a lock outside numba's own calls (the kept-launch look-up of
+    gpulab.matmul took 9.4 us with it on an H200 host, 1.6 us with this). Where `libcuda.so.1`
+    cannot be loaded, numba's current context gives the handle (slower, the same key)."""
     if not _CTX_GET:
         try:
             import ctypes
@@ -312,7 +313,14 @@ def current_context() -> int:
             _CTX_GET[:] = [None]
     fn = _CTX_GET[0]
     if fn is None:
-        return 0
+        from gpulab import device
+
+        if device.on_simulator():
+            return 0
+        from numba import cuda
+
+        handle = cuda.current_context().handle
+        return int(getattr(handle, "value", None) or int(handle))
     out = getattr(_THREAD, "ctx_out", None)
     if out is None:  # each thread its own result holder
         import ctypes

@@ -111,12 +111,13 @@ def main() -> None:
     rows = {"call": call_rows, "steps": steps_rows, "skorder": skorder_rows}[a.table]()
     for r in rows:
         print(r)
-    sources = {"call": ["call5-mab-old-164.json"], "steps": ["call6-mbd.json", "call5-mbd.json"],
+    sources = {"call": ["call5-mab-new-191.json", "call5-mab-old-164.json"], "steps": ["call6-mbd.json", "call5-mbd.json"],
                "skorder": ["call1-waves-1.json", "call2-waves-1.json", "call7-waves-1.json"]}[a.table]
     first = _load(sources[0])
     device = first["device"]["name"] if isinstance(first["device"], dict) else first["device"]
     write_record(a.json, f"gpulab-matmul-{a.table}-table/1", rows, what=WHAT[a.table], device=device,
-                 versions=first["versions"], date=first["date"], dates=[_load(f)["date"] for f in sources],
+                 versions=first["versions"], versions_of_sources=[_load(f)["versions"] for f in sources],
+                 date=first["date"], dates=[_load(f)["date"] for f in sources],
                  source=str(RUNS.relative_to(RUNS.parents[3])))
 
 

@@ -83,8 +83,14 @@ def _plan(v, M: int, K: int, N: int, stream):
 
 
 def clear_cache() -> None:
-    """Forget the launches the public call keeps between calls (their kernels stay compiled)."""
+    """Forget the launches the public call keeps between calls (their kernels stay compiled)
+    and the views of other libraries' arrays (`gpulab.arrays.clear_views`). Call it after a
+    device reset (`numba.cuda.close()`, a CuPy or PyTorch reset): a new context can get the
+    old one's handle, and a kept launch would then use kernels and a workspace that are gone."""
+    from gpulab.arrays import clear_views
+
     _PLANS.clear()
+    clear_views()
 
 
 def variants(backend: str | None = None) -> list[str]:

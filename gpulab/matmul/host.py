@@ -218,7 +218,8 @@ def _launch_parts(policy: MatmulPolicy, backend: str, M: int, K: int, N: int, pa
     check_cc(policy)
     extra = ()
     first = params.get("WT_SK_FIRST", 0)
-    if first not in (0, 1) or isinstance(first, bool) or (first and backend != "cuda-c"):
+    if (not isinstance(first, (int, np.integer)) or isinstance(first, bool) or first not in (0, 1)
+            or (first and backend != "cuda-c")):
         raise LimitError(f"WT_SK_FIRST must be 0 or 1, and 1 only in CUDA C (numba's streamk runs its whole "
                          f"tiles first), got {first!r} for {backend}")
     if policy.stream_k:

@@ -138,7 +138,9 @@ LADDER_STEPS = tuple(step[0] for step in _LADDER)  # each in numba and in CUDA C
 
 def cuda_builds() -> list[tuple[str, dict]]:
     """Every (source, defines) configuration the CUDA C variants compile (for the NVRTC check)."""
-    return REGISTRY.cuda_builds(host.SOURCE, lambda v: [host.KERNELS.cuda_defines(v.params)])  # streamk = warptile's
+    builds = REGISTRY.cuda_builds(host.SOURCE, lambda v: [host.KERNELS.cuda_defines(v.params)])  # streamk = warptile's
+    # and streamk with its stream-K blocks first (WT_SK_FIRST=1: measured, not the default)
+    return builds + [(host.SOURCE, host.KERNELS.cuda_defines({**STREAMK_PARAMS, "WT_SK_FIRST": 1}))]
 
 
 def ptx_targets() -> list[tuple[str, object, str]]:

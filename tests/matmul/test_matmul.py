@@ -8,7 +8,8 @@ import gpulab.matmul as mm
 from gpulab.arrays import is_device_array
 from gpulab.checking import float32_tolerance, poisoned, relative_error
 from gpulab.errors import BackendUnavailable, DtypeError, LimitError, ShapeError
-from gpulab.launch import check_block
+from gpulab import device
+from gpulab.launch import ceil_div, check_block
 from gpulab.matmul import host
 from gpulab.matmul.variants import CONSTANT_VARIANTS, REGISTRY
 from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
@@ -216,3 +217,41 @@ def test_a_kept_launch_takes_each_calls_arrays(name, rng):
             assert relative_error(C.copy_to_host(), mm.matmul_reference(A, B)) <= float32_tolerance(K), (shape, stream)
     keys = list(mm._PLANS._plans)
     assert {k[2:5] for k in keys} == {(37, 29, 41), (41, 29, 37)} and all(k[:2] == (v.name, v.backend) for k in keys)
+
+
+def test_the_second_call_of_a_shape_builds_no_launch(monkeypatch, rng):
+    """The public call builds a shape's launch once (`gpulab.matmul.host.plan`): calls of the
+    same shape and stream reuse it, another shape builds its own."""
+    built, real = [], mm.plan
+    monkeypatch.setattr(mm, "plan", lambda policy, backend, M, K, N, *a: built.append((M, K, N)) or
+                        real(policy, backend, M, K, N, *a))
+    mm.clear_cache()
+    for M, K, N in [(9, 7, 5), (9, 7, 5), (9, 7, 5), (5, 7, 9)]:
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        assert relative_error(mm.matmul(A, B, variant="shared"), mm.matmul_reference(A, B)) <= float32_tolerance(K)
+    assert built == [(9, 7, 5), (5, 7, 9)]
+    mm.clear_cache()
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="a GPU-sized product: the simulator would take hours")
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_a_kept_stream_k_launch_splits_correctly_call_after_call(backend, rng):
+    """GPU: a kept stream-K launch at a shape whose tiles are all split along k (1031^3: 81
+    tiles on 264 slots of an H200) reuses its workspace and arrival counters call after call;
+    each call, with new data, matches the float64 product."""
+    from gpulab.matmul.tune import _reference as float64_product
+
+    v = REGISTRY.get("streamk", backend)
+    skip_unless_runnable(v)
+    M = K = N = 1031
+    tiles = ceil_div(M, v.params["WT_BM"]) * ceil_div(N, v.params["WT_BN"])
+    slots = device.info().sm_count * v.params["SK_PER_SM"]
+    assert host.stream_k_schedule(tiles, ceil_div(K, v.params["WT_BK"]), slots, v.params["SK_MIN"])[1] > 0
+    mm.clear_cache()
+    for _ in range(3):
+        A = rng.standard_normal((M, K), dtype=np.float32)
+        B = rng.standard_normal((K, N), dtype=np.float32)
+        C = mm.matmul(device_only(A), device_only(B), variant="streamk", backend=backend)
+        assert relative_error(C.copy_to_host(), float64_product(A, B)) <= float32_tolerance(K)
+    assert len(mm._PLANS) == 1

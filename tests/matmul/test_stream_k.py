@@ -106,7 +106,8 @@ def test_bad_stream_k_parameters_are_refused(bad):
         host.stream_k_launch(v.policy, {**v.params, "SK_PER_SM": bad}, 256, 256, 256)
 
 
-@pytest.mark.parametrize("backend,first", [("numba", 1), ("cuda-c", 2), ("cuda-c", -1), ("cuda-c", True)])
+@pytest.mark.parametrize("backend,first", [("numba", 1), ("cuda-c", 2), ("cuda-c", -1), ("cuda-c", True),
+                                           ("cuda-c", 1.0), ("cuda-c", "1")])
 def test_stream_k_blocks_first_only_where_the_kernel_has_it(backend, first):
     """WT_SK_FIRST changes the host's grid: numba's kernel, which always runs its whole tiles
     first, would compute garbage with it, so the launch refuses it (before any kernel is built)."""
