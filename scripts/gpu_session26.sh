@@ -33,11 +33,7 @@ if [[ " $stages " == *" rab "* ]]; then
   radix_call_ab
 fi
 if [[ " $stages " == *" rbench24 "* ]]; then
-  # every variant at 2^24 keys and pairs, appended to a copy of the committed JSON (the other sizes kept)
-  mkdir -p "$OUT/rbench" && cp docs/benchmarks/radix-h200.json "$OUT/rbench/"
-  timeout ${RB_T:-200} $py -m gpulab bench radix --sizes 2^24 "pairs 2^24" --repeat ${RB_REPEAT:-10} --no-progress --append \
-    --out "$OUT/rbench" > "$OUT/rbench.txt" 2>&1
-  say "bench radix 2^24 exit $? ($(el) s)"; grep -E "onesweep" "$OUT/rbench.txt" | tee -a "$summary"
+  radix_bench_2p24
 fi
 if [[ " $stages " == *" qtests "* ]]; then
   gpu_pytest qtests ${QT_T:-300} ${QTESTS:-tests/radix/test_call_overhead.py}

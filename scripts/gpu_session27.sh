@@ -48,9 +48,6 @@ if [[ " $stages " == *" mab "* ]]; then
   done
 fi
 if [[ " $stages " == *" rbench24 "* ]]; then
-  mkdir -p "$OUT/rbench" && cp docs/benchmarks/radix-h200.json "$OUT/rbench/"
-  timeout ${RB_T:-200} $py -m gpulab bench radix --sizes 2^24 "pairs 2^24" --repeat ${RB_REPEAT:-10} --no-progress --append \
-    --out "$OUT/rbench" > "$OUT/rbench.txt" 2>&1
-  say "bench radix 2^24 exit $? ($(el) s)"; grep -E "onesweep" "$OUT/rbench.txt" | tee -a "$summary"
+  radix_bench_2p24
 fi
 stages_end

@@ -52,6 +52,14 @@ gpu_pytest() {
   say "$name exit $? ($(el) s): $(tail -1 "$OUT/$name.log")"
   grep -E "(FAILED|ERROR) tests" "$OUT/$name.log" | head -20 | tee -a "$summary"
 }
+# radix_bench_2p24: gpulab bench radix, every variant at 2^24 keys and pairs (RB_REPEAT repeats, default 10),
+# appended to a copy of the committed radix-h200.json (the other sizes kept) -> $OUT/rbench/
+radix_bench_2p24() {
+  mkdir -p "$OUT/rbench" && cp docs/benchmarks/radix-h200.json "$OUT/rbench/"
+  timeout ${RB_T:-200} $py -m gpulab bench radix --sizes 2^24 "pairs 2^24" --repeat ${RB_REPEAT:-10} --no-progress --append \
+    --out "$OUT/rbench" > "$OUT/rbench.txt" 2>&1
+  say "bench radix 2^24 exit $? ($(el) s)"; grep -E "onesweep" "$OUT/rbench.txt" | tee -a "$summary"
+}
 stages_end() {
   cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
   echo "== summary"; cat "$FINAL/summary.txt"
