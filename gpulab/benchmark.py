@@ -399,13 +399,13 @@ def _parts(result: dict) -> list[dict]:
 def measured_text(result: dict) -> str:
     """When and how a result's records were measured (the end of its caption in the book):
     one run, or each run of a result merged from several (`merge`)."""
-    parts = result.get("parts")
-    if not parts:
+    if not result.get("parts"):
         s = result["settings"]
         return f"measured {result['date']}; median of {s['repeat']} runs after {s['warmup']} warm-up runs, CUDA events"
+    parts = _parts(result)
     runs = "; ".join(f"{p['what']} on {p['date']}, median of {p['repeat']} after {p['warmup']} warm-up runs"
-                     for p in _parts(result))
-    return f"measured in {len(_parts(result))} runs, CUDA events ({runs}; a record measured again is the later run's)"
+                     for p in parts)
+    return f"measured in {len(parts)} runs, CUDA events ({runs}; a record measured again is the later run's)"
 
 
 def write_record(path: str | os.PathLike, schema: str, rows: list, **extra) -> None:

@@ -72,8 +72,9 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
 
 
 # The launches of the last shapes called (`gpulab.matmul.host.plan`). Keyed by the CUDA context
-# (its kernels and workspace are that device's), the stream and the host thread as well: a stream-K launch's workspace is its stream's alone (two
-# host threads' "default" streams may be two streams that run at once).
+# (its kernels and workspace are that device's), the stream and the host thread as well: a
+# stream-K launch's workspace is its stream's alone (two host threads' "default" streams may be
+# two streams that run at once).
 _PLANS = PlanCache(maxsize=8)
 
 

@@ -236,7 +236,8 @@ def teardown(state):
 
 SPEC = BenchSpec(chapter="radix", cases=cases, setup=setup, runner=runner, check=check,
                  peer_name="CUB", peer=peer, other_peers=other_peers, teardown=teardown,
-                 extra={"cub_version": lambda: _cub_version(), "public_call_inputs": lambda: public_inputs_text("keys and values")})
+                 extra={"cub_version": lambda: _cub_version(),
+                        "public_call_inputs": lambda: public_inputs_text("keys and values")})
 
 
 def _cub_version():
@@ -349,8 +350,8 @@ def write_model(result_path: str | Path, out_dir: str | Path) -> Path:
 
 def caller_arrays(state):
     """The case's device inputs (keys; the positions for pairs, else None) as a user of the GPU
-    holds them: CuPy arrays where CuPy runs (`gpulab.benchmark.caller_cupy`; views of the run's numba arrays, no copy),
-    else the numba arrays themselves. A CuPy caller's result comes from CuPy's memory pool, as it
+    holds them: CuPy arrays where CuPy runs (`gpulab.benchmark.caller_cupy`; views of the run's
+    numba arrays, no copy), else the numba arrays themselves. A CuPy caller's result comes from CuPy's memory pool, as it
     does in that user's program; a numba caller's is a new allocation, unless it passes `out=`."""
     keys = state["d_keys"]
     vals = _positions(state) if state["kind"] == "pairs" else None
