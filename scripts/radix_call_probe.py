@@ -15,6 +15,13 @@ longer to get there than the histograms take on the GPU), so what the public cal
 it adds to the GPU time.
 
     python scripts/radix_call_probe.py --log2 24 --pairs --json probe.json
+    python scripts/radix_call_probe.py --log2 24 --pairs --timeline --out --json probe.json
+
+`--out` adds the public call with `out=` (the caller's CuPy arrays, made once: no result
+allocated per call). `--timeline` also stamps every kernel launch of a call and the host steps
+around them (the offsets' copy started and back, each result asked for), and prints, per call,
+the median host time of each stamp from the call's start beside the call's GPU time: where the
+host's last launch comes close to the GPU's end, the GPU waited for the host.
 """
 
 from __future__ import annotations
@@ -78,21 +85,76 @@ class Probe:
         gc.callbacks.remove(self._on_gc)
 
 
-def time_call(call, probe: Probe, calls: int, warmup: int, collect: bool, before=None) -> dict:
+class Timeline:
+    """Stamps, within a call, every kernel launch (by kernel name) and the host steps around them:
+    the offsets' copy started (`Readback.start`) and back (`passes_that_move`), each result
+    asked for (`gpulab.radix._target`, in and out)."""
+
+    def __init__(self):
+        from gpulab import device
+        from gpulab.launch import KernelProvider
+
+        self.t0, self.stamps, self.active, self._undo = 0.0, [], False, []
+
+        def wrap(owner, name, label_of):
+            orig = getattr(owner, name)
+
+            def stamped(*a, **k):
+                if not self.active:
+                    return orig(*a, **k)
+                label = label_of(a)
+                self.stamps.append((label, time.perf_counter()))
+                r = orig(*a, **k)
+                if label.startswith("result"):
+                    self.stamps.append((label + " made", time.perf_counter()))
+                return r
+
+            setattr(owner, name, stamped)
+            self._undo.append((owner, name, orig))
+
+        wrap(KernelProvider, "__call__", lambda a: a[1])
+        wrap(device.Readback, "start", lambda a: "offsets copy queued")
+        wrap(host.SortPlan, "passes_that_move", lambda a: "offsets back")
+        wrap(rx, "_target", lambda a: "result")
+
+    def begin(self, t0):
+        self.t0, self.stamps, self.active = t0, [], True
+
+    def end(self):
+        self.active = False
+        return [(label, 1e6 * (t - self.t0)) for label, t in self.stamps]
+
+    def close(self):
+        for owner, name, orig in reversed(self._undo):
+            setattr(owner, name, orig)
+
+
+def timeline_rows(runs: list[list[tuple[str, float]]]) -> list[tuple[str, float]]:
+    """The median time of each stamp over calls whose stamps came in the same order as the first."""
+    labels = [label for label, _ in runs[0]]
+    same = [r for r in runs if [label for label, _ in r] == labels]
+    return [(label, statistics.median(r[i][1] for r in same)) for i, label in enumerate(labels)]
+
+
+def time_call(call, probe: Probe, calls: int, warmup: int, collect: bool, before=None, timeline=None) -> dict:
     start, stop = cuda.event(), cuda.event()
     for _ in range(warmup):
         call()
     cuda.synchronize()
     (gc.enable if collect else gc.disable)()
-    gpu, first, pass0, gcs, gc_us = [], [], [], [], []
+    gpu, first, pass0, gcs, gc_us, stamps = [], [], [], [], [], []
     try:
         for _ in range(calls):
             if before is not None:
                 before()
             start.record()
             probe.begin()
+            if timeline is not None:
+                timeline.begin(probe.t0)
             call()
             probe.end()
+            if timeline is not None:
+                stamps.append(timeline.end())
             stop.record()
             stop.synchronize()
             gpu.append(start.elapsed_time(stop))
@@ -102,8 +164,11 @@ def time_call(call, probe: Probe, calls: int, warmup: int, collect: bool, before
             gc_us.append(1e6 * probe.gc_s)
     finally:
         gc.enable()
-    return {"gpu ms": statistics.median(gpu), "first us": statistics.median(first),
-            "pass0 us": statistics.median(pass0), "gc/call": sum(gcs) / calls, "gc us/call": sum(gc_us) / calls}
+    out = {"gpu ms": statistics.median(gpu), "first us": statistics.median(first),
+           "pass0 us": statistics.median(pass0), "gc/call": sum(gcs) / calls, "gc us/call": sum(gc_us) / calls}
+    if timeline is not None:
+        out["timeline"] = timeline_rows(stamps)
+    return out
 
 
 def _attached(fn):
@@ -132,6 +197,8 @@ def main() -> None:
                     help="experiment: before each timed call, run the public call's host steps up to the plan's "
                          "sort once (checks, look-ups, the array taken; nothing launched), so that the call "
                          "finds their code and data warm")
+    ap.add_argument("--out", action="store_true", help="also the public call with out= (the caller's CuPy arrays)")
+    ap.add_argument("--timeline", action="store_true", help="stamp every launch and host step of a call (see above)")
     ap.add_argument("--json")
     a = ap.parse_args()
     import cupy
@@ -142,6 +209,7 @@ def main() -> None:
     d_keys, d_vals = cuda.to_device(keys), cuda.to_device(np.arange(n, dtype=np.uint32))
     c_keys, c_vals = cupy.asarray(d_keys), cupy.asarray(d_vals)
     probe = Probe()
+    timeline = Timeline() if a.timeline else None
     rows = []
     try:
         for backend in a.backends:
@@ -152,6 +220,11 @@ def main() -> None:
                 calls = {"kernels": (lambda: plan.sort(d_keys, d_vals)) if pairs else (lambda: plan.sort(d_keys)),
                          "public cupy": ((lambda: rx.sort_pairs(c_keys, c_vals, v.name, backend, params)) if pairs
                                          else (lambda: rx.sort(c_keys, v.name, backend, params)))}
+                if a.out:
+                    o_keys, o_vals = cupy.empty_like(c_keys), cupy.empty_like(c_vals)
+                    calls["public cupy out"] = ((lambda: rx.sort_pairs(c_keys, c_vals, v.name, backend, params,
+                                                                       out=(o_keys, o_vals))) if pairs
+                                                else (lambda: rx.sort(c_keys, v.name, backend, params, out=o_keys)))
                 before = None
                 if a.prewalk:
                     def before(_b=backend, _v=v.name, _p=pairs):
@@ -170,13 +243,17 @@ def main() -> None:
                 for b in range(a.blocks):
                     for collect in ((True, False) if b % 2 == 0 else (False, True)):
                         for c in (list(calls) if b % 2 == 0 else list(calls)[::-1]):
-                            per[c, collect].append(time_call(calls[c], probe, a.calls, a.warmup, collect, before))
+                            per[c, collect].append(time_call(calls[c], probe, a.calls, a.warmup, collect, before,
+                                                             timeline))
                 for (c, collect), blocks in per.items():
                     row = {"backend": backend, "case": f"{'pairs ' if pairs else ''}2^{a.log2}", "call": c,
                            "gc": "on" if collect else "off"}
                     for k in blocks[0]:
-                        row[k] = statistics.median(x[k] for x in blocks)
+                        if k != "timeline":
+                            row[k] = statistics.median(x[k] for x in blocks)
                     row["gpu ms, per block"] = [x["gpu ms"] for x in blocks]
+                    if timeline is not None:  # the first block's (each block's median per stamp)
+                        row["timeline us"] = [(label, round(t, 1)) for label, t in blocks[0]["timeline"]]
                     rows.append(row)
                     print(json.dumps({k: (round(x, 4) if isinstance(x, float) else x) for k, x in row.items()}),
                           flush=True)
@@ -184,11 +261,18 @@ def main() -> None:
                 rx.clear_cache()
     finally:
         probe.close()
+        if timeline is not None:
+            timeline.close()
     print(f"\n{'backend':7} {'case':11} {'call':21} {'gc':3} {'gpu ms':>8} {'first us':>9} {'pass0 us':>9} "
           f"{'gc/call':>8} {'gc us':>6}")
     for r in rows:
         print(f"{r['backend']:7} {r['case']:11} {r['call']:21} {r['gc']:3} {r['gpu ms']:8.4f} {r['first us']:9.1f} "
               f"{r['pass0 us']:9.1f} {r['gc/call']:8.2f} {r['gc us/call']:6.1f}")
+    if timeline is not None:
+        for r in rows:
+            if r["gc"] == "on":
+                print(f"\n{r['backend']} {r['case']} {r['call']}: GPU {1e3 * r['gpu ms']:.0f} us; host us from the call's start:")
+                print("  " + "; ".join(f"{label} {t:.0f}" for label, t in r["timeline us"]))
     if a.json:
         write_record(a.json, "gpulab-radix-call-probe/1", rows)
 

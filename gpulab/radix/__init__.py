@@ -55,8 +55,8 @@ import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import (describe, device_empty, device_input, device_input_on, is_device_array, numba_stream,
-                           shape_dtype, to_caller, to_host)
+from gpulab.arrays import (describe, device_empty, device_input, device_input_on, device_result, is_device_array,
+                           numba_stream, shape_dtype, to_caller, to_host)
 from gpulab.launch import PlanCache
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
@@ -229,16 +229,16 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
 
     def targets():
         like = t["like"] = describe(keys, values)
-        t["k"] = _target(out[0], n, like, s, (ordered, vin))
-        t["v"] = _target(out[1], n, like, s, (ordered, vin)) if values is not None else (None, True)
+        t["k"] = _target(out[0], n, dtype, like, s, (ordered, vin))
+        t["v"] = _target(out[1], n, vdtype, like, s, (ordered, vin)) if values is not None else (None, True, None)
         t["direct"] = t["k"][1] and t["v"][1]
         return (t["k"][0], t["v"][0]) if t["direct"] else None
 
     dk, dv = plan.sort(ordered, vin, out=targets)
-    (kt, _), (vt, _), direct, like = t["k"], t["v"], t["direct"], t["like"]
+    (kt, _, kmade), (vt, _, vmade), direct, like = t["k"], t["v"], t["direct"], t["like"]
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
-    return (_deliver(dk, dtype, out[0], kt, direct, like, s),
-            _deliver(dv, vdtype, out[1], vt, direct, like, s) if values is not None else None)
+    return (_deliver(dk, dtype, out[0], kt, direct, like, s, kmade),
+            _deliver(dv, vdtype, out[1], vt, direct, like, s, vmade) if values is not None else None)
 
 
 def _take(x, name, buffer, s):
@@ -257,26 +257,34 @@ def _as(a, dtype):
     return a if a.dtype == dtype else a.view(dtype)
 
 
-def _target(o, n, like, s, reads):
+def _target(o, n, dtype, like, s, reads):
     """Where one result goes: `(a numba uint32 array on the device, or None for the host;
-    whether the sort's last pass may write it)`. A device caller without `out` gets a new array
-    (`gpulab.arrays.device_empty`: from CuPy's or PyTorch's pool on the default stream)."""
+    whether the sort's last pass may write it; the caller's new array it is, or None)`. A device
+    caller without `out` gets a new array of `dtype` (`gpulab.arrays.device_result`: from
+    CuPy's or PyTorch's pool on the default stream, through a kept view of its memory, so a
+    call that gets the same block as the call before makes no new view)."""
     if o is None:
-        return (device_empty(n, np.uint32, like, s), True) if like.on_device else (None, False)
+        if not like.on_device:
+            return None, False, None
+        arr, made = device_result(n, dtype, like, s)
+        return _as(arr, np.uint32), True, made
     if not is_device_array(o):
-        return None, False
+        return None, False, None
     t = _as(_take(o, "out", None, s), np.uint32)
-    return t, not any(host.overlap(t, r) for r in reads)
+    return t, not any(host.overlap(t, r) for r in reads), None
 
 
-def _deliver(res, dtype, o, t, written, like, s):
+def _deliver(res, dtype, o, t, written, like, s, made=None):
     """One result (`res`, the uint32 bits on the device) to the caller: into `t` (the caller's
-    device `out`, or a new device array) unless the sort `written` it there, else into the
-    caller's numpy `out`, else a new numpy array. Returns the caller's `out` when given."""
+    device `out`, or a new device array, `made`: what the caller gets for it) unless the sort
+    `written` it there, else into the caller's numpy `out`, else a new numpy array. Returns the
+    caller's `out` when given."""
     if t is not None:
         if not written:
             t.copy_to_device(res, stream=s)
-        return o if o is not None else to_caller(_as(t, dtype), like, s)
+        if o is not None:
+            return o
+        return made if made is not None else to_caller(_as(t, dtype), like, s)
     if o is None:
         return to_caller(_as(res, dtype), False, s)
     res.copy_to_host(o.view(np.uint32), stream=s)

@@ -142,6 +142,70 @@ def test_results_from_the_callers_pool_stay_the_callers(lib_name, rng):
     assert np.array_equal(from_gpu(first), np.sort(a))
     assert np.array_equal(from_gpu(pos), np.argsort(b, kind="stable"))
     assert np.array_equal(from_gpu(ks), np.sort(b)) and np.array_equal(from_gpu(vs), np.argsort(b, kind="stable"))
+    # keys and values of other dtypes: each result in its input's dtype, twice (the second call
+    # takes its blocks, and their kept views, from the pool the first call's results went back to)
+    for _ in range(2):
+        fk = rng.standard_normal(n).astype(np.float32)
+        iv = rng.integers(-(2**31), 2**31, n, dtype=np.int64).astype(np.int32)
+        sk, sv = rx.sort_pairs(on_gpu(lib, fk), on_gpu(lib, iv))
+        assert type(sk).__module__.split(".")[0] == lib_name and type(sv).__module__.split(".")[0] == lib_name
+        order = np.argsort(fk, kind="stable")
+        assert np.array_equal(from_gpu(sk), fk[order]) and np.array_equal(from_gpu(sv), iv[order])
+        assert from_gpu(sk).dtype == np.float32 and from_gpu(sv).dtype == np.int32
+        del sk, sv
+
+
+def test_a_new_result_takes_the_kept_view_of_its_pool_block(monkeypatch, rng):
+    """A device caller's new result (`_target` without `out`) is its library's array
+    (`gpulab.arrays.device_result`); the kernels write a numba view of its memory kept by
+    pointer, shape and dtype, so a later call that gets the same block from the pool makes no new
+    view (a CuPy stand-in and a stand-in pool here); the result goes back as the library's array
+    itself, in its dtype, and a numba caller's result is numba's own allocation."""
+    from gpulab import arrays
+
+    made, pool = [], []
+
+    def unbound_view(cai, owner):
+        made.append((cai["data"][0], tuple(cai["shape"]), cai["typestr"]))
+        return cuda.to_device(np.zeros(cai["shape"], np.dtype(cai["typestr"])))
+
+    class Pooled:  # a CuPy stand-in: what the pool hands out
+        __module__ = "cupy._core.core"
+
+        def __init__(self, n, dtype, ptr):
+            self.shape, self.dtype, self.ptr = (n,), np.dtype(dtype), ptr
+
+        @property
+        def __cuda_array_interface__(self):
+            return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
+                    "version": 3}
+
+    monkeypatch.setattr(arrays, "_unbound_view", unbound_view)
+    monkeypatch.setattr(arrays, "_caller_empty",
+                        lambda n, dtype, like, stream: Pooled(n, dtype, pool.pop(0)) if like.library == "cupy" else None)
+    arrays.clear_views()
+    try:
+        n, ptr = int(rng.integers(2, 1000)), int(rng.integers(1, 2**40)) * 256
+        like = arrays.DeviceInput(None, True, "cupy", Pooled(n, np.uint32, ptr + 2**20))
+        pool.extend([ptr, ptr, ptr + 4096])
+        first, second, third = (rx._target(None, n, np.uint32, like, 0, ()) for _ in range(3))
+        assert first[0] is second[0] and third[0] is not first[0], "the view kept by pointer"
+        assert [t[1] for t in (first, second, third)] == [True] * 3  # the last pass writes them
+        assert [t[2].ptr for t in (first, second, third)] == [ptr, ptr, ptr + 4096]
+        assert made == [(ptr, (n,), "<u4"), (ptr + 4096, (n,), "<u4")]
+        # a float32 result: a float32 view kept, the kernels write its uint32 bits, the caller gets float32
+        pool.append(ptr)
+        arr, writes, result = rx._target(None, n, np.float32, like, 0, ())
+        assert arr.dtype == np.uint32 and result.dtype == np.float32 and made[-1] == (ptr, (n,), "<f4")
+        assert rx._deliver(arr, np.float32, None, arr, True, like, 0, result) is result
+        # a numba caller: numba allocates, no view, the caller gets a numba array of its dtype
+        numba_like = arrays.DeviceInput(None, True, "numba", None)
+        arr, writes, result = rx._target(None, n, np.int32, numba_like, 0, ())
+        assert result is None and len(made) == 3
+        got = rx._deliver(arr, np.int32, None, arr, True, numba_like, 0, result)
+        assert isinstance(got, type(arr)) and got.dtype == np.int32 and got.shape == (n,)
+    finally:
+        arrays.clear_views()
 
 
 def test_wrong_out_is_one_clear_error(rng):
@@ -250,12 +314,13 @@ def test_a_kept_view_lets_no_unchecked_array_through(lib_name, rng):
     assert strided.__cuda_array_interface__["data"][0] == whole.__cuda_array_interface__["data"][0]
     keys = from_gpu(whole)
     assert np.array_equal(from_gpu(rx.sort(whole)), np.sort(keys))
-    kept = dict(arrays._VIEWS)
+    ptr = whole.__cuda_array_interface__["data"][0]
+    kept = {k: v for k, v in arrays._VIEWS.items() if k[0] == ptr}  # (the result's own view is kept too)
     assert len(kept) == 1, "the call kept no view of the caller's keys"
     with pytest.raises(ShapeError, match="non-contiguous") as info:
         rx.sort(strided)
     assert "\n" not in str(info.value)
     assert np.array_equal(from_gpu(rx.sort(whole)), np.sort(keys))
-    assert arrays._VIEWS == kept, "a second call did not take the kept view"
+    assert {k: v for k, v in arrays._VIEWS.items() if k[0] == ptr} == kept, "a second call did not take the kept view"
     with pytest.raises(ShapeError, match="must be 2-D"):
         arrays.device_input_on(whole, "A", ndim=2)
