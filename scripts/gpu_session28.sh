@@ -41,12 +41,10 @@ if [[ " $stages " == *" sab "* ]]; then
   done
 fi
 if [[ " $stages " == *" mtests "* ]]; then
-  gpu_pytest mtests ${MT_T:-200} ${MTESTS:-tests/matmul/test_stream_k.py tests/matmul/test_matmul.py tests/matmul/test_matmul_defaults.py}
+  matmul_mtests
 fi
 if [[ " $stages " == *" mmbench "* ]]; then
-  timeout ${MM_T:-300} $py -m gpulab bench matmul --variants register prefetch wide vec4 warptile streamk cpasync \
-    --sizes N=4096 N=8192 N=4099 "8192x128x128 (thin B)" --repeat ${MM_REPEAT:-10} --no-progress --out "$OUT/mmbench" > "$OUT/mmbench.txt" 2>&1
-  say "bench matmul exit $? ($(el) s)"; grep -E "^(N=|8192x)" "$OUT/mmbench.txt" | grep -E "warptile|streamk" | tee -a "$summary"
+  matmul_bench_fast
 fi
 if [[ " $stages " == *" rtests "* ]]; then
   gpu_pytest rtests ${RT_T:-200} ${RTESTS:-tests/radix/test_out_dtypes.py tests/radix/test_call_overhead.py tests/test_foundation.py}

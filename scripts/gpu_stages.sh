@@ -60,6 +60,17 @@ radix_bench_2p24() {
     --out "$OUT/rbench" > "$OUT/rbench.txt" 2>&1
   say "bench radix 2^24 exit $? ($(el) s)"; grep -E "onesweep" "$OUT/rbench.txt" | tee -a "$summary"
 }
+# matmul_mtests: chapter 1's stream-K and matmul GPU tests (MTESTS: others) -> $OUT/mtests.log
+matmul_mtests() {
+  gpu_pytest mtests ${MT_T:-200} ${MTESTS:-tests/matmul/test_stream_k.py tests/matmul/test_matmul.py tests/matmul/test_matmul_defaults.py}
+}
+# matmul_bench_fast: gpulab bench matmul of the fast variants at N = 4096, 8192, 4099 and thin B, the public
+# call on CuPy arrays (cuBLAS through CuPy in the same run) -> $OUT/mmbench
+matmul_bench_fast() {
+  timeout ${MM_T:-300} $py -m gpulab bench matmul --variants register prefetch wide vec4 warptile streamk cpasync \
+    --sizes N=4096 N=8192 N=4099 "8192x128x128 (thin B)" --repeat ${MM_REPEAT:-10} --no-progress --out "$OUT/mmbench" > "$OUT/mmbench.txt" 2>&1
+  say "bench matmul exit $? ($(el) s)"; grep -E "^(N=|8192x)" "$OUT/mmbench.txt" | grep -E "warptile|streamk" | tee -a "$summary"
+}
 stages_end() {
   cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
   echo "== summary"; cat "$FINAL/summary.txt"
