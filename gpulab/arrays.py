@@ -239,6 +239,10 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
 
 
 _VIEWS: dict = {}  # (pointer, shape, typestr, strides) -> a numba view of that memory, oldest first
+# the same for results made from the caller's pool (`device_result`): kept apart, so that a
+# caller who keeps many results alive (each call a new block, a new view) does not push the
+# views of its inputs out
+_RESULT_VIEWS: dict = {}
 _VIEWS_MAX = 8
 _VIEWS_LOCK = threading.Lock()  # taken to add and drop views; a look-up is one atomic dict read
 
@@ -248,21 +252,22 @@ def _view_key(cai: dict) -> tuple:
     return cai["data"][0], tuple(cai["shape"]), cai["typestr"], cai.get("strides")
 
 
-def _view(key: tuple, cai: dict):
+def _view(key: tuple, cai: dict, kept: dict = _VIEWS):
     """A new numba device array over another library's C-contiguous array (its interface
     `cai`), not waited for, kept by `key` (`_view_key(cai)`) for the calls that follow. numba's
     `as_cuda_array` costs about 20 us a call (an H100 host), a tenth of a sort of 2^24 keys; the
-    views of the last few arrays are kept instead, keyed by what they describe, and only views
-    of memory that passed `device_input`'s checks are kept, so a kept one needs no check again.
+    views of the last few arrays are kept instead, keyed by what they describe, in `kept`:
+    `_VIEWS` for inputs, of memory that passed `device_input`'s checks only, so a kept one needs
+    no check again; `_RESULT_VIEWS` for new results from the caller's pool (`device_result`).
     A view does not own its memory (nor keep the caller's array alive): it is only used while
     the caller's array is, during a call, and under unified addressing a pointer names one
     allocation of one device. The first views made are the first dropped (a look-up does not
     refresh a view: that would take the lock on every call)."""
     v = _unbound_view(cai, owner=None)
     with _VIEWS_LOCK:
-        _VIEWS[key] = v
-        while len(_VIEWS) > _VIEWS_MAX:
-            del _VIEWS[next(iter(_VIEWS))]
+        kept[key] = v
+        while len(kept) > _VIEWS_MAX:
+            del kept[next(iter(kept))]
     return v
 
 
@@ -275,6 +280,7 @@ def clear_views() -> None:
     """Forget the numba views kept of other libraries' arrays (e.g. before the device is reset)."""
     with _VIEWS_LOCK:
         _VIEWS.clear()
+        _RESULT_VIEWS.clear()
 
 
 def describe(*arrays) -> DeviceInput:
@@ -359,8 +365,8 @@ def device_result(n: int | tuple, dtype, like: DeviceInput, stream=0):
         return cuda.device_array(n, dtype, stream=stream), None
     cai = x.__cuda_array_interface__
     key = _view_key(cai)
-    v = _VIEWS.get(key)
-    return (v if v is not None else _view(key, cai)), x
+    v = _RESULT_VIEWS.get(key)
+    return (v if v is not None else _view(key, cai, _RESULT_VIEWS)), x
 
 
 def _caller_empty(n, dtype, like: DeviceInput, stream):

@@ -100,10 +100,11 @@ extern "C" __global__ void __launch_bounds__({bounds})
 """
 
 
-def summary(trace: np.ndarray, sk_ids: np.ndarray | None, sm_count: int) -> dict:
-    """The numbers of the docstring from one launch's trace (rows: start ns, end ns, SM; a block
-    that returned at once, past the last tile, counts as it ran). `sk_ids`: which blocks are
-    stream-K blocks (None: no stream-K launch)."""
+def summary(trace: np.ndarray, sk_ids: np.ndarray | None, sm_count: int, whole_ids: np.ndarray | None = None) -> dict:
+    """The numbers of the docstring from one launch's trace (rows: start ns, end ns, SM). `sk_ids`
+    and `whole_ids`: which blocks are stream-K blocks and which compute a whole tile (None: no
+    stream-K launch, every block a whole tile). A block that is neither (one that returned at
+    once, past the last tile of its part of the grid) counts in the span and the busy time only."""
     start, end, sm = trace[:, 0].astype(np.int64), trace[:, 1].astype(np.int64), trace[:, 2]
     used = end > 0
     t0 = start[used].min()
@@ -125,7 +126,7 @@ def summary(trace: np.ndarray, sk_ids: np.ndarray | None, sm_count: int) -> dict
         busy += tot + cur_e - cur_s
         last.append(float(e[on].max()))
     sk = np.zeros(trace.shape[0], bool) if sk_ids is None else sk_ids & used
-    whole = used & ~sk
+    whole = used & ~sk if whole_ids is None else used & whole_ids
     dur = e - s
     out = {"span us": span, "busy %": float(100 * busy / (sm_count * span)), "tail us": span - statistics.median(last),
            "last end min us": min(last), "whole us": float(np.median(dur[whole])) if whole.any() else None}
@@ -180,12 +181,17 @@ def main() -> None:
             p = v.launch_params(over)
             policy = v.policy
             grid, block = host.geometry(policy, p, M, N)
-            extra, dp, sk_ids = (), None, None
+            extra, dp, sk_ids, whole_ids = (), None, None, None
             if policy.stream_k:
                 grid, extra = host.stream_k_launch(policy, p, M, N, K)
                 dp, nsk, ids = int(extra[2]), int(extra[3]), np.arange(int(np.prod(grid)))
-                # the block ids of the stream-K blocks: after the whole tiles, or first (WT_SK_FIRST)
-                sk_ids = ids < nsk if p.get("WT_SK_FIRST") else (ids >= dp) & (ids < dp + nsk)
+                # the block ids of the stream-K blocks and of the whole tiles: the whole tiles
+                # first, or (WT_SK_FIRST) after the stream-K blocks' rows of the grid
+                if p.get("WT_SK_FIRST"):
+                    first_whole = -(-nsk // grid[0]) * grid[0]
+                    sk_ids, whole_ids = ids < nsk, (ids >= first_whole) & (ids < first_whole + dp)
+                else:
+                    sk_ids, whole_ids = (ids >= dp) & (ids < dp + nsk), ids < dp
             plain = host.plan(policy, "cuda-c", M, K, N, p)  # (its build also makes the context pycuda uses)
             if experiment:  # no untraced build of an experiment
                 plain = None
@@ -232,7 +238,7 @@ def main() -> None:
             row = {"shape": shape, "variant": label, "ms": t_plain, "traced ms": ms, "cublas ms": cublas_ms,
                    "tflops": 2.0 * M * N * K / t_plain / 1e9, "blocks": blocks,
                    "dp tiles": dp, "ok": bool(err <= float32_tolerance(K) and err2 <= float32_tolerance(K)),
-                   **summary(tr, sk_ids, sm_count)}
+                   **summary(tr, sk_ids, sm_count, whole_ids)}
             rows.append(row)
             traces[f"{shape} {label}"] = tr
             print(json.dumps({k: (round(x, 3) if isinstance(x, float) else x) for k, x in row.items()}), flush=True)

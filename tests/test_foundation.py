@@ -371,6 +371,14 @@ def test_a_result_from_the_callers_pool_reuses_the_kept_view(monkeypatch, rng):
         host = arrays.DeviceInput(None, False, "numpy", None)
         array, result = arrays.device_result(n, np.float32, host)
         assert result is None and array.shape == (n,) and len(made) == 3
+        # results are kept apart from inputs: a caller who keeps many results alive (a new block
+        # each call) does not push its inputs' views out
+        keys = _CupyLike(n, np.float32, ptr + 2**30)
+        first = arrays.device_input_on(keys, "keys").array
+        pool.extend(_CupyLike(n, np.float32, ptr + 4096 * (i + 1)) for i in range(arrays._VIEWS_MAX + 1))
+        for _ in range(arrays._VIEWS_MAX + 1):
+            arrays.device_result(n, np.float32, like)
+        assert arrays.device_input_on(keys, "keys").array is first, "results pushed an input's view out"
     finally:
         arrays.clear_views()
 
