@@ -235,10 +235,10 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
         return (t["k"][0], t["v"][0]) if t["direct"] else None
 
     dk, dv = plan.sort(ordered, vin, out=targets)
-    (kt, _, kmade), (vt, _, vmade), direct, like = t["k"], t["v"], t["direct"], t["like"]
+    (kt, _, kgive), (vt, _, vgive), direct, like = t["k"], t["v"], t["direct"], t["like"]
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
-    return (_deliver(dk, dtype, out[0], kt, direct, like, s, kmade),
-            _deliver(dv, vdtype, out[1], vt, direct, like, s, vmade) if values is not None else None)
+    return (_deliver(dk, dtype, out[0], kt, direct, like, s, kgive),
+            _deliver(dv, vdtype, out[1], vt, direct, like, s, vgive) if values is not None else None)
 
 
 def _take(x, name, buffer, s):
@@ -259,32 +259,33 @@ def _as(a, dtype):
 
 def _target(o, n, dtype, like, s, reads):
     """Where one result goes: `(a numba uint32 array on the device, or None for the host;
-    whether the sort's last pass may write it; the caller's new array it is, or None)`. A device
-    caller without `out` gets a new array of `dtype` (`gpulab.arrays.device_result`: from
-    CuPy's or PyTorch's pool on the default stream, through a kept view of its memory, so a
-    call that gets the same block as the call before makes no new view)."""
+    whether the sort's last pass may write it; for a new device result, a function that gives
+    the caller its array once the sort is queued, else None)`. A device caller without `out`
+    gets a new array of `dtype` (`gpulab.arrays.device_result`: from CuPy's or PyTorch's pool on
+    the default stream, through a kept view of its memory, so a call that gets the same block as
+    the call before makes no new view; else numba's allocation, handed over by `to_caller` only
+    then: taking a stream-bound numba array into another library may wait for the stream)."""
     if o is None:
         if not like.on_device:
             return None, False, None
         arr, made = device_result(n, dtype, like, s)
-        return _as(arr, np.uint32), True, made
+        give = (lambda: made) if made is not None else (lambda: to_caller(arr, like, s))
+        return _as(arr, np.uint32), True, give
     if not is_device_array(o):
         return None, False, None
     t = _as(_take(o, "out", None, s), np.uint32)
     return t, not any(host.overlap(t, r) for r in reads), None
 
 
-def _deliver(res, dtype, o, t, written, like, s, made=None):
+def _deliver(res, dtype, o, t, written, like, s, give=None):
     """One result (`res`, the uint32 bits on the device) to the caller: into `t` (the caller's
-    device `out`, or a new device array, `made`: what the caller gets for it) unless the sort
-    `written` it there, else into the caller's numpy `out`, else a new numpy array. Returns the
-    caller's `out` when given."""
+    device `out`, or a new device array, whose `give()` is what the caller gets: `_target`)
+    unless the sort `written` it there, else into the caller's numpy `out`, else a new numpy
+    array. Returns the caller's `out` when given."""
     if t is not None:
         if not written:
             t.copy_to_device(res, stream=s)
-        if o is not None:
-            return o
-        return made if made is not None else to_caller(_as(t, dtype), like, s)
+        return o if o is not None else give()
     if o is None:
         return to_caller(_as(res, dtype), False, s)
     res.copy_to_host(o.view(np.uint32), stream=s)

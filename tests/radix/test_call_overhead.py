@@ -191,18 +191,20 @@ def test_a_new_result_takes_the_kept_view_of_its_pool_block(monkeypatch, rng):
         first, second, third = (rx._target(None, n, np.uint32, like, 0, ()) for _ in range(3))
         assert first[0] is second[0] and third[0] is not first[0], "the view kept by pointer"
         assert [t[1] for t in (first, second, third)] == [True] * 3  # the last pass writes them
-        assert [t[2].ptr for t in (first, second, third)] == [ptr, ptr, ptr + 4096]
+        assert [t[2]().ptr for t in (first, second, third)] == [ptr, ptr, ptr + 4096]
         assert made == [(ptr, (n,), "<u4"), (ptr + 4096, (n,), "<u4")]
         # a float32 result: a float32 view kept, the kernels write its uint32 bits, the caller gets float32
         pool.append(ptr)
-        arr, writes, result = rx._target(None, n, np.float32, like, 0, ())
+        arr, writes, give = rx._target(None, n, np.float32, like, 0, ())
+        result = give()
         assert arr.dtype == np.uint32 and result.dtype == np.float32 and made[-1] == (ptr, (n,), "<f4")
-        assert rx._deliver(arr, np.float32, None, arr, True, like, 0, result) is result
+        assert isinstance(result, Pooled)
+        assert rx._deliver(arr, np.float32, None, arr, True, like, 0, give) is result
         # a numba caller: numba allocates, no view, the caller gets a numba array of its dtype
         numba_like = arrays.DeviceInput(None, True, "numba", None)
-        arr, writes, result = rx._target(None, n, np.int32, numba_like, 0, ())
-        assert result is None and len(made) == 3
-        got = rx._deliver(arr, np.int32, None, arr, True, numba_like, 0, result)
+        arr, writes, give = rx._target(None, n, np.int32, numba_like, 0, ())
+        assert not isinstance(give(), Pooled) and len(made) == 3
+        got = rx._deliver(arr, np.int32, None, arr, True, numba_like, 0, give)
         assert isinstance(got, type(arr)) and got.dtype == np.int32 and got.shape == (n,)
     finally:
         arrays.clear_views()
