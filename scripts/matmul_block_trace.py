@@ -43,6 +43,7 @@ from gpulab import cudac
 from gpulab.benchmark import utc_now, versions
 from gpulab.checking import float32_tolerance, poisoned, relative_error
 from gpulab.device import info
+from gpulab.launch import ceil_div
 from gpulab.matmul import host
 from gpulab.matmul.variants import REGISTRY
 from gpulab.timing import measure
@@ -188,7 +189,7 @@ def main() -> None:
                 # the block ids of the stream-K blocks and of the whole tiles: the whole tiles
                 # first, or (WT_SK_FIRST) after the stream-K blocks' rows of the grid
                 if p.get("WT_SK_FIRST"):
-                    first_whole = -(-nsk // grid[0]) * grid[0]
+                    first_whole = ceil_div(nsk, grid[0]) * grid[0]
                     sk_ids, whole_ids = ids < nsk, (ids >= first_whole) & (ids < first_whole + dp)
                 else:
                     sk_ids, whole_ids = (ids >= dp) & (ids < dp + nsk), ids < dp
