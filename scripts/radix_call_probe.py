@@ -17,6 +17,8 @@ it adds to the GPU time.
     python scripts/radix_call_probe.py --log2 24 --pairs --json probe.json
     python scripts/radix_call_probe.py --log2 24 --pairs --timeline --out --json probe.json
 
+`--steps` (with `--timeline`) stamps the public call's own steps before the plan's sort too, and
+every stamped call's return as "... done": where a real call's host time before its first launch goes.
 `--out` adds the public call with `out=` (the caller's CuPy arrays, made once: no result
 allocated per call). `--timeline` also stamps every kernel launch of a call and the host steps
 around them (the offsets' copy started and back, each result asked for), and prints, per call,
@@ -90,13 +92,13 @@ class Timeline:
     the offsets' copy started (`Readback.start`) and back (`passes_that_move`), each result
     asked for (`gpulab.radix._target`, in and out)."""
 
-    def __init__(self):
+    def __init__(self, steps: bool = False):
         from gpulab import device
         from gpulab.launch import KernelProvider
 
         self.t0, self.stamps, self.active, self._undo = 0.0, [], False, []
 
-        def wrap(owner, name, label_of):
+        def wrap(owner, name, label_of, done=None):
             orig = getattr(owner, name)
 
             def stamped(*a, **k):
@@ -105,17 +107,24 @@ class Timeline:
                 label = label_of(a)
                 self.stamps.append((label, time.perf_counter()))
                 r = orig(*a, **k)
-                if label.startswith("result"):
-                    self.stamps.append((label + " made", time.perf_counter()))
+                if done is not None:
+                    self.stamps.append((label + done, time.perf_counter()))
                 return r
 
             setattr(owner, name, stamped)
             self._undo.append((owner, name, orig))
 
-        wrap(KernelProvider, "__call__", lambda a: a[1])
-        wrap(device.Readback, "start", lambda a: "offsets copy queued")
+        # with --steps every stamped call is also stamped on return ("... done"), and the public
+        # call's steps before the plan's sort are stamped too (where its host time goes, in a real call)
+        end = " done" if steps else None
+        wrap(KernelProvider, "__call__", lambda a: a[1], end)
+        wrap(device.Readback, "start", lambda a: "offsets copy queued", end)
         wrap(host.SortPlan, "passes_that_move", lambda a: "offsets back")
-        wrap(rx, "_target", lambda a: "result")
+        wrap(rx, "_target", lambda a: "result", " made")
+        if steps:
+            for owner, name in ((host, "validate_keys"), (host, "validate_values"), (rx, "_launch"), (rx, "_plan"),
+                                (rx, "_take"), (host, "order_on_device"), (host.SortPlan, "sort")):
+                wrap(owner, name, lambda a, _n=name: _n, end)
 
     def begin(self, t0):
         self.t0, self.stamps, self.active = t0, [], True
@@ -171,6 +180,27 @@ def time_call(call, probe: Probe, calls: int, warmup: int, collect: bool, before
     return out
 
 
+def readback_host_us(plan, d_keys, calls: int = 50) -> dict:
+    """Host µs of one `Readback.start` (the offsets' copy queued, its event recorded), median of
+    `calls`: with the GPU idle, and right after a whole sort was queued (the GPU busy for most of a
+    millisecond). A copy that is queued and not waited for takes the same few µs either way; one
+    that waits for the work before it takes about the sort's time when the GPU is busy."""
+    out = {}
+    for busy in (False, True):
+        times = []
+        for _ in range(calls):
+            cuda.synchronize()
+            if busy:
+                plan.sort(d_keys)  # its own wait for the offsets comes early; its passes stay queued
+            t = time.perf_counter()
+            wait = plan.hist_back.start(plan.hist, plan.stream)
+            times.append(1e6 * (time.perf_counter() - t))
+            wait()
+        out["busy" if busy else "idle"] = statistics.median(times)
+    cuda.synchronize()
+    return out
+
+
 def _attached(fn):
     from numba.cuda.cudadrv import devices
 
@@ -199,7 +229,12 @@ def main() -> None:
                          "finds their code and data warm")
     ap.add_argument("--out", action="store_true", help="also the public call with out= (the caller's CuPy arrays)")
     ap.add_argument("--timeline", action="store_true", help="stamp every launch and host step of a call (see above)")
+    ap.add_argument("--steps", action="store_true",
+                    help="with --timeline: also stamp the public call's steps before the plan's sort, and every "
+                         "stamped call's return (where the host time before the first launch goes in a real call)")
     ap.add_argument("--json")
+    ap.add_argument("--readback", action="store_true",
+                    help="also the host time of the offsets' copy queued (Readback.start), GPU idle and busy")
     a = ap.parse_args()
     import cupy
 
@@ -209,13 +244,18 @@ def main() -> None:
     d_keys, d_vals = cuda.to_device(keys), cuda.to_device(np.arange(n, dtype=np.uint32))
     c_keys, c_vals = cupy.asarray(d_keys), cupy.asarray(d_vals)
     probe = Probe()
-    timeline = Timeline() if a.timeline else None
+    timeline = Timeline(a.steps) if a.timeline else None
     rows = []
     try:
         for backend in a.backends:
             v = rx.REGISTRY.get(a.variant, backend)
             for pairs in ([False, True] if a.pairs else [False]):
                 plan = v.run(n, pairs, v.launch_params(None))
+                if a.readback and not pairs:
+                    rb = readback_host_us(plan, d_keys)
+                    print(json.dumps({"backend": backend, "readback host us": rb}), flush=True)
+                    rows.append({"backend": backend, "case": f"2^{a.log2}", "call": "Readback.start",
+                                 "host us, GPU idle": rb["idle"], "host us, GPU busy": rb["busy"]})
                 params = None  # the plan's are the variant's own: the call as a user writes it (as the benchmark)
                 calls = {"kernels": (lambda: plan.sort(d_keys, d_vals)) if pairs else (lambda: plan.sort(d_keys)),
                          "public cupy": ((lambda: rx.sort_pairs(c_keys, c_vals, v.name, backend, params)) if pairs
@@ -265,12 +305,15 @@ def main() -> None:
             timeline.close()
     print(f"\n{'backend':7} {'case':11} {'call':21} {'gc':3} {'gpu ms':>8} {'first us':>9} {'pass0 us':>9} "
           f"{'gc/call':>8} {'gc us':>6}")
-    for r in rows:
+    for r in [r for r in rows if "gc" in r]:
         print(f"{r['backend']:7} {r['case']:11} {r['call']:21} {r['gc']:3} {r['gpu ms']:8.4f} {r['first us']:9.1f} "
               f"{r['pass0 us']:9.1f} {r['gc/call']:8.2f} {r['gc us/call']:6.1f}")
+    for r in [r for r in rows if "gc" not in r]:
+        print(f"{r['backend']:7} Readback.start host us: GPU idle {r['host us, GPU idle']:.1f}, "
+              f"GPU busy {r['host us, GPU busy']:.1f}")
     if timeline is not None:
         for r in rows:
-            if r["gc"] == "on":
+            if r.get("gc") == "on":
                 print(f"\n{r['backend']} {r['case']} {r['call']}: GPU {1e3 * r['gpu ms']:.0f} us; host us from the call's start:")
                 print("  " + "; ".join(f"{label} {t:.0f}" for label, t in r["timeline us"]))
     if a.json:

@@ -56,7 +56,7 @@ import numpy as np
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import (describe, device_empty, device_input, device_input_on, device_result, is_device_array,
-                           numba_stream, shape_dtype, to_caller, to_host)
+                           kept_view, numba_stream, shape_dtype, to_caller, to_host)
 from gpulab.launch import PlanCache
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
@@ -200,14 +200,18 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     for. `out`: the caller's arrays for them (already checked), `None` where the result is new.
     `checked`: `host.validate_keys(keys)` where the caller already has it, followed by
     `host.validate_values(n, values)` when it has that too."""
-    n, dtype, *vchecked = checked or host.validate_keys(keys)
+    s = numba_stream(stream)
+    kept = _kept_inputs(keys, values, s) if checked is None else None
+    if kept is not None:  # CuPy arrays seen before: checked, and taken, in one look-up each
+        n, dtype, vdtype, kin, vkin = kept
+    else:
+        n, dtype, *vchecked = checked or host.validate_keys(keys)
+        # a numpy dtype (torch's is not)
+        vdtype = vchecked[0] if vchecked else (host.validate_values(n, values) if values is not None else None)
     has_vals = values is not None or iota
-    # a numpy dtype (torch's is not)
-    vdtype = vchecked[0] if vchecked else (host.validate_values(n, values) if values is not None else None)
     v, p, pkey = _launch(_sized(variant, backend, n), backend, params)
     if v.backend == "cpu":
         return _filled(_sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota), out)
-    s = numba_stream(stream)
     if n == 0:
         like = describe(keys, values)
         empty = (_empty(dtype, like, s), _empty(np.int64 if iota else vdtype, like, s) if has_vals else None)
@@ -215,8 +219,11 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     plan = _plan(v, n, has_vals, p, pkey, s)
     # Host inputs are copied into the plan's buffers that only the first pass reads
     scratch = plan.scratch
-    ordered = host.order_on_device(_take(keys, "keys", scratch, s), dtype, scratch, s)
-    vin = _as(_take(values, "values", plan.values_scratch, s), np.uint32) if values is not None else None
+    ordered = host.order_on_device(kin if kept else _take(keys, "keys", scratch, s), dtype, scratch, s)
+    if values is not None:
+        vin = _as(vkin if kept else _take(values, "values", plan.values_scratch, s), np.uint32)
+    else:
+        vin = None
     if iota:
         _, pos = plan.sort(ordered, None, iota=True)
         return None, _positions(pos, out[1], describe(keys, values), s)
@@ -239,6 +246,25 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
     return (_deliver(dk, dtype, out[0], kt, direct, like, s, kgive),
             _deliver(dv, vdtype, out[1], vt, direct, like, s, vgive) if values is not None else None)
+
+
+def _kept_inputs(keys, values, s):
+    """`(n, dtype, values' dtype, keys' view, values' view)` for device inputs whose numba views
+    are kept (`gpulab.arrays.kept_view`: CuPy arrays seen before), with the checks of
+    `host.validate_keys` and `host.validate_values` that a kept view does not already imply; `None`
+    where an input is not such an array, or fails a check (the full way then takes it, and names
+    what is wrong). A public call on arrays it has sorted before thus reaches its first launch
+    through two look-ups instead of the checks' and `_take`'s function layers (issue 30)."""
+    kv = kept_view(keys, s)
+    if kv is None or kv.ndim != 1 or kv.dtype not in host.KEY_DTYPE_SET or not 0 < kv.shape[0] <= host.INT32_MAX:
+        return None
+    n = kv.shape[0]
+    if values is None:
+        return n, kv.dtype, None, kv, None
+    vv = kept_view(values, s)
+    if vv is None or vv.shape != (n,) or vv.dtype.itemsize != 4:
+        return None
+    return n, kv.dtype, vv.dtype, kv, vv
 
 
 def _take(x, name, buffer, s):
@@ -442,19 +468,18 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
     the first device input's library; new arrays you own. `out=(keys_out, values_out)`: two
     arrays of your own (numpy or device, C-contiguous, the inputs' length and dtypes), filled
     and returned as that pair; on the device the last pass writes them (no allocation)."""
+    if out is None:  # checked in `_sorted` (in one look-up each for arrays it has taken before)
+        return _sorted(keys, values, variant, backend, params, False, stream)
     n, kdtype = host.validate_keys(keys)
     vdtype = host.validate_values(n, values)
-    if out is not None:
-        if not (isinstance(out, (tuple, list)) and len(out) == 2):
-            from gpulab.errors import ShapeError
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        from gpulab.errors import ShapeError
 
-            raise ShapeError(f"out must be a pair (keys_out, values_out) of arrays of shape ({n},) and dtypes "
-                             f"{kdtype} and {vdtype}, got {type(out).__name__}")
-        _check_out(out[0], "out[0]", n, kdtype, "the sorted keys")
-        _check_out(out[1], "out[1]", n, vdtype, "the values")
-    ko, vo = out if out is not None else (None, None)
-    k, v = _sorted(keys, values, variant, backend, params, False, stream, (ko, vo), (n, kdtype, vdtype))
-    return k, v
+        raise ShapeError(f"out must be a pair (keys_out, values_out) of arrays of shape ({n},) and dtypes "
+                         f"{kdtype} and {vdtype}, got {type(out).__name__}")
+    _check_out(out[0], "out[0]", n, kdtype, "the sorted keys")
+    _check_out(out[1], "out[1]", n, vdtype, "the values")
+    return _sorted(keys, values, variant, backend, params, False, stream, tuple(out), (n, kdtype, vdtype))
 
 
 def distinct(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None):

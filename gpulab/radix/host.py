@@ -36,7 +36,7 @@ INT32_MAX = 2**31 - 1
 HIST_BLOCKS_PER_SM = 16
 EW_BLOCK = 256  # threads per block of the element-wise kernels (flags, scatter, iota ...)
 KEY_DTYPES = (np.dtype(np.uint32), np.dtype(np.int32), np.dtype(np.float32))
-_KEY_DTYPES = frozenset(KEY_DTYPES)  # one hash look-up a call, not three dtype comparisons
+KEY_DTYPE_SET = frozenset(KEY_DTYPES)  # one hash look-up a call, not three dtype comparisons
 _UINT32 = KEY_DTYPES[0]
 
 # --8<-- [start:transforms]
@@ -84,7 +84,7 @@ def validate_keys(keys, name: str = "keys") -> tuple[int, np.dtype]:
     """Check that `keys` is something these kernels sort, from its array interface (a device
     array's data is not touched); return `(n, dtype)`."""
     shape, dtype = check_array(keys, name, ndim=1)
-    if dtype not in _KEY_DTYPES:
+    if dtype not in KEY_DTYPE_SET:
         raise DtypeError(f"{name} has dtype {dtype}; the kernels sort uint32, int32 and float32 keys "
                          f"(32-bit keys only)")
     if shape[0] > INT32_MAX:

@@ -325,3 +325,75 @@ def test_a_kept_view_lets_no_unchecked_array_through(lib_name, rng):
     assert arrays._VIEWS == kept, "a second call did not take the kept view"
     with pytest.raises(ShapeError, match="must be 2-D"):
         arrays.device_input_on(whole, "A", ndim=2)
+
+
+class _CupyStandIn:
+    """A CuPy array as gpulab sees it (its type's module and its interface; the simulator has no
+    CuPy): `ptr` names its memory, whose numba view `_unbound_view` finds in `_StandIns.memory`."""
+
+    __module__ = "cupy._core.core"
+
+    def __init__(self, ptr, host_array):
+        self.ptr, self.shape, self.dtype = ptr, host_array.shape, host_array.dtype
+
+    @property
+    def __cuda_array_interface__(self):
+        return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
+                "stream": 1, "version": 3}
+
+
+def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_through(monkeypatch, rng):
+    """A public call on CuPy arrays whose views are kept (`gpulab.arrays.kept_view`) checks and
+    takes them in one look-up each (no `validate_keys`, no `_take`), and sorts them right; an array
+    whose kept view does not fit the sort (2-D, int64, values of another length or item size) goes
+    the full way and gets its one clear error (CuPy stand-ins on the simulator)."""
+    from gpulab import arrays
+    from gpulab.errors import DtypeError, ShapeError
+
+    memory = {}
+
+    def standin(host_array):
+        ptr = (len(memory) + 1) * 2**20 + int(rng.integers(0, 2**10)) * 256
+        memory[ptr] = cuda.to_device(host_array)
+        return _CupyStandIn(ptr, host_array)
+
+    monkeypatch.setattr(arrays, "_unbound_view", lambda cai, owner: memory[cai["data"][0]])
+    monkeypatch.setattr(arrays, "_caller_empty", lambda n, dtype, like, stream: None)  # numba allocates
+    monkeypatch.setattr(rx, "to_caller", lambda a, like, stream=0: a.copy_to_host() if hasattr(a, "copy_to_host") else a)
+    calls = []
+    orig_take = rx._take
+    monkeypatch.setattr(rx, "_take", lambda *a, **k: calls.append("_take") or orig_take(*a, **k))
+    orig_validate = rx.host.validate_keys
+    monkeypatch.setattr(rx.host, "validate_keys", lambda *a, **k: calls.append("validate_keys") or orig_validate(*a, **k))
+    arrays.clear_views()
+    try:
+        n = int(rng.integers(2, 200))
+        keys = small_keys(rng, n)  # one simulated pass a sort
+        vals = rng.standard_normal(n).astype(np.float32)
+        k, v = standin(keys), standin(vals)
+        order = np.argsort(keys, kind="stable")
+        for turn in ("first", "kept"):
+            calls.clear()
+            got_k, got_v = rx.sort_pairs(k, v)
+            assert np.array_equal(got_k, keys[order]) and np.array_equal(got_v, vals[order]), turn
+            assert (calls == []) == (turn == "kept"), f"{turn} call: {calls}"
+        assert np.array_equal(rx.sort(k), np.sort(keys, kind="stable"))
+        assert calls == [], calls
+        # views kept for arrays the sort must refuse: each still gets its error
+        square = standin(np.zeros((4, 4), np.uint32))
+        arrays.device_input_on(square, "A", ndim=2)
+        wide = standin(np.zeros(n, np.int64))
+        arrays.device_input_on(wide, "x")
+        short = standin(vals[:-1])
+        arrays.device_input_on(short, "x")
+        assert all(arrays.kept_view(x) is not None for x in (square, wide, short))
+        with pytest.raises(ShapeError, match="must be 1-D"):
+            rx.sort(square)
+        with pytest.raises(DtypeError, match="int64"):
+            rx.sort(wide)
+        with pytest.raises(ShapeError, match="one value per key"):
+            rx.sort_pairs(k, short)
+        with pytest.raises(DtypeError, match="4-byte values"):
+            rx.sort_pairs(k, wide)
+    finally:
+        arrays.clear_views()
