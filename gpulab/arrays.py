@@ -232,28 +232,32 @@ def device_input_on(x, name: str = "x", *, stream=0, dtypes=None, ndim: int | No
     if k != "cupy" and hasattr(x, "is_c_contiguous"):  # numba's (or the simulator's): taken as it is
         return device_input(x, name, stream=stream, sync=False, dtypes=dtypes, ndim=ndim)
     cai = x.__cuda_array_interface__  # read once: CuPy and PyTorch build it per access
+    return device_input(x, name, stream=stream, sync=_waits(cai, stream), cai=cai, dtypes=dtypes, ndim=ndim)
+
+
+def _waits(cai: dict, stream) -> bool:
+    """Whether work on `stream` (a numba stream, or `0`) must wait for an array whose interface
+    is `cai`: where the interface names a stream, and not that one (numba's default stream, `0`
+    or its object, is the legacy one, `1` in an interface)."""
     theirs = cai.get("stream")
-    ours = (int(stream) if stream is not None else 0) or 1  # numba's default stream (0, or its object): 1
-    return device_input(x, name, stream=stream, sync=theirs is not None and theirs != ours, cai=cai,
-                        dtypes=dtypes, ndim=ndim)
+    return theirs is not None and theirs != ((int(stream) if stream is not None else 0) or 1)
 
 
 def kept_view(x, stream=0):
-    """The numba view [`device_input_on`][gpulab.arrays.device_input_on]`(x, stream=stream)`
-    would return for a CuPy array `x` whose view is already kept, found with one read of its
-    interface and one look-up; `None` for anything else (another kind of array, memory seen for
-    the first time, an interface that names a stream other than `stream`): take it the full way
-    then. A kept view is of memory that passed `device_input`'s checks, under a key with its
-    shape, dtype and strides, so the view's `shape` and `dtype` are the array's and it is
-    C-contiguous; the caller checks only what it needs beyond that (its dimensions, dtypes,
-    limits). A public call's fast way in: the full way's function layers cost little in a loop
-    but 10-15 µs of host time in a real call on an H200 host, where the host runs this code
-    cold after waiting for the previous call (`scripts/radix_call_probe.py --steps`)."""
+    """For a CuPy array `x` whose numba view is already kept: that view, the one
+    [`device_input_on`][gpulab.arrays.device_input_on] would return for it on `stream`, found
+    with one read of its interface and one look-up. `None` for anything else (another kind of
+    array, memory seen for the first time, an interface that names a stream work on `stream`
+    must wait for): take it the full way then.
+
+    A kept view is of memory that passed `device_input`'s checks, under a key with its
+    pointer, shape, dtype and strides, so the view's `shape` and `dtype` are the array's and it
+    is C-contiguous; the caller checks only what it needs beyond that (its dimensions, dtypes,
+    limits). It is a public call's short way in (chapter 4, "A CuPy array seen before")."""
     if _kind(x) != "cupy":
         return None
     cai = x.__cuda_array_interface__
-    theirs = cai.get("stream")
-    if theirs is not None and theirs != ((int(stream) if stream is not None else 0) or 1):
+    if _waits(cai, stream):
         return None  # device_input_on waits for their stream: not a kept view's way
     return _VIEWS.get(_view_key(cai))
 

@@ -5,6 +5,7 @@
 #           and the host time of the offsets' copy queued with the GPU idle and busy (RP_TURNS: trees)
 #   rplain  scripts/radix_call_probe.py at 2^24 keys and pairs without stamps, trees old/new/new/old (RPL_TURNS)
 #   rback   scripts/readback_probe.py: the host time of a small readback's pieces, GPU idle and busy
+#   etests  chapter 5's Euler GPU tests (its edges are paired by radix sort plans)
 #   rtests  radix's GPU tests of the public call's results (CuPy, PyTorch, out=, dtypes)
 #   rbench24 gpulab bench radix, every variant at 2^24 keys and pairs with CUB, RB_REPEAT repeats, appended to a
 #           copy of the committed radix-h200.json (radix_bench_2p24)
@@ -41,6 +42,9 @@ if [[ " $stages " == *" rtests "* ]]; then
 fi
 if [[ " $stages " == *" rbench24 "* ]]; then
   radix_bench_2p24
+fi
+if [[ " $stages " == *" etests "* ]]; then
+  gpu_pytest etests ${ET_T:-150} ${ETESTS:-tests/euler}
 fi
 if [[ " $stages " == *" rab "* ]]; then
   radix_call_ab

@@ -122,9 +122,11 @@ class Timeline:
         wrap(host.SortPlan, "passes_that_move", lambda a: "offsets back")
         wrap(rx, "_target", lambda a: "result", " made")
         if steps:
-            for owner, name in ((host, "validate_keys"), (host, "validate_values"), (rx, "_launch"), (rx, "_plan"),
-                                (rx, "_take"), (host, "order_on_device"), (host.SortPlan, "sort")):
-                wrap(owner, name, lambda a, _n=name: _n, end)
+            for owner, name in ((host, "validate_keys"), (host, "validate_values"), (rx, "_kept_inputs"),
+                                (rx, "_launch"), (rx, "_plan"), (rx, "_take"), (host, "order_on_device"),
+                                (host.SortPlan, "sort")):
+                if hasattr(owner, name):  # (a tree before a step existed)
+                    wrap(owner, name, lambda a, _n=name: _n, end)
 
     def begin(self, t0):
         self.t0, self.stamps, self.active = t0, [], True
@@ -236,6 +238,10 @@ def main() -> None:
     ap.add_argument("--readback", action="store_true",
                     help="also the host time of the offsets' copy queued (Readback.start), GPU idle and busy")
     a = ap.parse_args()
+    if a.steps and not a.timeline:
+        ap.error("--steps stamps within --timeline: give both")
+    if a.readback and a.variant != "onesweep":
+        ap.error("--readback times onesweep's offsets' copy: --variant onesweep")
     import cupy
 
     n = 2**a.log2

@@ -84,7 +84,7 @@ def probe(a) -> dict:
         label, _, path = spec.partition("=")
         d = json.loads(Path(path).read_text())
         meta = meta or d
-        by = {(r["backend"], r["case"], r["call"].split()[0]): r for r in d["rows"] if r["gc"] == "on"}
+        by = {(r["backend"], r["case"], r["call"].split()[0]): r for r in d["rows"] if r.get("gc") == "on"}
         for (backend, case, call), k in by.items():
             if call != "kernels":
                 continue

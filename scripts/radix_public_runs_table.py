@@ -1,8 +1,8 @@
 """The public call over the kernels for `onesweep` at 2^24 keys and pairs, one row per benchmark
-run (issue 30), from `gpulab bench radix` result files: chapter 4's table of the runs with 30
-repeats.
+run (issue 30), from `gpulab bench radix` result files: chapter 4's table of the runs at 2^24
+(30 repeats each, 20 in session 29's call 5; each row keeps its count).
 
-    python scripts/radix_public_runs_table.py --run "session 27" docs/benchmarks/radix-h200.json \
+    python scripts/radix_public_runs_table.py --run "session 27" docs/benchmarks/gpu-runs/2026-11-29-session27/call1-radix-h200.json \
         --run "session 28, call 4" docs/benchmarks/gpu-runs/2026-11-29-session28/call4-radix-h200.json \
         --json docs/benchmarks/ab-runs/radix-public-runs-2p24-h200.json
 """

@@ -100,7 +100,7 @@ def main() -> None:
                 t = time.perf_counter()
                 f()
                 times.append(1e6 * (time.perf_counter() - t))
-                back.arrived.synchronize()
+                cuda.synchronize()  # (not every step records the event)
             row["busy us" if busy else "idle us"] = statistics.median(times)
         rows.append(row)
         print(f"{name:14} idle {row['idle us']:7.1f} us   busy {row['busy us']:7.1f} us", flush=True)

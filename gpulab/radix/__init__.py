@@ -199,10 +199,12 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     keys and values in their dtypes (argsort: int64 positions); `None` when not asked
     for. `out`: the caller's arrays for them (already checked), `None` where the result is new.
     `checked`: `host.validate_keys(keys)` where the caller already has it, followed by
-    `host.validate_values(n, values)` when it has that too."""
-    s = numba_stream(stream)
-    kept = _kept_inputs(keys, values, s) if checked is None else None
-    if kept is not None:  # CuPy arrays seen before: checked, and taken, in one look-up each
+    `host.validate_values(n, values)` when it has that too. Without it, CuPy inputs whose views
+    are kept and a call on the default stream are checked and taken in one look-up each
+    (`_kept_inputs`); anything else the full way."""
+    # CuPy arrays seen before, on the default stream: checked, and taken, in one look-up each
+    kept = _kept_inputs(keys, values, 0) if checked is None and stream is None else None
+    if kept is not None:
         n, dtype, vdtype, kin, vkin = kept
     else:
         n, dtype, *vchecked = checked or host.validate_keys(keys)
@@ -212,6 +214,7 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     v, p, pkey = _launch(_sized(variant, backend, n), backend, params)
     if v.backend == "cpu":
         return _filled(_sorted_on_cpu(keys, values, dtype, vdtype, v, p, iota), out)
+    s = numba_stream(stream)
     if n == 0:
         like = describe(keys, values)
         empty = (_empty(dtype, like, s), _empty(np.int64 if iota else vdtype, like, s) if has_vals else None)
@@ -468,10 +471,10 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
     the first device input's library; new arrays you own. `out=(keys_out, values_out)`: two
     arrays of your own (numpy or device, C-contiguous, the inputs' length and dtypes), filled
     and returned as that pair; on the device the last pass writes them (no allocation)."""
-    if out is None:  # checked in `_sorted` (in one look-up each for arrays it has taken before)
+    if out is None and values is not None:  # checked in `_sorted` (one look-up each for arrays taken before)
         return _sorted(keys, values, variant, backend, params, False, stream)
     n, kdtype = host.validate_keys(keys)
-    vdtype = host.validate_values(n, values)
+    vdtype = host.validate_values(n, values)  # (values=None: its error)
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
         from gpulab.errors import ShapeError
 

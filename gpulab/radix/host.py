@@ -285,6 +285,9 @@ class SortPlan:
             # the offsets' copy on the host (page-locked, so the copy is asynchronous) and the
             # event that says it has arrived; made once, reused by every sort
             self.hist_back = device.Readback(self.hist.size, np.int32)
+            # whether ctl and both status tables are all zero, as a finished sort leaves them
+            # (`rezero`): the next sort's preamble then skips its two zeroing launches
+            self.zeroed = False
         else:
             raise ValueError(f"no sort plan for the {family.value} family")
         if R * max(self.nb, 1) > INT32_MAX:
@@ -378,6 +381,8 @@ class SortPlan:
             if hv and vs is not final[1]:
                 _head(final[1], n).copy_to_device(_head(vs, n), stream=self.stream)
             ks, vs = final[0], (final[1] if hv else vs)
+        if passes and self.policy.family is Family.ONE_SWEEP:  # (its preamble ran)
+            self.rezero(passes)
         return _head(ks, n), _head(vs, n) if hv else None
 
     def one_pass(self, shift, ks, vs, kd, vd, run: int = 0, skip_same: bool = False):
@@ -411,13 +416,29 @@ class SortPlan:
         digits in one read of the keys; zero the first pass's status table; scan the counts into
         offsets. The table is zeroed after the histogram kernel is launched, not before: the GPU
         then runs that launch while the host issues the next, instead of waiting for the host
-        between two tiny kernels (a launch takes the host 20-30 us)."""
+        between two tiny kernels (a launch takes the host 20-30 us). Both zeroings are skipped
+        where the plan's last sort left them zero behind it ([`rezero`][gpulab.radix.host.SortPlan.rezero])."""
         K, B, R = self.K, self.params["BLOCK"], 1 << self.bits
-        K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
+        zeroed, self.zeroed = self.zeroed, False  # from here on the sort writes them
+        if not zeroed:
+            K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
         grid = min(self.nb, HIST_BLOCKS_PER_SM * device.info().sm_count)
         K("onesweep_hist", (grid,), (B,), d_keys, self.hist, _i(self.n), _i(passes))
-        K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
+        if not zeroed:
+            K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
         K("onesweep_scan", (passes,), (B,), self.hist)
+
+    def rezero(self, passes: int) -> None:
+        """Queue the zeroing of the counters and digit counts, and of the status table the last of
+        `passes` passes used, behind a sort (onesweep; each pass zeroes the other table itself),
+        so that the next sort's preamble need not: at the end of a sort the host is ahead of the
+        GPU, which is still in its passes, while up to pass 0 every launch delays the GPU (the
+        preamble is bound by the host). A sort that stops early (an error between two launches)
+        leaves `zeroed` False, and the next sort zeroes them itself."""
+        K, table = self.K, self.tables[(passes - 1) % 2]
+        K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
+        K("zero_i32", grid_1d(table.size, EW_BLOCK), (EW_BLOCK,), table, _i(table.size))
+        self.zeroed = True
 
     def queue_first_pass(self, d_keys, d_vals) -> list[int]:
         """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)

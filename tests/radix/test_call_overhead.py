@@ -333,13 +333,13 @@ class _CupyStandIn:
 
     __module__ = "cupy._core.core"
 
-    def __init__(self, ptr, host_array):
-        self.ptr, self.shape, self.dtype = ptr, host_array.shape, host_array.dtype
+    def __init__(self, ptr, host_array, stream=1):
+        self.ptr, self.shape, self.dtype, self.stream = ptr, host_array.shape, host_array.dtype, stream
 
     @property
     def __cuda_array_interface__(self):
         return {"shape": self.shape, "typestr": self.dtype.str, "data": (self.ptr, False), "strides": None,
-                "stream": 1, "version": 3}
+                "stream": self.stream, "version": 3}
 
 
 def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_through(monkeypatch, rng):
@@ -395,5 +395,10 @@ def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_t
             rx.sort_pairs(k, short)
         with pytest.raises(DtypeError, match="4-byte values"):
             rx.sort_pairs(k, wide)
+        with pytest.raises(ShapeError, match="values must be"):
+            rx.sort_pairs(k, None)
+        # the same memory named on another stream: not the kept view's way (the full way waits for it)
+        assert arrays.kept_view(_CupyStandIn(k.ptr, keys, stream=7)) is None
+        assert arrays.kept_view(k) is not None and arrays.kept_view(k, stream=0) is not None
     finally:
         arrays.clear_views()

@@ -131,6 +131,55 @@ def test_ballot_ranking_of_the_numba_kernels(name, rng):
 
 
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
+def test_onesweep_zeroes_behind_each_sort(backend, rng, monkeypatch):
+    """A onesweep plan's sort queues the zeroing of its counters and status tables behind its
+    last pass (`SortPlan.rezero`), so the next sort launches no zeroing before pass 0; a fresh
+    plan, and one whose last sort stopped between two launches, zero them in the preamble; every
+    sort is right, also after a stopped one left counts and tables poisoned."""
+    v = REGISTRY.get("onesweep", backend)
+    skip_unless_runnable(v)
+    p = params_for(v)
+    t, R = p["BLOCK"] * p["ITEMS"], 1 << p["BITS"]
+    n = t + int(rng.integers(1, t))  # two tiles, the last partial
+    plan = v.run(n, False, p)
+    launched, K = [], plan.K
+    plan.K = lambda name, *a, **k: launched.append(name) or K(name, *a, **k)
+
+    def sort(keys):
+        launched.clear()
+        dk, _ = plan.sort(cuda.to_device(keys))
+        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), launched
+        return launched[: launched.index("onesweep_first")]
+
+    def keys_of_two_digits():  # two passes that move keys, whatever the draw
+        k = rng.integers(0, R * R, n, dtype=np.uint32)
+        k[:2] = [0, R * R - 1]
+        return k
+
+    assert sort(keys_of_two_digits()).count("zero_i32") == 2, "a fresh plan zeroes in its preamble"
+    assert launched[-2:] == ["zero_i32", "zero_i32"] and plan.zeroed
+    assert not plan.ctl.copy_to_host().any() and not plan.status.copy_to_host().any(), "left zero behind"
+    assert "zero_i32" not in sort(keys_of_two_digits()), "the sort after a whole one zeroes nothing before pass 0"
+    # a sort that stops between two launches: the next one zeroes before pass 0 again
+    calls = []
+
+    def failing_pass(*a, _orig=plan.one_pass, **k):
+        calls.append(1)
+        if len(calls) == 2:
+            raise RuntimeError("stopped")
+        return _orig(*a, **k)
+
+    monkeypatch.setattr(plan, "one_pass", failing_pass)
+    with pytest.raises(RuntimeError, match="stopped"):
+        plan.sort(cuda.to_device(keys_of_two_digits()))
+    monkeypatch.undo()
+    assert not plan.zeroed
+    plan.ctl[:] = np.int32(-7)  # what a stopped sort may leave, and worse
+    plan.status[:] = np.uint32(0xDEADBEEF)
+    assert sort(keys_of_two_digits()).count("zero_i32") == 2, "a stopped sort's plan zeroes in its preamble"
+
+
+@pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_onesweep_lookback_prefix(backend, rng):
     """The look-back's cross-tile prefix, read back from the status table after one pass over
     many tiles: every word of every tile is PREFIX | (keys of that digit in tiles 0..t); the
@@ -150,8 +199,10 @@ def test_onesweep_lookback_prefix(backend, rng):
     plan = v.run(n, False, p)
     plan.status[:] = np.uint32(0xDEADBEEF)
     plan.keys[0][:] = np.uint32(0xDEADBEEF)
-    dk, _ = plan.sort(cuda.to_device(keys))
-    assert plan.passes_run == 1 and np.array_equal(dk.copy_to_host(), np.sort(keys))
+    # the preamble and the one pass, without the zeroing a whole sort queues behind its last pass
+    assert plan.queue_first_pass(cuda.to_device(keys), plan.vals[1]) == [0] and plan.first_moved
+    cuda.synchronize()
+    assert np.array_equal(plan.keys[0].copy_to_host(), np.sort(keys))
     words = plan.tables[0].copy_to_host().reshape(plan.nb, R)
     counts = np.stack([np.bincount(keys[i * t:(i + 1) * t], minlength=R) for i in range(plan.nb)])
     assert np.all(words & np.uint32(0xC0000000) == np.uint32(kn.FLAG_PREFIX)), "a tile did not publish its prefix"
