@@ -233,6 +233,11 @@ class SortPlan:
 
     The first pass writes `keys[0]`, so `keys[1][:n]` may hold the input itself: that is where
     the public functions put keys they had to transform ([`scratch`][gpulab.radix.host.SortPlan.scratch]).
+
+    A onesweep plan's counters, digit counts and status tables (`ctl`, `status`) are left zero
+    behind each whole sort ([`rezero`][gpulab.radix.host.SortPlan.rezero]), and the next sort
+    counts on it while `zeroed` is True: code that writes them outside `sort` (a test, a
+    profiler) sets `zeroed = False` first, or the next sort's tiles read stale counters.
     """
 
     def __init__(self, policy: RadixPolicy, backend: str, n: int, has_vals: bool, params: dict, stream=0):
@@ -279,7 +284,7 @@ class SortPlan:
             # then a flag per pass: whether it moves keys (onesweep_scan writes it)
             self.ctl = alloc(self.max_passes * (2 + R), np.int32)
             self.counters, self.hist = self.ctl[: self.max_passes], self.ctl[self.max_passes:]
-            # two status tables of nb*R words: pass p uses table p % 2 and zeroes the other
+            # two status tables of nb*R words: the run-th pass of a sort uses table run % 2 and zeroes the other
             self.status = alloc(2 * self.nb * R, np.uint32)
             self.tables = (self.status[: self.nb * R], self.status[self.nb * R:])
             # the offsets' copy on the host (page-locked, so the copy is asynchronous) and the
@@ -325,7 +330,8 @@ class SortPlan:
         already queued, so that host work such as allocating the result runs while the GPU sorts
         instead of before it or between two passes. A caller that
         already knows an upper bound of the keys passes it as `max_key` (no reduction, no wait
-        for the device)."""
+        for the device). A onesweep sort ends by queueing the zeroing of its counters and status
+        table for the next sort (`rezero`)."""
         n, hv, K = self.n, self.has_vals, self.K
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
@@ -381,7 +387,7 @@ class SortPlan:
             if hv and vs is not final[1]:
                 _head(final[1], n).copy_to_device(_head(vs, n), stream=self.stream)
             ks, vs = final[0], (final[1] if hv else vs)
-        if passes and self.policy.family is Family.ONE_SWEEP:  # (its preamble ran)
+        if passes and first:  # (the preamble ran: onesweep)
             self.rezero(passes)
         return _head(ks, n), _head(vs, n) if hv else None
 

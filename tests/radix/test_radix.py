@@ -160,6 +160,21 @@ def test_onesweep_zeroes_behind_each_sort(backend, rng, monkeypatch):
     assert launched[-2:] == ["zero_i32", "zero_i32"] and plan.zeroed
     assert not plan.ctl.copy_to_host().any() and not plan.status.copy_to_host().any(), "left zero behind"
     assert "zero_i32" not in sort(keys_of_two_digits()), "the sort after a whole one zeroes nothing before pass 0"
+    # one pass; a first pass that moves nothing (every key shares the low digit); a given max_key:
+    # each leaves every counter and table zero, and the sort after it is right
+    one_digit = rng.integers(0, R, n, dtype=np.uint32)
+    one_digit[:2] = [0, R - 1]
+    shared_low = (rng.integers(0, R, n, dtype=np.uint32) << np.uint32(p["BITS"])) | np.uint32(rng.integers(0, R))
+    shared_low[:2] = shared_low[:2] & np.uint32(R - 1) | np.array([0, (R - 1) << p["BITS"]], np.uint32)
+    for keys, max_key, first_moves in ((one_digit, None, True), (shared_low, None, False),
+                                       (keys_of_two_digits(), R * R - 1, True)):
+        launched.clear()
+        dk, _ = plan.sort(cuda.to_device(keys), max_key=max_key)
+        assert np.array_equal(dk.copy_to_host(), np.sort(keys)), (max_key, launched)
+        assert "zero_i32" not in launched[: launched.index("onesweep_scan")], launched
+        assert plan.first_moved == first_moves, "premise: the first pass moves keys or not"
+        assert not plan.ctl.copy_to_host().any() and not plan.status.copy_to_host().any(), (max_key, launched)
+    assert "zero_i32" not in sort(keys_of_two_digits())
     # a sort that stops between two launches: the next one zeroes before pass 0 again
     calls = []
 
