@@ -16,22 +16,10 @@ source "$(dirname "$0")/gpu_stages.sh"
 export PYTHONPATH="$PWD${PYTHONPATH:+:$PYTHONPATH}"
 say "device: $(nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | head -2 | tr '\n' ' '), stages: $stages"
 if [[ " $stages " == *" rsteps "* ]]; then
-  R=$PWD
-  for turn in ${RP_TURNS:-new}; do
-    tag=$turn-$(el); in_tree $turn timeout ${RP_T:-150} $py "$R/scripts/radix_call_probe.py" --log2 24 --pairs --out \
-      --timeline --steps --readback --calls ${RP_CALLS:-60} --blocks ${RP_BLOCKS:-2} --json "$OUT/rsteps-$tag.json" \
-      > "$OUT/rsteps-$tag.txt" 2>&1
-    say "radix steps $turn exit $? ($(el) s)"; grep -v -i warn "$OUT/rsteps-$tag.txt" | grep -A80 "^backend" | tee -a "$summary"
-  done
+  radix_probe_turns rsteps "${RP_TURNS:-new}" --out --timeline --steps --readback
 fi
 if [[ " $stages " == *" rplain "* ]]; then
-  R=$PWD
-  for turn in ${RPL_TURNS:-old new new old}; do
-    tag=$turn-$(el); in_tree $turn timeout ${RP_T:-150} $py "$R/scripts/radix_call_probe.py" --log2 24 --pairs \
-      --calls ${RP_CALLS:-60} --blocks ${RP_BLOCKS:-2} --json "$OUT/rplain-$tag.json" > "$OUT/rplain-$tag.txt" 2>&1
-    say "radix probe $turn exit $? ($(el) s)"; grep -v -i warn "$OUT/rplain-$tag.txt" | grep -A24 "^backend" | grep " on " \
-      | sed "s/^/$turn /" | tee -a "$summary"
-  done
+  RP_GREP=" on " radix_probe_turns rplain "${RPL_TURNS:-old new new old}"
 fi
 if [[ " $stages " == *" rback "* ]]; then
   timeout ${RBK_T:-120} $py scripts/readback_probe.py --json "$OUT/readback.json" > "$OUT/readback.txt" 2>&1

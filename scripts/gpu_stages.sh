@@ -71,6 +71,18 @@ matmul_bench_fast() {
     --sizes N=4096 N=8192 N=4099 "8192x128x128 (thin B)" --repeat ${MM_REPEAT:-10} --no-progress --out "$OUT/mmbench" > "$OUT/mmbench.txt" 2>&1
   say "bench matmul exit $? ($(el) s)"; grep -E "^(N=|8192x)" "$OUT/mmbench.txt" | grep -E "warptile|streamk" | tee -a "$summary"
 }
+# radix_probe_turns NAME TURNS ARGS...: scripts/radix_call_probe.py --log2 24 --pairs ARGS in each tree of TURNS
+# (in_tree: "old new" ...) -> $OUT/NAME-<tree>-<seconds>.json / .txt; each turn's table in the summary
+# (RP_T, RP_CALLS, RP_BLOCKS; RP_GREP: a filter of the table's rows, default all)
+radix_probe_turns() {
+  local name=$1 turns=$2 R=$PWD; shift 2
+  for turn in $turns; do
+    tag=$turn-$(el); in_tree $turn timeout ${RP_T:-150} $py "$R/scripts/radix_call_probe.py" --log2 24 --pairs "$@" \
+      --calls ${RP_CALLS:-60} --blocks ${RP_BLOCKS:-2} --json "$OUT/$name-$tag.json" > "$OUT/$name-$tag.txt" 2>&1
+    say "radix probe $name $turn exit $? ($(el) s)"; grep -v -i warn "$OUT/$name-$tag.txt" | grep -A80 "^backend" \
+      | grep -E "${RP_GREP:-.}" | sed "s/^/$turn /" | tee -a "$summary"
+  done
+}
 stages_end() {
   cp "$summary" "$FINAL/summary.txt"; tar czf "$FINAL/results.tgz" -C "$OUT" . && rm -rf "$OUT"
   echo "== summary"; cat "$FINAL/summary.txt"

@@ -308,7 +308,7 @@ class SortPlan:
     def max_key(self, d_keys) -> int:
         """The largest key: only its significant bits need sorting (the early exit)."""
         n, sb = self.n, self.params["SCAN_BLOCK"]
-        self.K("zero_i32", (1,), (EW_BLOCK,), self.d_max_i32, _i(1))  # queued: no host copy to wait for
+        self.zero(self.d_max_i32)  # queued: no host copy to wait for
         self.K("max_reduce", (min(ceil_div(n, sb), 4096),), (sb,), d_keys, _i(n), self.d_max)
         return int(self.max_back.start(self.d_max, self.stream)()[0])
 
@@ -424,14 +424,14 @@ class SortPlan:
         then runs that launch while the host issues the next, instead of waiting for the host
         between two tiny kernels (a launch takes the host 20-30 us). Both zeroings are skipped
         where the plan's last sort left them zero behind it ([`rezero`][gpulab.radix.host.SortPlan.rezero])."""
-        K, B, R = self.K, self.params["BLOCK"], 1 << self.bits
+        K, B = self.K, self.params["BLOCK"]
         zeroed, self.zeroed = self.zeroed, False  # from here on the sort writes them
         if not zeroed:
-            K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
+            self.zero(self.ctl)
         grid = min(self.nb, HIST_BLOCKS_PER_SM * device.info().sm_count)
         K("onesweep_hist", (grid,), (B,), d_keys, self.hist, _i(self.n), _i(passes))
         if not zeroed:
-            K("zero_i32", grid_1d(self.nb * R, EW_BLOCK), (EW_BLOCK,), self.tables[0], _i(self.nb * R))
+            self.zero(self.tables[0])
         K("onesweep_scan", (passes,), (B,), self.hist)
 
     def rezero(self, passes: int) -> None:
@@ -441,10 +441,13 @@ class SortPlan:
         GPU, which is still in its passes, while up to pass 0 every launch delays the GPU (the
         preamble is bound by the host). A sort that stops early (an error between two launches)
         leaves `zeroed` False, and the next sort zeroes them itself."""
-        K, table = self.K, self.tables[(passes - 1) % 2]
-        K("zero_i32", grid_1d(self.ctl.size, EW_BLOCK), (EW_BLOCK,), self.ctl, _i(self.ctl.size))
-        K("zero_i32", grid_1d(table.size, EW_BLOCK), (EW_BLOCK,), table, _i(table.size))
+        self.zero(self.ctl)
+        self.zero(self.tables[(passes - 1) % 2])
         self.zeroed = True
+
+    def zero(self, a) -> None:
+        """Queue the zeroing of the 32-bit device array `a` (one `zero_i32` launch)."""
+        self.K("zero_i32", grid_1d(a.size, EW_BLOCK), (EW_BLOCK,), a, _i(a.size))
 
     def queue_first_pass(self, d_keys, d_vals) -> list[int]:
         """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
