@@ -307,6 +307,12 @@ def clear_views() -> None:
         _RESULT_VIEWS.clear()
 
 
+def span(a) -> tuple[int, int]:
+    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
+    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
+    return start, start + a.nbytes
+
+
 def describe(*arrays) -> DeviceInput:
     """Who gets the results, without moving any data: the first device array among `arrays`
     (as a [`DeviceInput`][gpulab.arrays.DeviceInput] whose `array` is `None`), else numpy."""

@@ -101,7 +101,9 @@ RADIX_SPILLS = {
     # numba's keys-only tile with early counts spills 104 bytes, against 500 without
     ("numba", "onesweep", 384, 16, 3, 0, 1): 104,
 }
-# onesweep_first (the queued first pass: onesweep plus one flag read) has onesweep's allowances
+# onesweep_first (the queued first pass: onesweep plus one flag read) and the argsort's builds that
+# make up the positions (onesweep_iota, onesweep_first_iota: no values read) have onesweep's allowances
+ONESWEEP_BUILDS = ("onesweep_first", "onesweep_iota", "onesweep_first_iota")
 MEASURED_WITH = (13, 5)
 
 
@@ -113,7 +115,7 @@ def _nvrtc_version() -> tuple[int, int]:
 
 
 def _radix_spill_key(backend: str, name: str, d: dict) -> tuple:
-    name = "onesweep" if name == "onesweep_first" else name
+    name = "onesweep" if name in ONESWEEP_BUILDS else name
     bound = d.get({"downsweep": "DOWNSWEEP_MIN_BLOCKS", "onesweep": "ONESWEEP_MIN_BLOCKS"}.get(name, ""))
     return (backend, name, d.get("BLOCK"), d.get("ITEMS"), bound, d.get("PAIRS"), d.get("EARLY_COUNTS", 0))
 
@@ -122,9 +124,10 @@ def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
     """Chapter 4's register-resident kernels (local's downsweep, onesweep's sweep): 16 keys per
     thread in an array indexed by unrolled loops must not go to local memory, and ptxas may
     spill only where a sweep measured the spilling shape fastest (RADIX_SPILLS)."""
-    numba_recs = [r for r in ptx_records if r["chapter"] == "radix" and r["kernel"].startswith(("downsweep", "onesweep{", "onesweep_first{"))]
+    numba_recs = [r for r in ptx_records if r["chapter"] == "radix" and r["kernel"].startswith(("downsweep", "onesweep{") + tuple(f"{k}{{" for k in ONESWEEP_BUILDS))]
     assert any(r["kernel"].startswith("onesweep{") for r in numba_recs)
-    assert any(r["kernel"].startswith("onesweep_first{") for r in numba_recs)
+    for k in ONESWEEP_BUILDS:
+        assert any(r["kernel"].startswith(k + "{") for r in numba_recs), k
     over = []  # every kernel over its allowance, so one run shows them all
     for r in numba_recs:
         assert r["local_memory_ops"] == 0, f"{r['kernel']}: keys went to local memory"
@@ -137,7 +140,7 @@ def test_radix_keys_in_registers_stay_in_registers(ptx_records, nvrtc_records):
         if r["chapter"] == "radix":
             d = ast.literal_eval(r["kernel"].split(" ", 1)[1])  # "kernels.cu {defines}"
             for name, res in r["resources"].items():
-                if name in ("downsweep", "onesweep", "onesweep_first", "onesweep_hist"):
+                if name in ("downsweep", "onesweep", "onesweep_hist") + ONESWEEP_BUILDS:
                     key = _radix_spill_key("cuda-c", name, d)
                     if res["spill_bytes"] > RADIX_SPILLS.get(key, 0):
                         over.append(f"cuda-c {name} {r['kernel']}: spills {res}, allowed {RADIX_SPILLS.get(key, 0)}")

@@ -118,11 +118,8 @@ def _solve(src, dst, *, directed, source, path, variant, backend, vertices, para
     like = caller_of(d_src, d_dst)
     final = []
     for i, r in enumerate(results):
-        if like.on_device:  # a fresh array: the plan's buffers are reused by the next call
-            c = cuda.device_array(r.size, np.int32)
-            if r.size:
-                c.copy_to_device(r)
-            final.append(to_caller(c, like))
+        if like.on_device:  # the plan's buffer itself, which the plan replaces (its next call reuses the rest)
+            final.append(to_caller(plan.hand_over(r), like))
         else:
             h = r.copy_to_host() if r.size else np.zeros(0, np.int32)
             final.append(h.astype(bool) if (not directed and i == 1) else h)

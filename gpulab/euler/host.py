@@ -162,7 +162,9 @@ class EulerPlan:
         self.K = provider(backend, self.params)
         self._bufs: dict = {}
         self._raw: dict = {}
+        self._loaded: set = set()  # ids of the arrays `load` returned in this call
         self._views: dict = {}  # (slot, part) -> (the slot's array, its view): made once per allocation
+        self._u32s: dict = {}  # id(array) -> (array, length, its uint32 view): the sorts' arguments (`u32`)
         self._sorts: dict = {}
         # zeroed once: `read` copies every counter, and a counter no kernel wrote reads as 0, not
         # as whatever the allocation held (compute-sanitizer's initcheck flagged that copy)
@@ -212,6 +214,45 @@ class EulerPlan:
         view = raw.view(np.uint64) if part == "w" else raw[part * cap:(part + 1) * cap]
         self._views[slot] = (raw, view)
         return view
+
+    def u32(self, a, n: int | None = None):
+        """``a[:n]`` (``a`` whole for ``None``) as uint32, the type the sorts take: the view made
+        once and kept while ``a`` is the same array object — the plan's buffers (kept by `buf`)
+        and, within one call, the loaded edges (`load` makes their views before it waits for the
+        device, so that a numba view is not made while the GPU waits for the first sort). The
+        loaded edges may be the caller's arrays: the call forgets them at its end."""
+        kept = self._u32s.get(id(a))
+        if kept is not None and kept[0] is a and kept[1] == n:
+            return kept[2]
+        v = (a if n is None or n == a.shape[0] else a[:n]).view(np.uint32)
+        if len(self._u32s) > 32:  # (buffers replaced since: let their arrays go)
+            self._u32s.clear()
+        self._u32s[id(a)] = (a, n, v)
+        return v
+
+    def hand_over(self, r):
+        """A device array holding the result ``r`` (a prefix of one of the plan's own buffers, as
+        `directed` returns it) that the caller may keep: that buffer itself, the plan taking a new
+        one of the same size in its place, so the next call cannot overwrite the caller's result
+        and no copy of it is made. The new buffer is allocated now, at the end of the call, while
+        the GPU still runs the call's last kernels (the next call would allocate it where the GPU
+        waits for the host). Copied instead: a result in a shared slot, an empty one, and one much
+        shorter than its buffer (an undirected graph's circuit fills half of a buffer sized for its
+        darts: handed over, it would keep twice its memory alive)."""
+        from numba import cuda
+
+        from gpulab.arrays import span
+
+        if r.size:
+            ptr = span(r)[0]
+            for key, b in self._bufs.items():
+                if span(b)[0] == ptr and b.dtype == r.dtype and r.size <= b.size <= r.size + max(64, r.size // 16):
+                    self._bufs[key] = cuda.device_array(b.size, b.dtype)
+                    return b[: r.size]
+        c = cuda.device_array(r.size, r.dtype)
+        if r.size:
+            c.copy_to_device(r)
+        return c
 
     def nbytes(self) -> int:
         """Device memory this plan holds now (its buffers and its sort plans' key/value buffers)."""
@@ -284,6 +325,7 @@ class EulerPlan:
             self._marks.append((stage, ev))
 
     def _close_marks(self):
+        self._forget_loaded()
         self.stats["host_syncs"] = self.syncs
         if not self.instrument or not self._marks:
             return
@@ -298,7 +340,15 @@ class EulerPlan:
         self.stage_ms = ms
         self._marks = []
 
+    def _forget_loaded(self):
+        """Drop the views of the call's loaded edges (`u32`): they may be the caller's arrays,
+        which the plan must not keep alive after the call."""
+        for k in [k for k, (a, _, _) in self._u32s.items() if id(a) in self._loaded]:
+            del self._u32s[k]
+        self._loaded = set()
+
     def _begin(self):
+        self._forget_loaded()  # (a call that raised did not get to `_close_marks`)
         self.walked = None
         self._marks = []
         self.syncs = 0
@@ -330,6 +380,9 @@ class EulerPlan:
             out.append(b)
         self.vmax = None
         if n:
+            for b in out:  # the sorts' keys, made while the GPU checks the ids
+                self._loaded.add(id(b))
+                self.u32(b, n)
             st = [int(x) for x in self.read_stats64()]
             for k, name in enumerate(("src", "dst")):
                 lo, hi = st[2 * k], st[2 * k + 1]
@@ -363,7 +416,7 @@ class EulerPlan:
         return sp
 
     def sort(self, keys, n: int, out_keys, out_perm):
-        """Stable argsort of n int32 keys into (out_keys, out_perm)."""
+        """Stable argsort of the first n int32 keys of ``keys`` into (out_keys, out_perm)."""
         if n <= self.params.get("SMALL_SORT", 0):
             self.launch("small_sort", n, keys, _i(n), out_keys, out_perm)
             return
@@ -372,8 +425,7 @@ class EulerPlan:
             self.syncs += 1  # the sort finds the largest key itself
         # the ids were checked >= 0 (an unsigned view sorts them right), the last pass writes
         # straight into the plan's buffers
-        sp.sort(keys.view(np.uint32), iota=True, max_key=self.vmax,
-                out=(out_keys.view(np.uint32), out_perm.view(np.uint32)))
+        sp.sort(self.u32(keys, n), iota=True, max_key=self.vmax, out=(self.u32(out_keys), self.u32(out_perm)))
 
     # --8<-- [start:pairing]
     def pairing(self, src, dst, n: int, check: bool = True):
@@ -383,8 +435,8 @@ class EulerPlan:
         self.mark("pairing")
         ssrc, out_order = self.buf("ssrc"), self.buf("out_order")
         sdst, in_order = self.buf("sdst"), self.buf("in_order")
-        self.sort(src[:n], n, ssrc, out_order)
-        self.sort(dst[:n], n, sdst, in_order)
+        self.sort(src, n, ssrc, out_order)
+        self.sort(dst, n, sdst, in_order)
         self.preset(C_BAD, 0, INT32_MAX)
         succ = self.buf("succ")
         if self.scatter_by_sort(n):  # the check alone (an empty slice), then succ by a sort
@@ -730,7 +782,7 @@ class EulerPlan:
 
         def pair_half_edges(count):  # -> 1 if some slot's two half-edges are at different vertices
             self.launch("half_keys", count, src, dst, _i(count), keys)
-            self.sort(keys[:2 * count], 2 * count, skeys, order)
+            self.sort(keys, 2 * count, skeys, order)
             self.set_ctr(0)
             self.launch_sliced("dart_succ", count, 2 * count, order, skeys, _i(count), darts, self.ctr, _i(0))
             return int(self.get_ctr(1)[0])

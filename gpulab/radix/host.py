@@ -21,7 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab import device
-from gpulab.arrays import check_array
+from gpulab.arrays import check_array, span
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import KernelSource, ceil_div, grid_1d
 from gpulab.launch import i32 as _i
@@ -149,6 +149,10 @@ def check_params(params: dict) -> None:
 def numba_kernel(name: str, p: dict):
     from gpulab.radix import kernels_numba as kn
 
+    def onesweep(**build):
+        return kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0), p.get("PAIRS", 1),
+                                  p.get("ONESWEEP_MIN_BLOCKS", 1), EARLY_COUNTS=p.get("EARLY_COUNTS", 0), **build)
+
     factories = {
         "iota": lambda: kn.iota, "add_offsets": lambda: kn.add_offsets, "zero_i32": lambda: kn.zero_i32,
         "split_flags": lambda: kn.split_flags, "split_scatter": lambda: kn.split_scatter,
@@ -163,12 +167,11 @@ def numba_kernel(name: str, p: dict):
                                                  p.get("PAIRS", 1), p.get("DOWNSWEEP_MIN_BLOCKS", 1)),
         "onesweep_hist": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[0],
         "onesweep_scan": lambda: kn.onesweep_hist_kernel(p["BLOCK"], p["ITEMS"], p["BITS"])[1],
-        "onesweep": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                               p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1),
-                                               EARLY_COUNTS=p.get("EARLY_COUNTS", 0)),
-        "onesweep_first": lambda: kn.onesweep_kernel(p["BLOCK"], p["ITEMS"], p["BITS"], p.get("BALLOT", 0),
-                                                     p.get("PAIRS", 1), p.get("ONESWEEP_MIN_BLOCKS", 1), FIRST=1,
-                                                     EARLY_COUNTS=p.get("EARLY_COUNTS", 0)),
+        # onesweep's pass, and its builds for the queued first pass and an argsort's passes over the input
+        "onesweep": lambda: onesweep(),
+        "onesweep_first": lambda: onesweep(FIRST=1),
+        "onesweep_iota": lambda: onesweep(IOTA=1),
+        "onesweep_first_iota": lambda: onesweep(FIRST=1, IOTA=1),
     }
     return factories[name]()
 
@@ -336,18 +339,23 @@ class SortPlan:
         if n == 0:
             return self.keys[0][:0], self.vals[0][:0] if hv else None
         # The first pass reads the keys where they are (no copy), and the values from the caller
-        # or as positions written into buffer 1, which only the first pass that moves keys reads.
+        # or, for an argsort, as positions: onesweep's passes that read the input make them up
+        # (`onesweep_iota`: nothing to read), the other variants read them from buffer 1,
+        # written here, which only the first pass that moves keys reads.
         ks, vs = d_keys_in, (d_vals_in if hv and not iota else self.vals[1])
-        if hv and iota:
+        made_up = hv and iota and self.policy.family is Family.ONE_SWEEP
+        if hv and iota and not made_up:
             K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), self.vals[1], _i(n))
         queued = 0  # passes launched before the number of passes was known
+        moved = False  # whether a pass has moved the keys out of the input (the next reads its output)
         self.first_moved = True
         first = self.policy.histograms_first
         if n > 1 and first and max_key is None:
-            shifts = self.queue_first_pass(ks, vs)
+            shifts = self.queue_first_pass(ks, vs, made_up)
             queued = 1
             if self.first_moved:
                 ks, vs = self.keys[0], self.vals[0]
+                moved = True
         elif n > 1:
             if max_key is None:
                 max_key = self.max_key(d_keys_in)
@@ -370,8 +378,8 @@ class SortPlan:
                 # sort): it writes the plan's buffer, and the copy below moves the result
                 if out is not None and not (ks is d_keys_in and any(overlap(o, i) for o, i in zip(out, (ks, vs)))):
                     kd, vd = out[0], (out[1] if hv else self.vals[0])
-            self.one_pass(shifts[run], ks, vs, kd, vd, run)
-            ks, vs = kd, vd
+            self.one_pass(shifts[run], ks, vs, kd, vd, run, positions=made_up and not moved)
+            ks, vs, moved = kd, vd, True
         self.passes_run = passes
         if callable(out):  # no pass after the queued one (or none at all): the result is copied
             out = out()
@@ -381,6 +389,8 @@ class SortPlan:
         # without `out` (the input stays the caller's). Keys and values each by itself:
         # `out` may hold the input keys and not the values.
         final = out if out is not None else ((self.keys[0], self.vals[0]) if ks is d_keys_in else None)
+        if made_up and not moved:  # no pass moved a key: the positions were never made up
+            K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), vs, _i(n))
         if final is not None:
             if ks is not final[0]:
                 _head(final[0], n).copy_to_device(_head(ks, n), stream=self.stream)
@@ -391,9 +401,11 @@ class SortPlan:
             self.rezero(passes)
         return _head(ks, n), _head(vs, n) if hv else None
 
-    def one_pass(self, shift, ks, vs, kd, vd, run: int = 0, skip_same: bool = False):
+    def one_pass(self, shift, ks, vs, kd, vd, run: int = 0, skip_same: bool = False, positions: bool = False):
         """One digit pass, the `run`-th of this sort (onesweep: its status table's parity;
-        `skip_same`: `onesweep_first`, which writes nothing when one digit holds every key)."""
+        `skip_same`: `onesweep_first`, which writes nothing when one digit holds every key;
+        `positions`: onesweep, the values are the keys' positions in `ks`, made up by the pass's
+        `_iota` build, not read from `vs`)."""
         K, n, hv, family = self.K, _i(self.n), _i(self.has_vals), self.policy.family
         if family is Family.GLOBAL_SPLIT:
             g = grid_1d(self.n, EW_BLOCK)
@@ -407,7 +419,8 @@ class SortPlan:
             K("tile_scatter", (self.nb,), (B,), self.tkeys, self.tvals, kd, vd, self.counts, self.starts, n, _i(shift), nb, hv)
         elif family is Family.ONE_SWEEP:
             B, p = self.params["BLOCK"], shift // self.bits
-            K("onesweep_first" if skip_same else "onesweep", (self.nb,), (B,), ks, vs, kd, vd, self.hist,
+            name = ("onesweep_first" if skip_same else "onesweep") + ("_iota" if positions else "")
+            K(name, (self.nb,), (B,), ks, vs, kd, vd, self.hist,
               self.counters, self.tables[run % 2], self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
         else:
             nb, B = _i(self.nb), self.params["BLOCK"]
@@ -449,7 +462,7 @@ class SortPlan:
         """Queue the zeroing of the 32-bit device array `a` (one `zero_i32` launch)."""
         self.K("zero_i32", grid_1d(a.size, EW_BLOCK), (EW_BLOCK,), a, _i(a.size))
 
-    def queue_first_pass(self, d_keys, d_vals) -> list[int]:
+    def queue_first_pass(self, d_keys, d_vals, positions: bool = False) -> list[int]:
         """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
         to the host, queue the first pass behind that copy (into buffer 0), and only then wait
         for the offsets. The copy still comes before pass 0 on the stream; what the queued pass
@@ -466,7 +479,7 @@ class SortPlan:
         R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
         offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
-        self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0, skip_same=True)
+        self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0, skip_same=True, positions=positions)
         moves = self.passes_that_move(offsets()[: self.max_passes * R].reshape(self.max_passes, R))
         self.first_moved = bool(moves[0])
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
@@ -482,12 +495,6 @@ def _head(a, n: int):
     """`a[:n]`, or `a` itself when it holds exactly `n` elements (the usual case: a numba slice
     is a new array object, tens of microseconds of host time and allocations)."""
     return a if a.shape[0] == n else a[:n]
-
-
-def span(a) -> tuple[int, int]:
-    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
-    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
-    return start, start + a.nbytes
 
 
 def overlap(a, b) -> bool:

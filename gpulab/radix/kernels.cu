@@ -401,9 +401,9 @@ __device__ __forceinline__ int stage_tile(const u32 (&ks)[ITEMS], int (&rk)[ITEM
 // VALUE_DIGITS: place j's digit is kept in sdig[j] (a byte of shared memory) and the value's
 // destination found again from it, instead of ITEMS destinations held in registers from the
 // key writes to the value writes.
-template <bool FULL>
+template <bool FULL, bool IOTA = false>
 __device__ __forceinline__ void scatter_tile(const int (&rk)[ITEMS], int start, int base, const u32 *wvals,
-                                             u32 *keys_out, u32 *vals_out, u32 *stile, int *dbase,
+                                             u32 wpos, u32 *keys_out, u32 *vals_out, u32 *stile, int *dbase,
                                              unsigned char *sdig, int wn, int m, int tid, int shift, int has_vals) {
     int lane = tid & 31;
     if (tid < RADIX) dbase[tid] = base - start;
@@ -412,7 +412,7 @@ __device__ __forceinline__ void scatter_tile(const int (&rk)[ITEMS], int start, 
 #if !VALUE_DIGITS
     int dst[ITEMS];
 #endif
-    if (PAIRS && has_vals) load_warp_keys<FULL>(wvals, lane, wn, vs);  // in flight during the key writes
+    if (PAIRS && has_vals && !IOTA) load_warp_keys<FULL>(wvals, lane, wn, vs);  // in flight during the key writes
 #pragma unroll
     for (int it = 0; it < ITEMS; ++it) {
         int j = it * BLOCK + tid;
@@ -432,7 +432,7 @@ __device__ __forceinline__ void scatter_tile(const int (&rk)[ITEMS], int start, 
         __syncthreads();  // every key read out of the buffer
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it)
-            if (FULL || it * 32 + lane < wn) stile[rk[it]] = vs[it];
+            if (FULL || it * 32 + lane < wn) stile[rk[it]] = IOTA ? wpos + (u32)(it * 32 + lane) : vs[it];
         __syncthreads();
 #pragma unroll
         for (int it = 0; it < ITEMS; ++it) {
@@ -472,7 +472,7 @@ __device__ __forceinline__ void downsweep_tile(const u32 *keys_in, const u32 *va
     int total = warp_offsets(whist, tid);
     int start = stage_tile<FULL>(ks, rk, total, stile, whist, wsum, wn, tid, shift);
     int base = tid < RADIX ? offsets[tid * nblocks + blk] : 0;  // from the scan of the count table
-    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, sdig, wn, m, tid, shift,
+    scatter_tile<FULL>(rk, start, base, vals_in + wbase, (u32)wbase, keys_out, vals_out, stile, dbase, sdig, wn, m, tid, shift,
                        has_vals);
 }
 
@@ -585,7 +585,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
 // returns, writing nothing; the host, reading the same offsets, has the next pass read the input.
 // (A separate entry point, and one word to read: checking the offsets themselves here, with a
 // block-wide vote, made ptxas spill 56 bytes more a thread.)
-template <bool FULL>
+template <bool FULL, bool IOTA>
 __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
                                               const int *hist, u32 *status, u32 *status_next, int n, int shift,
                                               int pass, int has_vals, int tile, u32 *stile, int *whist, int *dbase,
@@ -599,7 +599,7 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
 #if PREFETCH_VALUES
     // The values are loaded only after the look-back: ask for their lines now (lane l < ITEMS
     // the warp's l-th line of 32 values), so that those loads find them in a cache.
-    if (PAIRS && has_vals && lane < ITEMS && lane * 32 < wn) {
+    if (PAIRS && has_vals && !IOTA && lane < ITEMS && lane * 32 < wn) {
         const u32 *line = vals_in + wbase + lane * 32;
 #if PREFETCH_VALUES == 1
         asm volatile("prefetch.global.L2 [%0];" ::"l"(line));
@@ -672,11 +672,11 @@ __device__ __forceinline__ void onesweep_tile(const u32 *keys_in, const u32 *val
         status_next[tile * RADIX + tid] = 0u;
     }
     int base = tid < RADIX ? hist[pass * RADIX + tid] + (int)excl : 0;  // digit's offset + earlier tiles' keys
-    scatter_tile<FULL>(rk, start, base, vals_in + wbase, keys_out, vals_out, stile, dbase, sdig, wn, m, tid, shift,
-                       has_vals);
+    scatter_tile<FULL, IOTA>(rk, start, base, vals_in + wbase, (u32)wbase, keys_out, vals_out, stile, dbase, sdig, wn,
+                             m, tid, shift, has_vals);
 }
 
-template <bool FIRST>
+template <bool FIRST, bool IOTA = false>
 __device__ __forceinline__ void onesweep_pass(const u32 *keys_in, const u32 *vals_in, u32 *keys_out, u32 *vals_out,
                                               const int *hist, int *tile_counter, u32 *status, u32 *status_next,
                                               int n, int shift, int pass, int has_vals) {
@@ -696,10 +696,10 @@ __device__ __forceinline__ void onesweep_pass(const u32 *keys_in, const u32 *val
     __syncthreads();
     int tile = tile_sh;
     if (FULL_TILES && (long)(tile + 1) * TILE <= n)
-        onesweep_tile<true>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
+        onesweep_tile<true, IOTA>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
                             tile, stile, whist, dbase, wsum, sdig);
     else
-        onesweep_tile<false>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
+        onesweep_tile<false, IOTA>(keys_in, vals_in, keys_out, vals_out, hist, status, status_next, n, shift, pass, has_vals,
                              tile, stile, whist, dbase, wsum, sdig);
 }
 
@@ -718,6 +718,32 @@ extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) oneswee
     onesweep_pass<true>(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift, pass,
                         has_vals);
 }
+
+// --8<-- [start:onesweep_iota]
+#if PAIRS
+// An argsort's passes that read the input (up to the first that moves keys): each value is its
+// key's position, made up from the warp's first position rather than read, so the host writes no
+// positions (an `iota` launch) before the sort and the pass reads 4 bytes a key fewer. vals_in
+// is not read: scatter_tile<FULL, true> loads no values and stages wpos + 32·it + lane, the
+// place key it of the lane was loaded from.
+extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep_iota(const u32 *keys_in, const u32 *vals_in,
+                                                             u32 *keys_out, u32 *vals_out, const int *hist,
+                                                             int *tile_counter, u32 *status, u32 *status_next, int n,
+                                                             int shift, int pass, int has_vals) {
+    onesweep_pass<false, true>(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift,
+                               pass, has_vals);
+}
+
+extern "C" __global__ void __launch_bounds__(BLOCK, ONESWEEP_MIN_BLOCKS) onesweep_first_iota(const u32 *keys_in,
+                                                             const u32 *vals_in, u32 *keys_out, u32 *vals_out,
+                                                             const int *hist, int *tile_counter, u32 *status,
+                                                             u32 *status_next, int n, int shift, int pass,
+                                                             int has_vals) {
+    onesweep_pass<true, true>(keys_in, vals_in, keys_out, vals_out, hist, tile_counter, status, status_next, n, shift,
+                              pass, has_vals);
+}
+#endif
+// --8<-- [end:onesweep_iota]
 // --8<-- [end:onesweep]
 
 // ---------------------------------------------------------------------------- distinct

@@ -358,7 +358,7 @@ def upsweep_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 @lru_cache(maxsize=None)
 def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, FULL: bool = False,
-               EARLY: int = 0):
+               EARLY: int = 0, IOTA: int = 0):
     """The steps a register-resident tile shares between `downsweep` and `onesweep`, as device
     functions inlined at numba IR level (so `ks` / `rk` stay registers in the kernel). Each
     warp owns 32·ITEMS consecutive keys, read warp-striped: item `it` of lane `l` is the warp's
@@ -367,7 +367,8 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
     again). FULL: the steps of a tile of TILE keys, with no bounds checks (every tile but the
     last; the kernels build both and choose per tile). EARLY (onesweep's early counts): the
     warp's counters already hold where its keys of each digit start in the tile, and the ranking
-    writes each key to its place in `stile` at once."""
+    writes each key to its place in `stile` at once. IOTA (onesweep_iota, an argsort's pass over
+    the input): each value is its key's position, made up where it is staged, `vals_in` not read."""
     R = 1 << BITS
     MASK = R - 1
     NW = BLOCK // 32
@@ -488,7 +489,7 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
         if tid < R:
             dbase[tid] = base - start
         cuda.syncthreads()
-        if PAIRS and has_vals:
+        if PAIRS and has_vals and not IOTA:  # (IOTA: an argsort's pass over the input, values = positions)
             load_warp_keys(vals_in, wbase, lane, wn, vs)  # in flight during the key writes
         for it in range(ITEMS):
             j = it * BLOCK + tid
@@ -502,7 +503,7 @@ def tile_steps(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 
             cuda.syncthreads()  # every key read out of the buffer
             for it in range(ITEMS):
                 if FULL or it * 32 + lane < wn:
-                    stile[rk[it]] = vs[it]
+                    stile[rk[it]] = uint32(wbase + it * 32 + lane) if IOTA else vs[it]
             cuda.syncthreads()
             for it in range(ITEMS):
                 j = it * BLOCK + tid
@@ -529,10 +530,11 @@ def register_tile_sizes(BLOCK: int, ITEMS: int, BITS: int, PAIRS: int, KERNEL: s
     return R, BLOCK * ITEMS, (BLOCK // 32) * R, (R + 31) // 32, ITEMS if PAIRS else 1
 
 
-def full_and_last_tiles(tile_body, BLOCK: int, ITEMS: int, BITS: int, BALLOT: int, PAIRS: int, EARLY: int = 0):
+def full_and_last_tiles(tile_body, BLOCK: int, ITEMS: int, BITS: int, BALLOT: int, PAIRS: int, EARLY: int = 0,
+                        IOTA: int = 0):
     """`tile_body(*steps)` built twice: with the `tile_steps` of a full tile (no bounds checks)
     and with those of the last, partial tile (the kernels choose per tile)."""
-    return tuple(tile_body(*tile_steps(BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL, EARLY)) for FULL in (True, False))
+    return tuple(tile_body(*tile_steps(BLOCK, ITEMS, BITS, BALLOT, PAIRS, FULL, EARLY, IOTA)) for FULL in (True, False))
 
 
 @lru_cache(maxsize=None)
@@ -666,7 +668,7 @@ def onesweep_hist_kernel(BLOCK: int, ITEMS: int, BITS: int):
 
 @lru_cache(maxsize=None)
 def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: int = 1, MIN_BLOCKS: int = 1,
-                    FIRST: int = 0, EARLY_COUNTS: int = 0):
+                    FIRST: int = 0, EARLY_COUNTS: int = 0, IOTA: int = 0):
     """One digit pass of the one-sweep sort: tile id from an atomic counter, rank in registers
     (as `downsweep`), publish per-digit counts, stage the tile, decoupled look-back over earlier
     tiles, scatter. EARLY_COUNTS: count the tile's digits first (one shared atomic a key), publish,
@@ -731,7 +733,7 @@ def onesweep_kernel(BLOCK: int, ITEMS: int, BITS: int, BALLOT: int = 0, PAIRS: i
 
         return onesweep_tile
 
-    full_tile, last_tile = full_and_last_tiles(tile_body, BLOCK, ITEMS, BITS, BALLOT, PAIRS, EARLY_COUNTS)
+    full_tile, last_tile = full_and_last_tiles(tile_body, BLOCK, ITEMS, BITS, BALLOT, PAIRS, EARLY_COUNTS, IOTA)
 
     # --8<-- [start:onesweep]
     @cuda.jit(**_bounds(BLOCK, MIN_BLOCKS))

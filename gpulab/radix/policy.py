@@ -79,6 +79,8 @@ TILE_SPLIT = RadixPolicy(Family.TILE_SPLIT, kernels=("tile_sort", "tile_scatter"
 REDUCE_THEN_SCAN = RadixPolicy(Family.REDUCE_THEN_SCAN, kernels=("upsweep", "downsweep"),
                                tile=("BLOCK", "ITEMS"), needs_warp_intrinsics=True,
                                pass_bytes=12.0, value_words=2, count_bytes=24.0)
+# (an argsort's passes over the input run the builds onesweep_iota / onesweep_first_iota, key-value
+# tiles only: variants.ptx_targets compiles them beside these)
 ONE_SWEEP = RadixPolicy(Family.ONE_SWEEP, kernels=("onesweep_hist", "onesweep_scan", "onesweep_first", "onesweep"),
                         tile=("BLOCK", "ITEMS"), needs_warp_intrinsics=True, histograms_first=True,
                         max_keys=2**30,

@@ -181,6 +181,10 @@ def ptx_targets() -> list[tuple[str, object, str]]:
             for k in v.policy.kernels:
                 if k in RANKED:
                     add(f"{k}{q}", host.numba_kernel(k, q), SIGNATURES[k])
+        if v.policy.family is Family.ONE_SWEEP:  # an argsort's passes over the input: key-value tiles only
+            q = {**host.tile_shape(p, True), "PAIRS": 1}
+            for k in ("onesweep_iota", "onesweep_first_iota"):
+                add(f"{k}{q}", host.numba_kernel(k, q), SIGNATURES["onesweep"])
         for other in _early_counts_both_ways(v)[1:]:  # the early counts the other way
             for pairs in (0, 1):
                 q = {**host.tile_shape(other, bool(pairs)), "PAIRS": pairs}

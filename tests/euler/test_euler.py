@@ -377,6 +377,50 @@ def test_device_arrays_in_device_arrays_out(variant, rng):
     assert np.array_equal(d_e.copy_to_host(), h_e) and np.array_equal(d_f.copy_to_host().astype(bool), h_f)
 
 
+@pytest.mark.parametrize("variant", FAST, ids=ids)
+def test_device_results_stay_the_callers_through_later_calls(variant, rng):
+    """A device caller is handed the plan's own result buffer, not a copy, and the plan takes a new
+    one (`EulerPlan.hand_over`): a directed circuit is the plan's "out" buffer of before the call,
+    an undirected graph's vertices its "vertices" buffer; the undirected circuit and directions,
+    half of buffers sized for the darts, are copied. Results kept across later calls of the same
+    plan (the same edges in other orders: other circuits, one plan) keep their values and are no
+    buffer of the plan's and none another result's. An array the plan does not own is copied."""
+    skip_unless_runnable(variant)
+    from gpulab.arrays import span
+    from gpulab.euler import api
+
+    kw = dict(variant=variant.name, backend=variant.backend)
+    src, dst = random_closed_walks(rng, 8, 12 * S, 6)
+    ptr = lambda a: span(a)[0]  # noqa: E731
+    eu.euler_circuit(cuda.to_device(src), cuda.to_device(dst), **kw)  # the plans exist from here on
+    for directed, cap in ((True, src.size + 1), (False, 2 * (src.size + 1))):
+        call = dict(kw, directed=True) if directed else dict(kw, directed=False, vertices=True)
+        kept = []
+        for k in range(3):
+            p = rng.permutation(src.size)
+            s, d = src[p], dst[p]
+            want = eu.euler_circuit(s, d, **call)
+            plan = api.plan_for(variant, cap)  # the plan the device call below reuses (kept by the API)
+            before = {name: ptr(b) for (name, _), b in plan._bufs.items()}
+            got = eu.euler_circuit(cuda.to_device(s), cuda.to_device(d), **call)
+            assert api.plan_for(variant, cap) is plan, "premise: one plan serves the calls"
+            want, got = (want, got) if not directed else ((want,), (got,))
+            handed = {"out": got[0]} if directed else {"vertices": got[2]}
+            for name, g in handed.items():
+                assert ptr(g) == before[name], f"{name}: not the plan's buffer of before the call (a copy?)"
+            kept.append((got, want))
+        for got, want in kept:
+            for g, w in zip(got, want):
+                assert np.array_equal(g.copy_to_host().astype(w.dtype), w), directed
+        pointers = [ptr(g) for got, _ in kept for g in got]
+        assert len(set(pointers)) == len(pointers), f"two results share memory (directed={directed})"
+        assert plan._bufs and not {ptr(b) for b in plan._bufs.values()} & set(pointers), \
+            "a result is still the plan's buffer"
+    foreign = cuda.to_device(rng.integers(0, 100, 7).astype(np.int32))
+    copy = plan.hand_over(foreign)
+    assert ptr(copy) != ptr(foreign) and np.array_equal(copy.copy_to_host(), foreign.copy_to_host())
+
+
 @pytest.mark.parametrize("lib_name", ["cupy", "torch"])
 @pytest.mark.parametrize("variant", [v for v in REGISTRY if v.name == "ruling_set"] + CPU_VARIANTS, ids=ids)
 def test_cupy_and_torch_arrays_in_the_same_kind_out(lib_name, variant, rng):

@@ -315,7 +315,9 @@ def test_onesweep_queued_first_pass(backend, rng):
     the next pass reads the input). One plan sorts key sets that each lead to
     another pass decision (stale offsets would run the wrong passes), with and without `out`;
     the result lands where the caller asked: `out` (also when the queued pass was the only one,
-    or no pass ran), else the plan's buffers.
+    or no pass ran), else the plan's buffers. The argsort's positions are made up by the passes
+    that read the input (`onesweep_iota`, `onesweep_first_iota`; no `iota` launch), and written
+    by `iota` only when no pass moved a key.
     The plan's buffers and `out` are poisoned before each sort, so a result left elsewhere
     fails; poisoning the plan's buffers after it shows that the result returned without `out`
     is theirs, not the input. The max-key path (which launches every pass up to the key's top
@@ -338,15 +340,27 @@ def test_onesweep_queued_first_pass(backend, rng):
     plan = v.run(n, True, p)
     poison = lambda m: cuda.to_device(np.full(m, 0xDEADBEEF, np.uint32))  # noqa: E731
 
-    def check(plan, keys, runs, out, label, **kw):
+    def check(plan, keys, runs, out, label, in_place=False, **kw):
         for buf in plan.keys + plan.vals:
             buf[:] = np.uint32(0xDEADBEEF)
         d_keys = cuda.to_device(keys)
-        dk, dv = plan.sort(d_keys, iota=True, out=out, **kw)
+        if in_place:  # the keys sorted where they are, the positions into a poisoned array
+            out = (d_keys, poison(len(keys)))
+        launched, K = [], plan.K
+        plan.K = lambda name, *a, **k: launched.append(name) or K(name, *a, **k)
+        try:
+            dk, dv = plan.sort(d_keys, iota=True, out=out, **kw)
+        finally:
+            plan.K = K
         want_k, want_v = np.sort(keys), np.argsort(keys, kind="stable")
         assert plan.passes_run == runs, label
         low_shared = len(np.unique(keys & np.uint32(R - 1))) == 1
         assert plan.first_moved == (not low_shared or "max_key" in kw or len(keys) == 1), label
+        moved = runs > 1 or (runs == 1 and plan.first_moved)
+        assert launched.count("iota") == (0 if moved else 1), (label, launched)
+        passes = [k for k in launched if k.startswith("onesweep") and k not in ("onesweep_hist", "onesweep_scan")]
+        reads_input = 1 if plan.first_moved else 2  # the passes up to the first that moves keys
+        assert all(k.endswith("_iota") == (i < reads_input) for i, k in enumerate(passes)), (label, launched)
         assert np.array_equal(dk.copy_to_host(), want_k) and np.array_equal(dv.copy_to_host(), want_v), label
         if out is not None:
             assert np.array_equal(out[0].copy_to_host(), want_k), label
@@ -355,10 +369,19 @@ def test_onesweep_queued_first_pass(backend, rng):
             for buf in plan.keys + plan.vals:
                 buf[:] = np.uint32(0xDEADBEEF)
             assert np.all(dk.copy_to_host() == 0xDEADBEEF) and np.all(dv.copy_to_host() == 0xDEADBEEF), label
-        assert np.array_equal(d_keys.copy_to_host(), keys), f"{label}: the input was modified"
+        if not in_place:
+            assert np.array_equal(d_keys.copy_to_host(), keys), f"{label}: the input was modified"
 
     for label, keys, runs, give_out in sequence:
         check(plan, keys, runs, (poison(n), poison(n)) if give_out else None, label)
+    # in place, every pass moving keys (the last writes `out`, which is the input): queued, and
+    # with the max key given
+    keys = spread()
+    keys[:2] = [0, 2**32 - 1]  # every digit moves keys, whatever the draw
+    check(plan, keys, all_passes, None, "in place, queued", in_place=True)
+    keys = rng.integers(0, R * R, n, dtype=np.uint32)
+    keys[:2] = [1, R * R - 1]  # both digits move keys, whatever the draw
+    check(plan, keys, 2, None, "in place, max key given", in_place=True, max_key=R * R - 1)
     # the max-key path: every pass up to the key's top digit, none at all for keys of 0
     keys = rng.integers(0, R, n, dtype=np.uint32)
     check(plan, keys, 1, (poison(n), poison(n)), "max key given", max_key=R - 1)
