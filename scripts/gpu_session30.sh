@@ -5,6 +5,8 @@
 #   eab     trees old/new/new/old (EAB_TURNS): scripts/argsort_ab.py (unless AS_SKIP), then scripts/euler_timeline.py at 42M
 #           edges (deep), both backends: the public call's GPU time and where the GPU waits for the host
 #   ebench  gpulab bench euler at 42M edges, ruling_set and Hierholzer (euler_bench_42m)
+#   rsmall  gpulab bench radix, every variant with CUB at 2^20 keys and distinct 2M / 26M (RS_REPEAT repeats),
+#           appended to a copy of the committed radix-h200.json -> $OUT/rsmall/
 set -uo pipefail
 stages="${*:-eab}"
 source "$(dirname "$0")/gpu_stages.sh"
@@ -33,5 +35,11 @@ if [[ " $stages " == *" eab "* ]]; then
 fi
 if [[ " $stages " == *" ebench "* ]]; then
   euler_bench_42m
+fi
+if [[ " $stages " == *" rsmall "* ]]; then
+  mkdir -p "$OUT/rsmall" && cp docs/benchmarks/radix-h200.json "$OUT/rsmall/"
+  timeout ${RS_T:-300} $py -m gpulab bench radix --sizes 2^20 "distinct 2M" "distinct 26M" --repeat ${RS_REPEAT:-20} \
+    --no-progress --append --out "$OUT/rsmall" > "$OUT/rsmall.txt" 2>&1
+  say "bench radix small exit $? ($(el) s)"; grep -E "onesweep|^size" "$OUT/rsmall.txt" | tee -a "$summary"
 fi
 stages_end
