@@ -37,9 +37,6 @@ if [[ " $stages " == *" ebench "* ]]; then
   euler_bench_42m
 fi
 if [[ " $stages " == *" rsmall "* ]]; then
-  mkdir -p "$OUT/rsmall" && cp docs/benchmarks/radix-h200.json "$OUT/rsmall/"
-  timeout ${RS_T:-300} $py -m gpulab bench radix --sizes 2^20 "distinct 2M" "distinct 26M" --repeat ${RS_REPEAT:-20} \
-    --no-progress --append --out "$OUT/rsmall" > "$OUT/rsmall.txt" 2>&1
-  say "bench radix small exit $? ($(el) s)"; grep -E "onesweep|^size" "$OUT/rsmall.txt" | tee -a "$summary"
+  radix_bench_append rsmall ${RS_T:-300} ${RS_REPEAT:-20} 2^20 "distinct 2M" "distinct 26M"
 fi
 stages_end

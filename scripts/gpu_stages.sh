@@ -52,13 +52,19 @@ gpu_pytest() {
   say "$name exit $? ($(el) s): $(tail -1 "$OUT/$name.log")"
   grep -E "(FAILED|ERROR) tests" "$OUT/$name.log" | head -20 | tee -a "$summary"
 }
-# radix_bench_2p24: gpulab bench radix, every variant at 2^24 keys and pairs (RB_REPEAT repeats, default 10),
-# appended to a copy of the committed radix-h200.json (the other sizes kept) -> $OUT/rbench/
+# radix_bench_append NAME TIMEOUT REPEAT SIZES...: gpulab bench radix, every variant with CUB at SIZES, appended
+# to a copy of the committed radix-h200.json (the other sizes kept) -> $OUT/NAME/, $OUT/NAME.txt; the
+# onesweep rows in the summary
+radix_bench_append() {
+  local name=$1 limit=$2 repeat=$3; shift 3
+  mkdir -p "$OUT/$name" && cp docs/benchmarks/radix-h200.json "$OUT/$name/"
+  timeout "$limit" $py -m gpulab bench radix --sizes "$@" --repeat "$repeat" --no-progress --append \
+    --out "$OUT/$name" > "$OUT/$name.txt" 2>&1
+  say "bench radix $* exit $? ($(el) s)"; grep -E "onesweep|^size" "$OUT/$name.txt" | tee -a "$summary"
+}
+# radix_bench_2p24: every variant at 2^24 keys and pairs (RB_REPEAT repeats, default 10) -> $OUT/rbench/
 radix_bench_2p24() {
-  mkdir -p "$OUT/rbench" && cp docs/benchmarks/radix-h200.json "$OUT/rbench/"
-  timeout ${RB_T:-200} $py -m gpulab bench radix --sizes 2^24 "pairs 2^24" --repeat ${RB_REPEAT:-10} --no-progress --append \
-    --out "$OUT/rbench" > "$OUT/rbench.txt" 2>&1
-  say "bench radix 2^24 exit $? ($(el) s)"; grep -E "onesweep" "$OUT/rbench.txt" | tee -a "$summary"
+  radix_bench_append rbench ${RB_T:-200} ${RB_REPEAT:-10} 2^24 "pairs 2^24"
 }
 # matmul_mtests: chapter 1's stream-K and matmul GPU tests (MTESTS: others) -> $OUT/mtests.log
 matmul_mtests() {
