@@ -25,12 +25,13 @@ euler_bench_42m() {
   timeout 60 $py -m gpulab.euler.model "$OUT"/euler/euler-*.json "$OUT/euler" > "$OUT/euler-model.txt" 2>&1
   say "euler model exit $?"; tail -25 "$OUT/euler-model.txt" | tee -a "$summary"
 }
-# radix_call_ab: gpulab bench radix, onesweep at 2^24 keys and pairs, in turns old/new/new/old
-# (in_tree) -> $OUT/rab-<tree>-<seconds>/, then each turn's kernels, public call and their ratio
+# radix_call_ab [SIZES...]: gpulab bench radix, onesweep at SIZES (default 2^24 keys and pairs), in turns
+# old/new/new/old (in_tree) -> $OUT/rab-<tree>-<seconds>/, then each turn's kernels, public call and their ratio
 radix_call_ab() {
+  local sizes=("$@"); (( ${#sizes[@]} )) || sizes=(2^24 "pairs 2^24")
   for turn in old new new old; do
-    tag=$turn-$(el); in_tree $turn timeout ${RAB_T:-120} $py -m gpulab bench radix --variants onesweep --sizes 2^24 "pairs 2^24" \
-      --repeat 20 --no-progress --out "$OUT/rab-$tag" > "$OUT/rab-$tag.txt" 2>&1
+    tag=$turn-$(el); in_tree $turn timeout ${RAB_T:-120} $py -m gpulab bench radix --variants onesweep --sizes "${sizes[@]}" \
+      --repeat ${RAB_REPEAT:-20} --no-progress --out "$OUT/rab-$tag" > "$OUT/rab-$tag.txt" 2>&1
     say "rab $turn exit $? ($(el) s)"
   done
   for f in "$OUT"/rab-*/radix-*.json; do

@@ -182,11 +182,14 @@ def profile(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool 
     rx.clear_cache()
 
 
-def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool = False) -> None:
+def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool = False, distinct: int | None = None
+           ) -> None:
     """Where one call's host time goes: the host clock (us after the call began, median of
     `calls`) at the entry (>) and exit (<) of each step of the public call and the plan's sort,
     for the plan's sort alone and each kind of caller, with the GPU time of the call (CUDA
-    events). The steps are wrapped for this only; the wrappers cost about a microsecond each."""
+    events). The steps are wrapped for this only; the wrappers cost about a microsecond each.
+    `distinct`: instead, `gpulab.radix.distinct` on that many keys uniform in [0, distinct/2),
+    as `gpulab bench radix` draws them."""
     from gpulab.radix import host
 
     log = []
@@ -208,16 +211,29 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool =
              (host.SortPlan, "one_pass", "pass"), (host.SortPlan, "passes_that_move", "offsets back"),
              (rx, "_target", "result"), (rx, "to_caller", "to_caller"), (host, "validate_values", "vcheck"),
              (rx, "_launch", "variant"), (rx, "describe", "describe"), (rx, "numba_stream", "stream"),
-             (host, "order_on_device", "order"), (device.Readback, "start", "copy"), (rx, "_deliver", "deliver")]
+             (host, "order_on_device", "order"), (device.Readback, "start", "copy"), (rx, "_deliver", "deliver"),
+             (host.DistinctPlan, "run", "distinct.run"), (rx, "device_empty", "empty"), (rx, "_kept_inputs", "kept"),
+             (host, "unorder_on_device", "unorder"), (rx, "device_result", "new")]
     undo = [wrap(*step) for step in steps]
     try:
-        n = 2**log2
-        keys = rng.integers(0, 2**32, n, dtype=np.uint32)
+        n = distinct or 2**log2
+        keys = rng.integers(0, max(n // 2, 1) if distinct else 2**32, n, dtype=np.uint32)
         d = cuda.to_device(keys)
         dv = cuda.to_device(np.arange(n, dtype=np.uint32)) if pairs else None
         v = rx.REGISTRY.get(variant, backend)
         plan = v.run(n, pairs, v.launch_params(None))
-        callers = {"plan.sort": lambda: plan.sort(d, dv), **_callers(variant, backend, keys, pairs)}
+        if distinct:
+            dplan = host.distinct_plan(plan)
+            callers = {"plan.run": lambda: dplan.run(d), "numba": lambda: rx.distinct(d, variant, backend)}
+            try:
+                import cupy
+
+                c_keys = cupy.asarray(keys)
+                callers["cupy"] = lambda: rx.distinct(c_keys, variant, backend)
+            except ImportError:
+                pass
+        else:
+            callers = {"plan.sort": lambda: plan.sort(d, dv), **_callers(variant, backend, keys, pairs)}
         start, stop = cuda.event(), cuda.event()
         for name, call in callers.items():
             for _ in range(10):
@@ -237,7 +253,8 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool =
             labels = [lab for lab, _ in runs[0]]
             alike = [r for r in runs if [lab for lab, _ in r] == labels]
             at = [1e6 * statistics.median(r[i][1] - r[0][1] for r in alike) for i in range(len(labels))]
-            print(f"== {backend}/{variant} {'pairs ' if pairs else ''}2^{log2} {name}: GPU {statistics.median(gpu):.4f} ms; host us after the "
+            size = f"distinct {n}" if distinct else f"{'pairs ' if pairs else ''}2^{log2}"
+            print(f"== {backend}/{variant} {size} {name}: GPU {statistics.median(gpu):.4f} ms; host us after the "
                   f"call began ({len(alike)} of {calls} calls alike):")
             print("   " + " ".join(f"{lab}@{t:.0f}" for lab, t in zip(labels, at)), flush=True)
     finally:
@@ -261,8 +278,15 @@ def main() -> None:
     ap.add_argument("--stamps", type=int, metavar="CALLS",
                     help="instead: the host clock at each step of CALLS calls per backend and size (median)")
     ap.add_argument("--pairs", action="store_true", help="--profile / --stamps: sort_pairs (uint32 values) too")
+    ap.add_argument("--distinct", type=int, nargs="+", metavar="N",
+                    help="--stamps: instead, gpulab.radix.distinct on N keys uniform in [0, N/2)")
     a = ap.parse_args()
     rng = np.random.default_rng(a.seed)
+    if a.stamps and a.distinct:
+        for backend in a.backends:
+            for n in a.distinct:
+                stamps(backend, a.variant, 0, a.stamps, rng, distinct=n)
+        return
     if a.stamps:
         for backend in a.backends:
             for k in a.log2:

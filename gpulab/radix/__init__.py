@@ -487,23 +487,45 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
 
 def distinct(keys, variant: str | None = None, backend: str = "numba", params: dict | None = None, stream=None):
     """The distinct keys in ascending order (`numpy.unique`): sort, flag run heads, scan,
-    compact. numpy for numpy keys; a device array of the caller's library for device keys."""
-    n, dtype = host.validate_keys(keys)
+    compact. numpy for numpy keys; a device array of the caller's library for device keys
+    (the first `count` elements of a new array of `len(keys)`, which it keeps alive)."""
+    # CuPy keys seen before, on the default stream: checked and taken in one look-up (as `_sorted`)
+    kept = _kept_inputs(keys, None, 0) if stream is None else None
+    n, dtype = kept[:2] if kept is not None else host.validate_keys(keys)
     v, p, pkey = _launch(_sized(variant, backend, n), backend, params)
     s = numba_stream(stream)
     if v.backend == "cpu":
         k = to_host(keys)
         out, _ = host.distinct_plan(v.run(k.size, False, p)).run(host.to_ordered(k))
         return _on_cpu((host.from_ordered(out, dtype),), describe(keys))[0]
-    like = describe(keys)
     if n == 0:
-        return _empty(dtype, like, s)
+        return _empty(dtype, describe(keys), s)
     plan = _plan(v, n, False, p, pkey, s, distinct=True)
     scratch = plan.sp.scratch
-    ordered = host.order_on_device(_take(keys, "keys", scratch, s), dtype, scratch, s)
-    # a device caller's result is a new array (its first `count` keys); a host caller's is copied from the plan's
-    out, count = plan.run(ordered, out=device_empty(n, np.uint32, like, s) if like.on_device else None)
-    return to_caller(host.unorder_on_device(out[:count], dtype, s), like, s)
+    ordered = host.order_on_device(kept[3] if kept is not None else _take(keys, "keys", scratch, s), dtype, scratch, s)
+    # A device caller's result is a new array (`device_result`: from its library's pool where it
+    # has one), asked for once the sort is queued: found while the GPU sorts, not before it or
+    # after the count's wait. A host caller's is copied from the plan's buffer.
+    t = {}
+
+    def target():
+        like = t["like"] = describe(keys)
+        if not like.on_device:
+            return None
+        arr, t["made"] = device_result(n, dtype, like, s)
+        t["arr"] = arr
+        return _as(arr, np.uint32)
+
+    out, count = plan.run(ordered, out=target)
+    like = t["like"]
+    if not like.on_device:
+        return to_caller(host.unorder_on_device(out[:count], dtype, s), False, s)
+    if dtype != np.uint32 and count:
+        host.unorder_on_device(out[:count], dtype, s)  # in place, the caller's memory
+    made = t["made"]
+    # the first `count` keys: a slice in the caller's library (CuPy's, PyTorch's: a few
+    # microseconds), or of numba's array, handed over as `to_caller` does
+    return made[:count] if made is not None else to_caller(t["arr"][:count], like, s)
 
 
 def scan(x, inclusive: bool = False, method: str = "blelloch", backend: str = "numba", block: int = 256,

@@ -539,24 +539,31 @@ class DistinctPlan:
         self.pos = cuda.device_array(max(n, 1), np.int32)
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
-        # the last key's scanned position and flag, read back into page-locked memory together
+        # the last key's scanned position and flag, read back into page-locked memory together;
+        # the one-element views they are read from made once (a numba slice costs ~10 us a call)
         self.last_back = device.Readback(2, np.int32)
         self.last_parts = self.last_back.host[:1], self.last_back.host[1:]  # where each one lands
+        self.last_src = self.pos[max(n, 1) - 1:], self.flags[max(n, 1) - 1:]
 
     def run(self, d_keys_in, out=None):
         """Returns (device array with the distinct keys first, their count): the plan's buffer,
-        or `out` (n elements) when given."""
+        or `out` (n elements) when given. `out` may also be a function of no arguments that
+        returns that array (or `None` for the plan's buffer): it is called once, when the sort,
+        the flags and their scan are queued, so that host work such as allocating the caller's
+        result runs while the GPU sorts, before the one wait of the call (the count)."""
         sp, K, n = self.sp, self.sp.K, self.sp.n
-        out = self.out if out is None else out
         if n == 0:
-            return out, 0
+            out = out() if callable(out) else out
+            return (self.out if out is None else out), 0
         keys, _ = sp.sort(d_keys_in)
         g = grid_1d(n, EW_BLOCK)
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
+        out = out() if callable(out) else out
+        out = self.out if out is None else out
         K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
-        self.last_back.start(self.pos[n - 1:n], sp.stream, into=self.last_parts[0])
-        last = self.last_back.start(self.flags[n - 1:n], sp.stream, into=self.last_parts[1])
+        self.last_back.start(self.last_src[0], sp.stream, into=self.last_parts[0])
+        last = self.last_back.start(self.last_src[1], sp.stream, into=self.last_parts[1])
         return out, int(last().sum())  # one wait, for both copies
 # --8<-- [end:distinct]
 

@@ -137,8 +137,11 @@ def test_results_from_the_callers_pool_stay_the_callers(lib_name, rng):
     ks, vs = rx.sort_pairs(on_gpu(lib, b), on_gpu(lib, np.arange(n, dtype=np.uint32)))
     for r in (first, pos, ks, vs):
         assert type(r).__module__.split(".")[0] == lib_name
-    ptrs = [r.__cuda_array_interface__["data"][0] for r in (first, pos, ks, vs)]
-    assert len(set(ptrs)) == 4
+    uniq = rx.distinct(on_gpu(lib, b))
+    assert type(uniq).__module__.split(".")[0] == lib_name
+    ptrs = [r.__cuda_array_interface__["data"][0] for r in (first, pos, ks, vs, uniq)]
+    assert len(set(ptrs)) == 5
+    assert np.array_equal(from_gpu(uniq), np.unique(b))
     assert np.array_equal(from_gpu(first), np.sort(a))
     assert np.array_equal(from_gpu(pos), np.argsort(b, kind="stable"))
     assert np.array_equal(from_gpu(ks), np.sort(b)) and np.array_equal(from_gpu(vs), np.argsort(b, kind="stable"))
@@ -152,7 +155,10 @@ def test_results_from_the_callers_pool_stay_the_callers(lib_name, rng):
         order = np.argsort(fk, kind="stable")
         assert np.array_equal(from_gpu(sk), fk[order]) and np.array_equal(from_gpu(sv), iv[order])
         assert from_gpu(sk).dtype == np.float32 and from_gpu(sv).dtype == np.int32
-        del sk, sv
+        fu = rx.distinct(on_gpu(lib, fk))
+        assert type(fu).__module__.split(".")[0] == lib_name and from_gpu(fu).dtype == np.float32
+        assert np.array_equal(from_gpu(fu), np.unique(fk))
+        del sk, sv, fu
 
 
 def test_a_new_result_takes_the_kept_view_of_its_pool_block(monkeypatch, rng):
@@ -342,6 +348,47 @@ class _CupyStandIn:
                 "stream": self.stream, "version": 3}
 
 
+def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
+    """`distinct` on device keys asks for its result once, after the sort, the flags and their
+    scan are queued and before the host waits for the count (`DistinctPlan.run` with a function
+    for `out`), and writes the caller's new array: two calls on one plan (the same length) return
+    arrays that share no memory, each `numpy.unique` of its keys in their dtype, and the first
+    survives the second. A host caller's result is numpy, and no device result is made for it."""
+    from gpulab import device
+    from gpulab.radix import host
+
+    name, backend = SIM
+    log = []
+    for obj, meth, label in ((rx, "device_result", "result"), (device.Readback, "start", "count")):
+        orig = getattr(obj, meth)
+        monkeypatch.setattr(obj, meth, lambda *a, _o=orig, _l=label, **k: (log.append(_l), _o(*a, **k))[1])
+    sort = host.SortPlan.sort  # logged when it returns: the sort is queued (it may read back on its way)
+    monkeypatch.setattr(host.SortPlan, "sort", lambda *a, **k: (sort(*a, **k), log.append("sorted"))[0])
+    n = edge_sizes(variant(name, backend))[-1]
+    # uint32 keys twice (one simulated pass each); int32 keys once, at fewer keys (their ordered
+    # form sets the top bit: 8 simulated passes), transformed back in the caller's memory
+    for dtype, calls, m in ((np.uint32, 2, n), (np.int32, 1, 20)):
+        got = []
+        for _ in range(calls):
+            keys = small_keys(rng, m)
+            keys[:3] = (0, 15, 15)  # the premise: more than one distinct key, and a repeat
+            keys = (keys.astype(np.int64) - (0 if dtype == np.uint32 else 7)).astype(dtype)
+            log.clear()
+            u = rx.distinct(device_only(keys), name, backend)
+            assert log.count("result") == 1 and log[-4:] == ["sorted", "result", "count", "count"], log
+            got.append((keys, u))
+        if calls == 2:
+            (_, u1), (_, u2) = got
+            assert u1 is not u2 and not host.overlap(u1, u2), "two calls' results share memory"
+        for keys, u in got:  # the first result survives the second call
+            assert u.dtype == dtype and np.array_equal(u.copy_to_host(), np.unique(keys))
+    keys = small_keys(rng, n)
+    log.clear()
+    u = rx.distinct(keys, name, backend)
+    assert isinstance(u, np.ndarray) and np.array_equal(u, np.unique(keys))
+    assert "result" not in log, log
+
+
 def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_through(monkeypatch, rng):
     """A public call on CuPy arrays whose views are kept (`gpulab.arrays.kept_view`) checks and
     takes them in one look-up each (no `validate_keys`, no `_take`), and sorts them right; an array
@@ -378,6 +425,7 @@ def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_t
             assert np.array_equal(got_k, keys[order]) and np.array_equal(got_v, vals[order]), turn
             assert (calls == []) == (turn == "kept"), f"{turn} call: {calls}"
         assert np.array_equal(rx.sort(k), np.sort(keys, kind="stable"))
+        assert np.array_equal(rx.distinct(k), np.unique(keys))
         assert calls == [], calls
         # views kept for arrays the sort must refuse: each still gets its error
         square = standin(np.zeros((4, 4), np.uint32))
