@@ -5,6 +5,8 @@
 #   ab      trees old/new/new/old: gpulab bench radix, onesweep at 2^20 keys and distinct 2M / 26M (radix_call_ab), then
 #           scripts/radix_call_timeline.py --stamps for distinct 2M in each tree
 #   rtests  radix's GPU tests (RTESTS, default tests/radix/test_radix.py)
+#   final   gpulab bench radix --variants onesweep at 2^20 keys and distinct 2M / 26M (with CUB) -> $OUT/final/: a check of
+#           the code after the review, not committed to radix-h200.json
 #   rsmall  gpulab bench radix at 2^20 keys and distinct 2M / 26M, appended to a copy of radix-h200.json -> $OUT/rsmall/
 set -uo pipefail
 stages="${*:-stamps}"
@@ -29,6 +31,11 @@ if [[ " $stages " == *" ab "* ]]; then
 fi
 if [[ " $stages " == *" rtests "* ]]; then
   gpu_pytest rtests ${RT_T:-200} ${RTESTS:-tests/radix/test_radix.py}
+fi
+if [[ " $stages " == *" final "* ]]; then
+  timeout ${FI_T:-200} $py -m gpulab bench radix --variants onesweep --sizes 2^20 "distinct 2M" "distinct 26M" --repeat 20 \
+    --no-progress --out "$OUT/final" > "$OUT/final.txt" 2>&1
+  say "bench radix onesweep exit $? ($(el) s)"; grep -E "onesweep|^size" "$OUT/final.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" rsmall "* ]]; then
   radix_bench_append rsmall ${RS_T:-300} ${RS_REPEAT:-20} 2^20 "distinct 2M" "distinct 26M"

@@ -349,9 +349,9 @@ class _CupyStandIn:
 
 
 def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
-    """`distinct` on device keys asks for its result once, after the sort, the flags and their
-    scan are queued and before the host waits for the count (`DistinctPlan.run` with a function
-    for `out`), and writes the caller's new array: two calls on one plan (the same length) return
+    """`distinct` on device keys asks for its result once, after the sort, the head flags and
+    their scan are queued and before the host waits for the count (`DistinctPlan.run` with a
+    function for `out`), and writes the caller's new array: two calls on one plan (the same length) return
     arrays that share no memory, each `numpy.unique` of its keys in their dtype, and the first
     survives the second. A host caller's result is numpy, and no device result is made for it."""
     from gpulab import device
@@ -359,7 +359,8 @@ def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
 
     name, backend = SIM
     log = []
-    for obj, meth, label in ((rx, "device_result", "result"), (device.Readback, "start", "count")):
+    for obj, meth, label in ((rx, "device_result", "result"), (device.Readback, "start", "count"),
+                             (host.ScanPlan, "run", "scan")):
         orig = getattr(obj, meth)
         monkeypatch.setattr(obj, meth, lambda *a, _o=orig, _l=label, **k: (log.append(_l), _o(*a, **k))[1])
     sort = host.SortPlan.sort  # logged when it returns: the sort is queued (it may read back on its way)
@@ -375,7 +376,9 @@ def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
             keys = (keys.astype(np.int64) - (0 if dtype == np.uint32 else 7)).astype(dtype)
             log.clear()
             u = rx.distinct(device_only(keys), name, backend)
-            assert log.count("result") == 1 and log[-4:] == ["sorted", "result", "count", "count"], log
+            # (the head flags are launched between "sorted" and their scan, whose levels nest)
+            after = log[log.index("sorted") + 1:]
+            assert log.count("result") == 1 and after[0] == "scan" and after[-3:] == ["result", "count", "count"], log
             got.append((keys, u))
         if calls == 2:
             (_, u1), (_, u2) = got
@@ -399,10 +402,20 @@ def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_t
 
     memory = {}
 
-    def standin(host_array):
+    def standin(host_array, kind=None):
         ptr = (len(memory) + 1) * 2**20 + int(rng.integers(0, 2**10)) * 256
         memory[ptr] = cuda.to_device(host_array)
-        return _CupyStandIn(ptr, host_array)
+        return (kind or _CupyStandIn)(ptr, host_array)
+
+    sliced = []
+
+    class Pooled(_CupyStandIn):  # a new result from the pool: its slice is read back from its memory
+        def __getitem__(self, index):
+            sliced.append(index)
+            return memory[self.ptr].copy_to_host()[index]
+
+    def pooled(host_array):
+        return standin(host_array, lambda ptr, a: Pooled(ptr, a, stream=None))
 
     monkeypatch.setattr(arrays, "_unbound_view", lambda cai, owner: memory[cai["data"][0]])
     monkeypatch.setattr(arrays, "_caller_empty", lambda n, dtype, like, stream: None)  # numba allocates
@@ -427,6 +440,13 @@ def test_cupy_arrays_seen_before_take_the_short_way_and_nothing_unchecked_gets_t
         assert np.array_equal(rx.sort(k), np.sort(keys, kind="stable"))
         assert np.array_equal(rx.distinct(k), np.unique(keys))
         assert calls == [], calls
+        # distinct's result from the caller's pool: the caller gets its own array's first
+        # `count` elements (a stand-in whose slice reads its memory back here)
+        monkeypatch.setattr(arrays, "_caller_empty", lambda n, dtype, like, stream: pooled(np.zeros(n, dtype)))
+        dup = np.concatenate([keys, keys[:3]])  # the premise: repeated keys, so count < n
+        got = rx.distinct(standin(dup))
+        assert isinstance(got, np.ndarray) and np.array_equal(got, np.unique(dup)) and got.size < dup.size
+        assert sliced == [slice(None, got.size)], "the caller's own array was not what came back"
         # views kept for arrays the sort must refuse: each still gets its error
         square = standin(np.zeros((4, 4), np.uint32))
         arrays.device_input_on(square, "A", ndim=2)
