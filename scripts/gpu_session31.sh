@@ -7,6 +7,8 @@
 #   rtests  radix's GPU tests (RTESTS, default tests/radix/test_radix.py)
 #   final   gpulab bench radix --variants onesweep at 2^20 keys and distinct 2M / 26M (with CUB) -> $OUT/final/: a check of
 #           the code after the review, not committed to radix-h200.json
+#   rdistinct  gpulab bench radix, every variant with CUB at distinct 2M / 26M, appended to a copy of radix-h200.json
+#           -> $OUT/rdistinct/ (after the count's single read)
 #   rsmall  gpulab bench radix at 2^20 keys and distinct 2M / 26M, appended to a copy of radix-h200.json -> $OUT/rsmall/
 set -uo pipefail
 stages="${*:-stamps}"
@@ -36,6 +38,9 @@ if [[ " $stages " == *" final "* ]]; then
   timeout ${FI_T:-200} $py -m gpulab bench radix --variants onesweep --sizes 2^20 "distinct 2M" "distinct 26M" --repeat 20 \
     --no-progress --out "$OUT/final" > "$OUT/final.txt" 2>&1
   say "bench radix onesweep exit $? ($(el) s)"; grep -E "onesweep|^size" "$OUT/final.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" rdistinct "* ]]; then
+  radix_bench_append rdistinct ${RD_T:-330} ${RS_REPEAT:-20} "distinct 2M" "distinct 26M"
 fi
 if [[ " $stages " == *" rsmall "* ]]; then
   radix_bench_append rsmall ${RS_T:-300} ${RS_REPEAT:-20} 2^20 "distinct 2M" "distinct 26M"

@@ -212,7 +212,7 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool =
              (rx, "_target", "result"), (rx, "to_caller", "to_caller"), (host, "validate_values", "vcheck"),
              (rx, "_launch", "variant"), (rx, "describe", "describe"), (rx, "numba_stream", "stream"),
              (host, "order_on_device", "order"), (device.Readback, "start", "copy"), (rx, "_deliver", "deliver"),
-             (host.DistinctPlan, "run", "distinct.run"), (rx, "device_empty", "empty"), (rx, "_kept_inputs", "kept"),
+             (device.Readback, "fetch", "fetch"), (host.DistinctPlan, "run", "distinct.run"), (rx, "device_empty", "empty"), (rx, "_kept_inputs", "kept"),
              (host, "unorder_on_device", "unorder"), (rx, "device_result", "new")]
     undo = [wrap(*step) for step in steps]
     try:

@@ -501,6 +501,7 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
         return _on_cpu((host.from_ordered(out, dtype),), describe(keys))[0]
     if n == 0:
         return _empty(dtype, describe(keys), s)
+    host.check_distinct_size(n)  # before the sort plan's buffers are allocated
     plan = _plan(v, n, False, p, pkey, s, distinct=True)
     scratch = plan.sp.scratch
     ordered = host.order_on_device(kept[3] if kept is not None else _take(keys, "keys", scratch, s), dtype, scratch, s)

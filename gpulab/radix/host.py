@@ -528,23 +528,28 @@ def plan_factory(policy: RadixPolicy, backend: str):
 
 # --8<-- [start:distinct]
 class DistinctPlan:
-    """distinct = sort, flag the first key of each run, exclusive scan of the flags, compact."""
+    """distinct = sort, flag the first key of each run, exclusive scan of the flags, compact.
+
+    The flags have one element more than the keys, 0 for good (`head_flags` writes the first
+    `n`), so the exclusive scan's element `n` is the count of distinct keys: one value read back,
+    one driver call on the default stream."""
 
     def __init__(self, sort_plan: SortPlan):
         from numba import cuda
 
-        self.sp = sort_plan
         n = sort_plan.n
-        self.flags = cuda.device_array(max(n, 1), np.int32)
-        self.pos = cuda.device_array(max(n, 1), np.int32)
+        check_distinct_size(n)
+        self.sp = sort_plan
+        self.flags = cuda.device_array(n + 1, np.int32)
+        self.flags[n:].copy_to_device(np.zeros(1, np.int32))  # the extra flag, never written again
+        self.pos = cuda.device_array(n + 1, np.int32)
         self.out = cuda.device_array(max(n, 1), np.uint32)
-        self.scan = ScanPlan(sort_plan.K, n, sort_plan.params["SCAN_BLOCK"])
-        # the last key's scanned position and flag, read back into page-locked memory together;
-        # the one-element views they are read from made once (a numba slice took 30-47 us of
-        # host time a call on the H200 machines of 2026-11-29)
-        self.last_back = device.Readback(2, np.int32)
-        self.last_parts = self.last_back.host[:1], self.last_back.host[1:]  # where each one lands
-        self.last_src = self.pos[max(n, 1) - 1:], self.flags[max(n, 1) - 1:]
+        self.scan = ScanPlan(sort_plan.K, n + 1, sort_plan.params["SCAN_BLOCK"])
+        # the count (the scan's last element) read back into page-locked memory, from a
+        # one-element view made once (a numba slice took 30-47 us of host time a call on the
+        # H200 machines of 2026-11-29)
+        self.count_back = device.Readback(1, np.int32)
+        self.count_src = self.pos[n:]
 
     def run(self, d_keys_in, out=None):
         """Returns (device array with the distinct keys first, their count): the plan's buffer,
@@ -563,10 +568,16 @@ class DistinctPlan:
         out = out() if callable(out) else out
         out = self.out if out is None else out
         K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
-        self.last_back.start(self.last_src[0], sp.stream, into=self.last_parts[0])
-        last = self.last_back.start(self.last_src[1], sp.stream, into=self.last_parts[1])
-        return out, int(last().sum())  # one wait, for both copies
+        return out, int(self.count_back.fetch(self.count_src, sp.stream)[0])  # the call's one wait
 # --8<-- [end:distinct]
+
+
+def check_distinct_size(n: int) -> None:
+    """`distinct`'s own limit: its scan runs over one element more than the keys, with int32
+    indices, so at most `INT32_MAX - 1` keys (one clear error, before any allocation)."""
+    if n > INT32_MAX - 1:
+        raise LimitError(f"distinct takes at most {INT32_MAX - 1} keys (its scan covers one more element "
+                         f"than the keys, with int32 indices), got {n}")
 
 
 def distinct_plan(plan):

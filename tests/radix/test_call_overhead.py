@@ -348,19 +348,33 @@ class _CupyStandIn:
                 "stream": self.stream, "version": 3}
 
 
+def test_distinct_past_its_limit_is_one_clear_error():
+    """distinct's scan covers one element more than the keys: INT32_MAX keys are refused by
+    name before any buffer is allocated (a stand-in sort plan: nothing is allocated for it)."""
+    from types import SimpleNamespace
+
+    from gpulab.errors import LimitError
+    from gpulab.radix import host
+
+    with pytest.raises(LimitError, match=f"at most {host.INT32_MAX - 1} keys"):
+        host.DistinctPlan(SimpleNamespace(n=host.INT32_MAX, K=None, params={"SCAN_BLOCK": 64}))
+    host.check_distinct_size(host.INT32_MAX - 1)  # the largest size it takes
+
+
 def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
     """`distinct` on device keys asks for its result once, after the sort, the head flags and
-    their scan are queued and before the host waits for the count (`DistinctPlan.run` with a
-    function for `out`), and writes the caller's new array: two calls on one plan (the same length) return
-    arrays that share no memory, each `numpy.unique` of its keys in their dtype, and the first
-    survives the second. A host caller's result is numpy, and no device result is made for it."""
+    their scan are queued and before the host reads the count back, its one read
+    (`DistinctPlan.run` with a function for `out`), and writes the caller's new array: two
+    calls on one plan (the same length) return arrays that share no memory, each `numpy.unique`
+    of its keys in their dtype, and the first survives the second. A host caller's result is
+    numpy, and no device result is made for it."""
     from gpulab import device
     from gpulab.radix import host
 
     name, backend = SIM
     log = []
-    for obj, meth, label in ((rx, "device_result", "result"), (device.Readback, "start", "count"),
-                             (host.ScanPlan, "run", "scan")):
+    for obj, meth, label in ((rx, "device_result", "result"), (device.Readback, "start", "read"),
+                             (device.Readback, "fetch", "read"), (host.ScanPlan, "run", "scan")):
         orig = getattr(obj, meth)
         monkeypatch.setattr(obj, meth, lambda *a, _o=orig, _l=label, **k: (log.append(_l), _o(*a, **k))[1])
     sort = host.SortPlan.sort  # logged when it returns: the sort is queued (it may read back on its way)
@@ -376,9 +390,11 @@ def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
             keys = (keys.astype(np.int64) - (0 if dtype == np.uint32 else 7)).astype(dtype)
             log.clear()
             u = rx.distinct(device_only(keys), name, backend)
-            # (the head flags are launched between "sorted" and their scan, whose levels nest)
+            # (the head flags are launched between "sorted" and their scan, whose levels nest);
+            # then one read, the count
             after = log[log.index("sorted") + 1:]
-            assert log.count("result") == 1 and after[0] == "scan" and after[-3:] == ["result", "count", "count"], log
+            assert log.count("result") == 1 and after[0] == "scan" and after[-2:] == ["result", "read"], log
+            assert after.count("read") == 1, log
             got.append((keys, u))
         if calls == 2:
             (_, u1), (_, u2) = got
