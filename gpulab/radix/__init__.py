@@ -489,7 +489,8 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
     """The distinct keys in ascending order (`numpy.unique`): sort, flag run heads, scan,
     compact. numpy for numpy keys; for device keys a device array of the caller's library: a
     view of the first `count` elements (the number of distinct keys) of a new array of
-    `len(keys)`, which the view keeps alive."""
+    `len(keys)`, which the view keeps alive. Raises `LimitError` past 2^31 - 2 keys (its scan
+    covers one element more than the keys, with int32 indices), as `sort` does for its limits."""
     # CuPy keys seen before, on the default stream: checked and taken in one look-up (as `_sorted`)
     kept = _kept_inputs(keys, None, 0) if stream is None else None
     n, dtype = kept[:2] if kept is not None else host.validate_keys(keys)

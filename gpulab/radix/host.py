@@ -541,7 +541,7 @@ class DistinctPlan:
         check_distinct_size(n)
         self.sp = sort_plan
         self.flags = cuda.device_array(n + 1, np.int32)
-        self.flags[n:].copy_to_device(np.zeros(1, np.int32))  # the extra flag, never written again
+        sort_plan.zero(self.flags[n:])  # the extra flag (on the plan's stream), never written again
         self.pos = cuda.device_array(n + 1, np.int32)
         self.out = cuda.device_array(max(n, 1), np.uint32)
         self.scan = ScanPlan(sort_plan.K, n + 1, sort_plan.params["SCAN_BLOCK"])

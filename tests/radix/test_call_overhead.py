@@ -361,6 +361,18 @@ def test_distinct_past_its_limit_is_one_clear_error():
     host.check_distinct_size(host.INT32_MAX - 1)  # the largest size it takes
 
 
+def test_distinct_refuses_past_its_limit_before_planning(monkeypatch):
+    """The public call names the limit before it makes a sort plan for that many keys (a CuPy
+    stand-in of INT32_MAX uint32 keys: its memory is never touched)."""
+    from gpulab.errors import LimitError
+
+    monkeypatch.setattr(rx, "_plan", lambda *a, **k: pytest.fail("a plan was made past the limit"))
+    huge = _CupyStandIn(2**20, np.zeros(0, np.uint32), stream=None)
+    huge.shape = (rx.host.INT32_MAX,)
+    with pytest.raises(LimitError, match="distinct takes at most"):
+        rx.distinct(huge, "radix4_shared")
+
+
 def test_distinct_finds_its_result_while_the_gpu_sorts(rng, monkeypatch):
     """`distinct` on device keys asks for its result once, after the sort, the head flags and
     their scan are queued and before the host reads the count back, its one read

@@ -478,10 +478,15 @@ def test_signed_and_float_keys(backend, rng):
         assert np.array_equal(rx.sort(ints, name, backend, p), np.sort(ints))
 
 
-@pytest.mark.parametrize("n", [0, 1, 70])
+@pytest.mark.parametrize("n", [0, 1, 70, "2 scan blocks - 1", "2 scan blocks"])
 def test_distinct_matches_numpy_unique(n, rng):
+    """Sizes 0, 1, 70, and where the scan of the n + 1 flags (one extra, 0: its last element is
+    the count) just fits one scan block and just crosses into a second."""
     name, p = sim_variant()
     skip_unless_runnable(REGISTRY.get(name, "numba"))
+    if isinstance(n, str):  # a scan block takes 2 * SCAN_BLOCK values (Blelloch)
+        per_block = 2 * REGISTRY.get(name, "numba").launch_params(p)["SCAN_BLOCK"]
+        n = per_block - 1 if n.endswith("- 1") else per_block
     keys = rng.integers(0, max(n // 3, 1), n, dtype=np.uint32)
     assert np.array_equal(rx.distinct(keys, name, params=p), np.unique(keys))
     if n > 1:
