@@ -108,13 +108,16 @@ def row_for(v, log2: int, warmup: int, repeat: int, rounds: int, rng) -> dict:
         device.release_memory()
 
 
-def _callers(variant: str, backend: str, keys: np.ndarray, pairs: bool) -> dict:
+def _callers(variant: str, backend: str, keys: np.ndarray, pairs: bool, distinct: bool = False) -> dict:
     """The public calls timed by `profile` and `stamps`, per kind of caller: `sort` on the keys,
-    or (`pairs`) `sort_pairs` with uint32 values (the positions), as numba and CuPy arrays."""
+    or (`pairs`) `sort_pairs` with uint32 values (the positions), or (`distinct`) `distinct`
+    (no `out=`), as numba and CuPy arrays."""
     n = keys.size
     d_keys, out = cuda.to_device(keys), cuda.device_array(n, np.uint32)
     d_vals = cuda.to_device(np.arange(n, dtype=np.uint32)) if pairs else None
-    if pairs:
+    if distinct:
+        callers = {"numba": lambda: rx.distinct(d_keys, variant, backend)}
+    elif pairs:
         out_v = cuda.device_array(n, np.uint32)
         callers = {"numba": lambda: rx.sort_pairs(d_keys, d_vals, variant, backend),
                    "numba out=": lambda: rx.sort_pairs(d_keys, d_vals, variant, backend, out=(out, out_v))}
@@ -125,7 +128,9 @@ def _callers(variant: str, backend: str, keys: np.ndarray, pairs: bool) -> dict:
         import cupy
 
         c_keys = cupy.asarray(keys)
-        if pairs:
+        if distinct:
+            callers["cupy"] = lambda: rx.distinct(c_keys, variant, backend)
+        elif pairs:
             c_vals = cupy.asarray(d_vals)
             callers["cupy"] = lambda: rx.sort_pairs(c_keys, c_vals, variant, backend)
         else:
@@ -212,8 +217,9 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool =
              (rx, "_target", "result"), (rx, "to_caller", "to_caller"), (host, "validate_values", "vcheck"),
              (rx, "_launch", "variant"), (rx, "describe", "describe"), (rx, "numba_stream", "stream"),
              (host, "order_on_device", "order"), (device.Readback, "start", "copy"), (rx, "_deliver", "deliver"),
-             (device.Readback, "fetch", "fetch"), (host.DistinctPlan, "run", "distinct.run"), (rx, "device_empty", "empty"), (rx, "_kept_inputs", "kept"),
-             (host, "unorder_on_device", "unorder"), (rx, "device_result", "new")]
+             (device.Readback, "fetch", "fetch"), (host.DistinctPlan, "run", "distinct.run"),
+             (rx, "device_empty", "empty"), (rx, "_kept_inputs", "kept"), (host, "unorder_on_device", "unorder"),
+             (rx, "device_result", "new")]
     undo = [wrap(*step) for step in steps]
     try:
         n = distinct or 2**log2
@@ -224,14 +230,7 @@ def stamps(backend: str, variant: str, log2: int, calls: int, rng, pairs: bool =
         plan = v.run(n, pairs, v.launch_params(None))
         if distinct:
             dplan = host.distinct_plan(plan)
-            callers = {"plan.run": lambda: dplan.run(d), "numba": lambda: rx.distinct(d, variant, backend)}
-            try:
-                import cupy
-
-                c_keys = cupy.asarray(keys)
-                callers["cupy"] = lambda: rx.distinct(c_keys, variant, backend)
-            except ImportError:
-                pass
+            callers = {"plan.run": lambda: dplan.run(d), **_callers(variant, backend, keys, False, distinct=True)}
         else:
             callers = {"plan.sort": lambda: plan.sort(d, dv), **_callers(variant, backend, keys, pairs)}
         start, stop = cuda.event(), cuda.event()

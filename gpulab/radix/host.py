@@ -559,16 +559,19 @@ class DistinctPlan:
         result runs while the GPU sorts, before the one wait of the call (the count)."""
         sp, K, n = self.sp, self.sp.K, self.sp.n
         if n == 0:
-            out = out() if callable(out) else out
-            return (self.out if out is None else out), 0
+            return self._target(out), 0
         keys, _ = sp.sort(d_keys_in)
         g = grid_1d(n, EW_BLOCK)
         K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
         self.scan.run(self.flags, self.pos)
-        out = out() if callable(out) else out
-        out = self.out if out is None else out
+        out = self._target(out)
         K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
         return out, int(self.count_back.fetch(self.count_src, sp.stream)[0])  # the call's one wait
+
+    def _target(self, out):
+        """`out` of `run`, called where it is a function; the plan's buffer for `None`."""
+        out = out() if callable(out) else out
+        return self.out if out is None else out
 # --8<-- [end:distinct]
 
 
