@@ -177,6 +177,36 @@ def launch(fn, grid, block, *args, shared_bytes: int = 0, stream=0) -> None:
         drv.Context.synchronize()
 
 
+def pointer_launch(fn, grid, block, pointers: int, *tail):
+    """`go(p_1, ..., p_pointers)`: [`launch`][gpulab.cudac.launch] of `fn` on the legacy default
+    stream with `pointers` device addresses (ints) first and the fixed arguments `tail` after
+    them, the arguments' packing and everything but the addresses done once, here. A public
+    call that has its arrays' addresses at hand (a CuPy array's `.data.ptr`) launches through
+    it with one `struct` pack and pycuda's kernel launch: 16.7 us of host time per launch
+    through `launch` with three CuPy arrays on an H200 host, whose interfaces it reads, against
+    5.7 us for pycuda's launch alone (`docs/benchmarks/gpu-runs/2026-11-29-session32/call4-profile.txt`).
+    `None` where `launch` would not take this way (no packer for these types, pycuda without the
+    entry point, texture references, dynamic shared memory)."""
+    import struct
+
+    run = getattr(fn, "_launch_kernel", None)
+    types = (int,) * pointers + tuple(map(type, tail))
+    packer, converters, fmt = _packing(types)
+    if packer is None or run is None or getattr(fn, "texrefs", None):
+        return None
+    fmt = "P" * pointers + fmt[pointers:]  # the addresses as pointers, not as `launch`'s int32 of an int
+    packer = struct.Struct(fmt)
+    rest = tuple(a if c is None else c(a) for c, a in zip(converters[pointers:], tail))
+    g3 = tuple(grid) + (1,) * (3 - len(grid))
+    b3 = tuple(block) + (1,) * (3 - len(block))
+    pack = packer.pack
+
+    def go(*addresses):
+        run(g3, b3, pack(*addresses, *rest), 0, None)
+
+    return go
+
+
 _FORMATS: dict = {}  # tuple of argument types -> (struct.Struct or None, per argument: None or its converter, format)
 
 

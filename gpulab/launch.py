@@ -160,6 +160,50 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
            *(c(v) if c is not None else v for c, v in zip(plan.ctypes, flat)))
 
 
+def numba_pointer_launch(kernel, grid, block, args, pointers: int):
+    """`go(p_1, ..., p_pointers)`: `launch_numba(kernel, grid, block, *args)` on the legacy
+    default stream with the data addresses of the first `pointers` arguments (device arrays)
+    replaced by the given ones, for arrays of the same shapes and types as those in `args`,
+    which serve as a template only (nothing is launched here; the kernel is compiled for their
+    types if it was not). Every flattened value but the addresses is packed once, so a call is
+    one `struct` pack and one `cuLaunchKernel`. `None` where `launch_numba` would not take the
+    driver's way (see it: the simulator, a per-thread default stream, an argument it does not
+    flatten, a layout that does not match)."""
+    if device.on_simulator() or _driver()[0] is None:
+        return None
+    try:
+        kernel.compile(tuple(kernel.typeof_pyval(a) for a in args))
+    except Exception:  # noqa: BLE001 (what numba cannot type here, its own launch says)
+        return None
+    plan = _fast_plan(kernel, args)
+    if plan is None or plan.packer is None:
+        return None
+    flat: list = []
+    slots = []  # where each of the first `pointers` arrays' address sits among the flattened values
+    for i, (convert, a) in enumerate(zip(plan.converters, args)):
+        if i < pointers:
+            if convert is not _flat_array:
+                return None
+            slots.append(len(flat) + 4)  # meminfo, parent, size, itemsize, then the address
+            flat += (0, 0, a.size, a.dtype.itemsize, 0, *a.shape, *a.strides)  # (the template's address unread)
+        else:
+            convert(a, flat)
+    _, dims = _config(tuple(grid) if isinstance(grid, list) else grid, tuple(block) if isinstance(block, list) else block, 0)
+    from numba import cuda
+
+    cuda.current_context()  # numba's context current in this thread (the plan is this thread's)
+    _THREAD.context = True
+    pack, function, size = plan.packer.pack, plan.function, plan.size
+
+    def go(*addresses):
+        values = flat.copy()  # (a call's own list: two threads may share a launch)
+        for slot, p in zip(slots, addresses):
+            values[slot] = p
+        _raw_launch(function, dims, 0, pack(*values), size)
+
+    return go
+
+
 class _Plan:
     """What `launch_numba` keeps per kernel and argument types: the compiled overload, one
     converter per argument (appends its flattened values), the `struct` packer of the flattened

@@ -74,9 +74,9 @@ matmul_mtests() {
 # matmul_bench_fast: gpulab bench matmul of the fast variants at N = 4096, 8192, 4099 and thin B, the public
 # call on CuPy arrays (cuBLAS through CuPy in the same run) -> $OUT/mmbench
 matmul_bench_fast() {
-  timeout ${MM_T:-300} $py -m gpulab bench matmul --variants register prefetch wide vec4 warptile streamk cpasync \
+  timeout ${MM_T:-300} $py -m gpulab bench matmul --variants register prefetch wide vec4 warptile streamk small cpasync \
     --sizes N=4096 N=8192 N=4099 "8192x128x128 (thin B)" --repeat ${MM_REPEAT:-10} --no-progress --out "$OUT/mmbench" > "$OUT/mmbench.txt" 2>&1
-  say "bench matmul exit $? ($(el) s)"; grep -E "^(N=|8192x)" "$OUT/mmbench.txt" | grep -E "warptile|streamk" | tee -a "$summary"
+  say "bench matmul exit $? ($(el) s)"; grep -E "^(N=|8192x)" "$OUT/mmbench.txt" | grep -E "warptile|streamk|small" | tee -a "$summary"
 }
 # radix_probe_turns NAME TURNS ARGS...: scripts/radix_call_probe.py --log2 24 --pairs ARGS in each tree of TURNS
 # (in_tree: "old new" ...) -> $OUT/NAME-<tree>-<seconds>.json / .txt; each turn's table in the summary

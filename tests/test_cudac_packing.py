@@ -40,3 +40,38 @@ def test_anything_else_is_a_clear_type_error(bad):
     assert fmt == "P"
     with pytest.raises(TypeError, match="cannot pass a .* to a CUDA C kernel: a device array, an int or a numpy scalar"):
         converters[0](bad)
+
+
+class _Function:
+    """A pycuda function stand-in: records what `_launch_kernel` is given."""
+
+    def __init__(self):
+        self.calls = []
+
+    def _launch_kernel(self, grid, block, buf, shared, stream):
+        self.calls.append((grid, block, buf, shared, stream))
+
+
+def test_a_launch_by_addresses_packs_the_addresses_then_the_fixed_arguments(rng):
+    fn = _Function()
+    work = int(rng.integers(1, 2**40)) * 256
+    go = cudac.pointer_launch(fn, (3, 5), (128,), 3, np.int32(8192), np.int32(128), np.int32(127), _Device(work),
+                              np.int32(-1))
+    addresses = [int(rng.integers(1, 2**46)) * 256 for _ in range(3)]
+    go(*addresses)
+    go(addresses[1], addresses[0], addresses[2])  # each call its own addresses, the rest unchanged
+    (g1, b1, buf1, s1, st1), (_, _, buf2, _, _) = fn.calls
+    assert (g1, b1, s1, st1) == ((3, 5, 1), (128, 1, 1), 0, None)
+    fmt = "PPPiiiPi"  # as `launch` would pack three device arrays and the same fixed arguments
+    assert struct.unpack(fmt, buf1) == (*addresses, 8192, 128, 127, work, -1)
+    assert struct.unpack(fmt, buf2) == (addresses[1], addresses[0], addresses[2], 8192, 128, 127, work, -1)
+    packer, converters, launch_fmt = cudac._packing((_Device,) * 3 + (np.int32,) * 3 + (_Device, np.int32))
+    assert launch_fmt == fmt
+
+
+def test_no_launch_by_addresses_where_launch_would_not_pack():
+    class Old:  # a pycuda without the packed launch
+        pass
+
+    assert cudac.pointer_launch(Old(), (1,), (1,), 1, np.int32(1)) is None
+    assert cudac.pointer_launch(_Function(), (1,), (1,), 1, np.complex64(1)) is None  # pycuda's own packer's case

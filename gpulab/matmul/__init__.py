@@ -16,6 +16,7 @@ Examples:
 
 from __future__ import annotations
 
+import sys
 import threading
 
 import numpy as np
@@ -24,7 +25,7 @@ from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import caller_of, device_input_on, device_result, numba_stream, to_caller
 from gpulab.launch import PlanCache, current_context
-from gpulab.matmul.host import plan, validate
+from gpulab.matmul.host import INT32_MAX, plan, pointer_plan, validate
 from gpulab.matmul.reference import matmul_reference
 from gpulab.matmul.variants import DEFAULTS, REGISTRY, default_variant
 
@@ -41,7 +42,8 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
             numba compiles B into those kernels, so a device B is copied to the host once).
         variant: a name from `gpulab.matmul.variants()`; `None`: the variant measured fastest
             (or within 2.5 % of it) for the shape ([`default_variant`][gpulab.matmul.variants.default_variant]):
-            `"streamk"` on both backends; on numba's simulator `"register"` (quicker to simulate).
+            `"small"` where C has at most half as many 128×128 tiles as the GPU has SMs, else
+            `"streamk"`, on both backends; on numba's simulator `"register"` (quicker to simulate).
         backend: `"numba"` or `"cuda-c"` (needs pycuda and a GPU); chapter 1 has no CPU
             variant, so `"cpu"` is an error that says so.
         stream: a numba, CuPy or PyTorch stream to run on (default: the default stream).
@@ -55,6 +57,10 @@ def matmul(A, B, variant: str | None = None, backend: str = "numba", stream=None
         ShapeError, DtypeError, LimitError: the inputs do not fit the kernels (the message says which limit).
         BackendUnavailable: the variant cannot run here (the message says why).
     """
+    if stream is None and backend in _BY_POINTERS:  # CuPy arrays on the current device: the short way
+        C = _by_pointers(A, B, variant, backend)
+        if C is not None:
+            return C
     M, K, N = validate(A, B)
     if variant is None and backend in DEFAULTS:
         variant = default_variant(backend, M, K, N)
@@ -81,6 +87,61 @@ _PLANS = PlanCache(maxsize=8)
 def _plan(v, M: int, K: int, N: int, stream):
     key = (v.name, v.backend, M, K, N, current_context(), int(stream) if stream else 0, threading.get_ident())
     return _PLANS.get(key, lambda: plan(v.policy, v.backend, M, K, N, v.launch_params(), stream))
+
+
+_F32 = np.dtype(np.float32)
+
+
+# --8<-- [start:by_pointers]
+_BY_POINTERS = ("cuda-c", "numba")
+
+
+def _by_pointers(A, B, variant, backend: str):
+    """`matmul(A, B, variant, backend)` for CuPy arrays that need none of the full path's work,
+    or `None` (take the full path, which also names what is wrong with the inputs).
+
+    Where A and B are C-contiguous float32 CuPy matrices that the kernels can index, on the
+    current device, with CuPy's null stream current (the kernels' stream), the launch needs only
+    their addresses: C comes from CuPy's pool and the kept launch for the shape takes the three
+    addresses ([`pointer_plan`][gpulab.matmul.host.pointer_plan]). No array interface is read
+    and no numba view made (numba's launch types its arguments from views made once, when the
+    shape's launch is kept). The launch is the same kernel, grid and stream-K schedule as the
+    full path's."""
+    cupy = sys.modules.get("cupy")
+    t = getattr(cupy, "ndarray", None)
+    if t is None or type(A) is not t or type(B) is not t or A.ndim != 2 or B.ndim != 2:
+        return None
+    if A.dtype != _F32 or B.dtype != _F32 or not (A.flags.c_contiguous and B.flags.c_contiguous):
+        return None
+    (M, K), (K2, N) = A.shape, B.shape
+    if K != K2 or not (M and K and N) or max(M * K, K * N, M * N) > INT32_MAX:
+        return None
+    dev = A.data.device_id
+    if B.data.device_id != dev or cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
+        return None
+    key = ("pointers", variant, backend, M, K, N, current_context(), threading.get_ident())
+    go = _PLANS.get(key, lambda: _pointer_plan(variant, backend, M, K, N, A, B))
+    if go is False:  # (a variant with no launch by addresses: a constant-memory one)
+        return None
+    C = cupy.empty((M, N), np.float32)
+    go(A.data.ptr, B.data.ptr, C.data.ptr)
+    return C
+# --8<-- [end:by_pointers]
+
+
+def _pointer_plan(variant, backend: str, M: int, K: int, N: int, A, B):
+    """The launch by addresses for this shape, variant (`None`: the shape's default) and backend,
+    or `False` where there is none. numba's kernel arguments are typed from views of this call's
+    A, B and a C of the shape (templates: nothing runs on them)."""
+    v = REGISTRY.resolve(variant if variant is not None else default_variant(backend, M, K, N), backend)
+    templates = None
+    if backend == "numba" and not v.policy.constant_b:
+        from numba import cuda
+
+        C = sys.modules["cupy"].empty((M, N), np.float32)
+        templates = tuple(cuda.as_cuda_array(x, sync=False) for x in (A, B, C))
+    go = pointer_plan(v.policy, backend, M, K, N, v.launch_params(), templates)
+    return False if go is None else go
 
 
 def clear_cache() -> None:

@@ -212,6 +212,30 @@ def plan(policy: MatmulPolicy, backend: str, M: int, K: int, N: int, params: dic
     return lambda dA, dB, dC: kern(name, grid, block, dA, dB, dC, *dims, *extra)
 
 
+# --8<-- [start:pointer_plan]
+def pointer_plan(policy: MatmulPolicy, backend: str, M: int, K: int, N: int, params: dict, templates=None):
+    """[`plan`][gpulab.matmul.host.plan]'s launch, the same kernel, grid, schedule and workspace,
+    taking the three arrays' device addresses instead of the arrays: `go(pA, pB, pC)` enqueues it
+    on the legacy default stream with one `struct` pack and the driver's launch (CUDA C:
+    [`gpulab.cudac.pointer_launch`][gpulab.cudac.pointer_launch]; numba:
+    [`gpulab.launch.numba_pointer_launch`][gpulab.launch.numba_pointer_launch], whose kernel
+    arguments are typed from `templates`, numba arrays of A's, B's and C's shapes, read but not
+    launched on). `None` for constant-memory policies (their B is part of the launch) and where
+    the backend's launch cannot take this way."""
+    if policy.constant_b or backend not in ("cuda-c", "numba") or (backend == "numba" and templates is None):
+        return None
+    grid, block, extra, kern = _launch_parts(policy, backend, M, K, N, params, 0)
+    dims = (np.int32(M), np.int32(N), np.int32(K))
+    if backend == "numba":
+        from gpulab.launch import numba_pointer_launch
+
+        return numba_pointer_launch(kern.kernel(policy.kernel), grid, block, (*templates, *dims, *extra), 3)
+    from gpulab import cudac
+
+    return cudac.pointer_launch(kern.kernel(policy.kernel), grid, block, 3, *dims, *extra)
+# --8<-- [end:pointer_plan]
+
+
 def _launch_parts(policy: MatmulPolicy, backend: str, M: int, K: int, N: int, params: dict, stream=0):
     """`(grid, block, extra arguments, kernel provider)` of a launch, its kernel built."""
     grid, block = geometry(policy, params, M, N)

@@ -61,23 +61,37 @@ _LADDER = [
 DEFAULTS = {"numba": "streamk", "cuda-c": "streamk"}
 FALLBACKS = {"numba": "register", "cuda-c": "register"}
 SCALAR_ROWS = {"numba": "streamk", "cuda-c": "streamk"}
+# --8<-- [start:fastest]
+# Small products: where C has no more 128x128 tiles than half the GPU's SMs (8192x128 times
+# 128x128: 64 tiles for 132 SMs), `small` (streamk with 64x64 tiles, 16 deep) gives four times the
+# blocks and half the k-loop's trips. On an H200 it was as fast or faster than streamk in every
+# turn at 8192x128x128, 512^3 and 1024^3 in both backends, and slower at 16384x128x128 (128 tiles)
+# and 2048^3 (docs/benchmarks/ab-runs/matmul-small-tiles-h200.json).
+SMALL = {"numba": "small", "cuda-c": "small"}
+SMALL_TILES_PER_SM = 0.5  # `small` where C's 128x128 tiles <= this x the SMs
+H200_SMS = 132  # the rule's SM count where no GPU is asked (the committed benchmarks' H100s and H200s: 132)
 
 
-def fastest(backend: str, M: int, K: int, N: int) -> str:
-    """The variant measured fastest on `backend` for an M×K by K×N product on a GPU (the table
-    above: `DEFAULTS`, or `SCALAR_ROWS` where K % 4 or N % 4 is not 0)."""
+def fastest(backend: str, M: int, K: int, N: int, sm_count: int = H200_SMS) -> str:
+    """The variant measured fastest on `backend` for an M×K by K×N product on a GPU of
+    `sm_count` SMs (the table above: `SMALL` where C has at most `SMALL_TILES_PER_SM` × SMs
+    tiles of 128×128, else `DEFAULTS`, or `SCALAR_ROWS` where K % 4 or N % 4 is not 0)."""
+    tiles = -(-M // WARP_TILE["WT_BM"]) * -(-N // WARP_TILE["WT_BN"])
+    if tiles <= SMALL_TILES_PER_SM * sm_count:
+        return SMALL[backend]
     return SCALAR_ROWS[backend] if (K % 4 or N % 4) else DEFAULTS[backend]
+# --8<-- [end:fastest]
 
 
 def default_variant(backend: str, M: int, K: int, N: int) -> str:
     """What `gpulab.matmul.matmul` runs when no variant is named: `fastest(backend, M, K, N)`
-    where it can run here (its `unavailable_reason` is None), else
+    for this GPU's SMs where it can run here (its `unavailable_reason` is None), else
     the backend's default; on numba's simulator `FALLBACKS`."""
     from gpulab import device
 
     if device.on_simulator():
         return FALLBACKS[backend]
-    name = fastest(backend, M, K, N)
+    name = fastest(backend, M, K, N, device.info().sm_count)
     return DEFAULTS[backend] if REGISTRY.get(name, backend).unavailable_reason() else name
 
 
@@ -123,6 +137,19 @@ for _backend in ("cuda-c", "numba"):
     REGISTRY.add(variant("streamk", _backend, ("global", "shared", "registers"),
                          "warptile + stream-K: the last wave's tiles split along k over every block slot, so the GPU is not half idle at the end",
                          STREAMK, STREAMK_PARAMS))
+
+# streamk for small products: 64x64 tiles, 16 deep (the rest of warptile's shape: 4 warps of 32x32,
+# 4x4 per lane in 2 sub-tiles). A thin product's 128x128 tiles give a block to half the SMs, and
+# its short k-loop (16 trips of 8 at K = 128) waits for memory at every trip; these tiles give
+# four times the blocks and half the trips (scripts/matmul_small_tiles.py swept the shapes).
+# --8<-- [start:small]
+SMALL_TILE = {**WARP_TILE, "WT_BM": 64, "WT_BN": 64, "WT_BK": 16, "WT_WM": 32, "WT_WN": 32}
+SMALL_PARAMS = {**SMALL_TILE, "SK_PER_SM": 2, "SK_MIN": 16}
+for _backend in ("cuda-c", "numba"):
+    REGISTRY.add(variant("small", _backend, ("global", "shared", "registers"),
+                         "streamk with 64x64 tiles 16 deep: four times the blocks and half the k-loop's trips, for products too small to give every SM a 128x128 tile",
+                         STREAMK, SMALL_PARAMS))
+# --8<-- [end:small]
 
 # warptile's shape (CA_-prefixed: its own macros) fed by a cp.async pipeline of CA_STAGES shared
 # stages, blocks rasterized CA_GROUP block rows at a time. Shape, depth and group: gpulab.matmul.tune.

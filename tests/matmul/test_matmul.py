@@ -18,8 +18,10 @@ from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_
 # the 16-wide shared tiles and the 128-wide register tiles (with K crossing the BK=8 stages).
 SHAPES_SMALL = [(1, 1, 1), (1, 7, 3), (5, 1, 11), (17, 13, 3), (15, 16, 17), (16, 31, 16), (33, 9, 2)]
 SHAPES_TILE = [(127, 9, 129), (129, 17, 128)]
+# `small`'s 64x64 tiles, 16 deep: tile-1 / tile / tile+1, K across one and two k-tiles
+SHAPES_SMALL_TILE = [(63, 15, 65), (65, 16, 64), (64, 33, 63)]
 # On a GPU the same checks are cheap at sizes the simulator could never run.
-SHAPES_GPU = [(128, 128, 128), (1000, 999, 1001), (2049, 257, 1023), (4099, 64, 37)]
+SHAPES_GPU = [(128, 128, 128), (1000, 999, 1001), (2049, 257, 1023), (4099, 64, 37), (8192, 128, 128), (8191, 127, 129)]
 
 
 def shapes_for(variant):
@@ -27,6 +29,8 @@ def shapes_for(variant):
         return SHAPES_SMALL + SHAPES_TILE + SHAPES_GPU
     if variant.name in ("register", "prefetch", "wide", "vec4", "warptile"):
         return SHAPES_SMALL + SHAPES_TILE  # the 128-tile edges matter most here
+    if variant.name == "small":
+        return SHAPES_SMALL + SHAPES_SMALL_TILE
     return SHAPES_SMALL + [(33, 40, 31)]
 
 

@@ -240,3 +240,46 @@ def test_streams_have_their_own_workspaces(rng):
     for i in range(2):
         err = relative_error(dC[i].copy_to_host(), mm.matmul_reference(A[i], B[i]))
         assert err <= float32_tolerance(K)
+
+
+# `small` is the same kernel with 64x64 tiles 16 deep: its stream-K units are 16-deep k-tiles.
+# (M, K, N, SK_PER_SM, SK_MIN): 512^3 as registered (16 tiles of 32 k-tiles: split), one tile split
+# into many runs, the guarded path, a thin product.
+SMALL_GPU_CASES = [(512, 512, 512, 2, 16), (64, 1024, 64, 2, 1), (1000, 999, 1001, 3, 1), (8191, 127, 129, 4, 1)]
+
+
+@pytest.mark.parametrize("backend", ["cuda-c", "numba"])
+@pytest.mark.parametrize("M,K,N,per_sm,min_k", SMALL_GPU_CASES)
+def test_small_tiles_split_along_k_match_reference(backend, M, K, N, per_sm, min_k, rng):
+    v = REGISTRY.get("small", backend)
+    skip_unless_runnable(v)
+    if device.on_simulator():
+        pytest.skip("on a GPU (numba's simulator runs test_small_tiles_split_on_the_simulator)")
+    params = {**v.params, "SK_PER_SM": per_sm, "SK_MIN": min_k}
+    tiles = ceil_div(M, params["WT_BM"]) * ceil_div(N, params["WT_BN"])
+    dp, sk = host.stream_k_schedule(tiles, ceil_div(K, params["WT_BK"]), device.info().sm_count * per_sm, min_k)
+    if sk == 0:
+        pytest.skip(f"on {device.info().sm_count} SMs this case's last wave is not split")
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C = _run(v, A, B, params)
+    err = relative_error(C, float64_product(A, B))
+    assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
+    assert np.array_equal(_run(v, A, B, params), C)
+
+
+def test_small_tiles_split_on_the_simulator(rng):
+    """numba's `small` with its one 64x64 tile of five 16-deep k-tiles shared by three blocks
+    (the simulator has one SM: SK_PER_SM 3 gives three slots), K not a multiple of 16."""
+    v = REGISTRY.get("small", "numba")
+    if not device.on_simulator():
+        pytest.skip("the GPU runs test_small_tiles_split_along_k_match_reference")
+    M, K, N = 64, 77, 61
+    params = {**v.params, "SK_PER_SM": 3, "SK_MIN": 1}
+    dp, sk = host.stream_k_schedule(1, ceil_div(K, 16), device.info().sm_count * 3, 1)
+    assert (dp, sk) == (0, 3)
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    C = _run(v, A, B, params)
+    assert relative_error(C, mm.matmul_reference(A, B)) <= float32_tolerance(K)
+    assert np.array_equal(_run(v, A, B, params), C)

@@ -1,0 +1,196 @@
+"""Chapter 1's short way for CuPy arrays (`gpulab.matmul._by_pointers`): which calls take it, what
+the kept launch by addresses is given, and that every other call takes the full path. On any
+machine with a CuPy stand-in (a module in `sys.modules` with the few attributes the short way
+reads) and a recording launch; on a GPU with CuPy and pycuda, the real one against float64."""
+
+import sys
+import types
+
+import numpy as np
+import pytest
+
+import gpulab.matmul as mm
+from gpulab.checking import float32_tolerance, relative_error
+from gpulab.errors import BackendUnavailable, ShapeError
+from tests.conftest import ON_SIMULATOR, gpu_library
+
+
+class _Flags:
+    def __init__(self, c):
+        self.c_contiguous = c
+
+
+class _Memory:
+    def __init__(self, ptr, device_id):
+        self.ptr, self.device_id = ptr, device_id
+
+
+def _standin(current_device=0, stream=0):
+    """A CuPy stand-in module: `ndarray`, `empty`, `float32`, `cuda.runtime.getDevice`,
+    `cuda.get_current_stream`; every array a new address."""
+    cupy = types.ModuleType("cupy")
+    addresses = iter(range(0x10000, 1 << 40, 0x10000))
+
+    class ndarray:  # noqa: N801 (CuPy's name)
+        def __init__(self, shape, dtype=np.float32, c=True, device=0):
+            self.shape, self.ndim, self.dtype = tuple(shape), len(shape), np.dtype(dtype)
+            self.flags, self.data = _Flags(c), _Memory(next(addresses), device)
+
+    cupy.ndarray, cupy.float32 = ndarray, np.float32
+    cupy.empty = lambda shape, dtype: ndarray(shape, dtype, device=current_device)
+    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: current_device),
+                                      get_current_stream=lambda: types.SimpleNamespace(ptr=stream))
+    return cupy
+
+
+@pytest.fixture
+def recorded(monkeypatch):
+    """(stand-in module, launches by addresses, plans built) with `_pointer_plan` recording."""
+    launches, built = [], []
+
+    def plan(variant, backend, M, K, N, A, B):
+        built.append((variant, backend, M, K, N))
+        return lambda *p: launches.append(p)
+
+    cupy = _standin()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(mm, "_pointer_plan", plan)
+    mm.clear_cache()
+    yield cupy, launches, built
+    mm.clear_cache()
+
+
+@pytest.mark.parametrize("backend", ["cuda-c", "numba"])
+def test_cupy_matrices_on_the_current_device_go_by_their_addresses(backend, recorded):
+    cupy, launches, built = recorded
+    for M, K, N in ((1, 1, 1), (8192, 128, 128), (127, 9, 129)):
+        A, B = cupy.ndarray((M, K)), cupy.ndarray((K, N))
+        C = mm._by_pointers(A, B, None, backend)
+        assert isinstance(C, cupy.ndarray) and C.shape == (M, N) and C.dtype == np.float32
+        assert launches[-1] == (A.data.ptr, B.data.ptr, C.data.ptr)
+        C2 = mm._by_pointers(A, B, None, backend)  # the second call of a shape: no new plan, a new C
+        assert C2.data.ptr != C.data.ptr and launches[-1] == (A.data.ptr, B.data.ptr, C2.data.ptr)
+    assert built == [(None, backend, 1, 1, 1), (None, backend, 8192, 128, 128), (None, backend, 127, 9, 129)]
+    mm._by_pointers(cupy.ndarray((4, 4)), cupy.ndarray((4, 4)), "small", backend)
+    assert built[-1] == ("small", backend, 4, 4, 4)  # a named variant: its own plan
+
+
+@pytest.mark.parametrize("case", ["float64 A", "float64 B", "3-d A", "1-d B", "A not contiguous", "B not contiguous",
+                                  "K differs", "empty", "A on another device", "B on another device",
+                                  "another current device", "a stream current", "over int32", "numpy"])
+def test_everything_else_takes_the_full_path(case, recorded, monkeypatch):
+    cupy, launches, built = recorded
+    A, B = cupy.ndarray((64, 32)), cupy.ndarray((32, 16))
+    if case == "float64 A":
+        A = cupy.ndarray((64, 32), np.float64)
+    elif case == "float64 B":
+        B = cupy.ndarray((32, 16), np.float64)
+    elif case == "3-d A":
+        A = cupy.ndarray((2, 64, 32))
+    elif case == "1-d B":
+        B = cupy.ndarray((32,))
+    elif case == "A not contiguous":
+        A = cupy.ndarray((64, 32), c=False)
+    elif case == "B not contiguous":
+        B = cupy.ndarray((32, 16), c=False)
+    elif case == "K differs":
+        B = cupy.ndarray((31, 16))
+    elif case == "empty":
+        A, B = cupy.ndarray((0, 32)), cupy.ndarray((32, 16))
+    elif case == "A on another device":
+        A = cupy.ndarray((64, 32), device=1)
+    elif case == "B on another device":
+        B = cupy.ndarray((32, 16), device=1)
+    elif case == "another current device":
+        monkeypatch.setitem(sys.modules, "cupy", _standin(current_device=1))
+        A, B = sys.modules["cupy"].ndarray((64, 32)), sys.modules["cupy"].ndarray((32, 16))
+    elif case == "a stream current":
+        monkeypatch.setitem(sys.modules, "cupy", _standin(stream=0x7F00))
+        A, B = sys.modules["cupy"].ndarray((64, 32)), sys.modules["cupy"].ndarray((32, 16))
+    elif case == "over int32":
+        A, B = cupy.ndarray((1 << 16, 1 << 15)), cupy.ndarray((1 << 15, 16))
+    elif case == "numpy":
+        A, B = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    for backend in ("cuda-c", "numba"):
+        assert mm._by_pointers(A, B, None, backend) is None
+    assert not launches and not built
+
+
+def test_a_variant_without_a_launch_by_addresses_takes_the_full_path(monkeypatch):
+    """`_pointer_plan` says False (a constant-memory variant): kept, and the full path taken."""
+    cupy = _standin()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    built = []
+    monkeypatch.setattr(mm, "_pointer_plan", lambda *a: built.append(a) or False)
+    mm.clear_cache()
+    try:
+        for _ in range(2):
+            assert mm._by_pointers(cupy.ndarray((8, 4)), cupy.ndarray((4, 8)), "constant", "cuda-c") is None
+        assert len(built) == 1
+    finally:
+        mm.clear_cache()
+
+
+def test_only_a_call_on_the_default_stream_looks_for_the_short_way(recorded, monkeypatch):
+    cupy, launches, built = recorded
+    looked = []
+    monkeypatch.setattr(mm, "_by_pointers", lambda *a: looked.append(a))  # None: the full path follows
+    A, B = np.ones((8, 4), np.float32), np.ones((4, 8), np.float32)
+    for backend in ("numba", "cuda-c"):
+        for stream in (0, None):  # a stream named (even the default one): the full path only
+            looked.clear()
+            try:
+                mm.matmul(A, B, "shared", backend, stream=stream)
+            except BackendUnavailable:  # (the simulator has no CUDA C: the full path says so)
+                pass
+            assert looked == ([] if stream == 0 else [(A, B, "shared", backend)])
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="needs a GPU (CuPy and pycuda)")
+@pytest.mark.parametrize("backend", ["cuda-c", "numba"])
+@pytest.mark.parametrize("variant", [None, "small", "streamk", "warptile", "register", "constant"])
+@pytest.mark.parametrize("shape", [(1, 1, 1), (8192, 128, 128), (8191, 127, 129), (512, 512, 512), (1000, 999, 1001)],
+                         ids=lambda s: "x".join(map(str, s)))
+def test_the_short_way_on_a_gpu_matches_float64(backend, variant, shape, rng):
+    from gpulab import cudac
+
+    cp = gpu_library("cupy")
+    if backend == "cuda-c" and cudac.unavailable_reason():
+        pytest.skip(cudac.unavailable_reason())
+    M, K, N = shape
+    if variant == "constant" and K * N > 16384:
+        pytest.skip("B does not fit constant memory")
+    A = rng.standard_normal((M, K), dtype=np.float32)
+    B = rng.standard_normal((K, N), dtype=np.float32)
+    cA, cB = cp.asarray(A), cp.asarray(B)
+    ref = A.astype(np.float64) @ B.astype(np.float64)
+    results = []
+    for _ in range(2):  # the second call reuses the kept launch; its C is a new array
+        C = mm.matmul(cA, cB, variant, backend)
+        assert isinstance(C, cp.ndarray) and C.shape == (M, N) and C.dtype == cp.float32
+        results.append(C)
+    assert results[0].data.ptr != results[1].data.ptr
+    for C in results:
+        assert relative_error(cp.asnumpy(C), ref) <= float32_tolerance(K)
+
+
+@pytest.mark.skipif(ON_SIMULATOR, reason="needs a GPU (CuPy and pycuda)")
+@pytest.mark.parametrize("backend", ["cuda-c", "numba"])
+def test_the_short_way_is_taken_on_a_gpu(backend, monkeypatch, rng):
+    """A CuPy call never reaches the full path's input handling; a non-contiguous one does."""
+    from gpulab import arrays, cudac
+
+    cp = gpu_library("cupy")
+    if backend == "cuda-c" and cudac.unavailable_reason():
+        pytest.skip(cudac.unavailable_reason())
+    full = []
+    real = arrays.device_input_on
+    monkeypatch.setattr(mm, "device_input_on", lambda *a, **k: full.append(1) or real(*a, **k))
+    A = cp.asarray(rng.standard_normal((256, 64), dtype=np.float32))
+    B = cp.asarray(rng.standard_normal((64, 96), dtype=np.float32))
+    mm.matmul(A, B, "small", backend)  # the first call of the shape: its launch made and kept
+    mm.matmul(A, B, "small", backend)
+    assert not full
+    with pytest.raises(ShapeError, match="non-contiguous"):  # the full path, and its one clear error
+        mm.matmul(cp.asfortranarray(A), B, "small", backend)
+    assert full
