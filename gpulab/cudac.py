@@ -185,8 +185,10 @@ def pointer_launch(fn, grid, block, pointers: int, *tail):
     it with one `struct` pack and pycuda's kernel launch: 16.7 us of host time per launch
     through `launch` with three CuPy arrays on an H200 host, whose interfaces it reads, against
     5.7 us for pycuda's launch alone (`docs/benchmarks/gpu-runs/2026-11-29-session32/call4-profile.txt`).
-    `None` where `launch` would not take this way (no packer for these types, pycuda without the
-    entry point, texture references, dynamic shared memory)."""
+    `go` keeps `tail` alive (its device arrays are passed by address: a workspace freed while a
+    kept launch still wrote to it would be another allocation's memory). No dynamic shared
+    memory. `None` where `launch` would not take this way (no packer for these types, pycuda
+    without the entry point, texture references)."""
     import struct
 
     run = getattr(fn, "_launch_kernel", None)
@@ -204,6 +206,7 @@ def pointer_launch(fn, grid, block, pointers: int, *tail):
     def go(*addresses):
         run(g3, b3, pack(*addresses, *rest), 0, None)
 
+    go.keep = tail  # (the arrays behind `rest`'s addresses live as long as the launch)
     return go
 
 

@@ -168,7 +168,8 @@ def numba_pointer_launch(kernel, grid, block, args, pointers: int):
     types if it was not). Every flattened value but the addresses is packed once, so a call is
     one `struct` pack and one `cuLaunchKernel`. `None` where `launch_numba` would not take the
     driver's way (see it: the simulator, a per-thread default stream, an argument it does not
-    flatten, a layout that does not match)."""
+    flatten, a layout that does not match). `go` keeps the arguments after the first `pointers`
+    alive (a workspace among them is passed by address)."""
     if device.on_simulator() or _driver()[0] is None:
         return None
     try:
@@ -201,6 +202,7 @@ def numba_pointer_launch(kernel, grid, block, args, pointers: int):
             values[slot] = p
         _raw_launch(function, dims, 0, pack(*values), size)
 
+    go.keep = args[pointers:]  # (the arrays behind the fixed addresses live as long as the launch)
     return go
 
 

@@ -25,7 +25,7 @@ from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import caller_of, device_input_on, device_result, numba_stream, to_caller
 from gpulab.launch import PlanCache, current_context
-from gpulab.matmul.host import INT32_MAX, plan, pointer_plan, validate
+from gpulab.matmul.host import clear_workspaces, fits, plan, pointer_plan, validate
 from gpulab.matmul.reference import matmul_reference
 from gpulab.matmul.variants import DEFAULTS, REGISTRY, default_variant
 
@@ -114,12 +114,15 @@ def _by_pointers(A, B, variant, backend: str):
     if A.dtype != _F32 or B.dtype != _F32 or not (A.flags.c_contiguous and B.flags.c_contiguous):
         return None
     (M, K), (K2, N) = A.shape, B.shape
-    if K != K2 or not (M and K and N) or max(M * K, K * N, M * N) > INT32_MAX:
+    if K != K2 or not fits(M, K, N):
         return None
     dev = A.data.device_id
     if B.data.device_id != dev or cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
         return None
-    key = ("pointers", variant, backend, M, K, N, current_context(), threading.get_ident())
+    ctx = current_context()
+    if not ctx:  # (no context current in this thread yet: the full path makes one current)
+        return None
+    key = ("pointers", variant, backend, M, K, N, ctx, threading.get_ident())
     go = _PLANS.get(key, lambda: _pointer_plan(variant, backend, M, K, N, A, B))
     if go is False:  # (a variant with no launch by addresses: a constant-memory one)
         return None
@@ -145,13 +148,14 @@ def _pointer_plan(variant, backend: str, M: int, K: int, N: int, A, B):
 
 
 def clear_cache() -> None:
-    """Forget the launches the public call keeps between calls (their kernels stay compiled)
-    and the views of other libraries' arrays (`gpulab.arrays.clear_views`). Call it after a
+    """Forget the launches the public call keeps between calls (their kernels stay compiled),
+    the stream-K workspaces and the views of other libraries' arrays (`gpulab.arrays.clear_views`). Call it after a
     device reset (`numba.cuda.close()`, a CuPy or PyTorch reset): a new context can get the
     old one's handle, and a kept launch would then use kernels and a workspace that are gone."""
     from gpulab.arrays import clear_views
 
     _PLANS.clear()
+    clear_workspaces()
     clear_views()
 
 

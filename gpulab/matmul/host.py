@@ -28,6 +28,13 @@ SOURCE = "kernels.cu"
 INT32_MAX = 2**31 - 1
 
 
+def fits(M: int, K: int, N: int) -> bool:
+    """Whether an M×K by K×N float32 product passes `validate`'s limits (every dimension at
+    least 1; A, B and C within int32 indexing): the one rule both the full path and the public
+    call's short way (`gpulab.matmul._by_pointers`) apply."""
+    return M >= 1 and K >= 1 and N >= 1 and max(M * K, K * N, M * N) <= INT32_MAX
+
+
 # --8<-- [start:validate]
 def validate(A, B) -> tuple[int, int, int]:
     """Check that `A @ B` is a problem these kernels solve; return `(M, K, N)`.
@@ -164,6 +171,12 @@ def stream_k_schedule(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) ->
 # run at once never share one (two threads' "default" streams are two streams where the
 # per-thread default stream is on, and a per-thread stream handle is the same in every thread).
 _SK_WORKSPACES = PlanCache(maxsize=8)
+
+
+def clear_workspaces() -> None:
+    """Forget the stream-K workspaces (after a device reset: a new context's key may repeat the
+    old one's; kept launches hold their own until they are dropped)."""
+    _SK_WORKSPACES.clear()
 GRID_Y_MAX = 65535  # the hardware's limit on gridDim.y
 
 

@@ -43,6 +43,9 @@ def _standin(current_device=0, stream=0):
     return cupy
 
 
+CONTEXT = 0x5E55  # a CUDA context handle, as the driver's `cuCtxGetCurrent` gives one
+
+
 @pytest.fixture
 def recorded(monkeypatch):
     """(stand-in module, launches by addresses, plans built) with `_pointer_plan` recording."""
@@ -55,6 +58,7 @@ def recorded(monkeypatch):
     cupy = _standin()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(mm, "_pointer_plan", plan)
+    monkeypatch.setattr(mm, "current_context", lambda: CONTEXT)  # (the simulator has none)
     mm.clear_cache()
     yield cupy, launches, built
     mm.clear_cache()
@@ -68,8 +72,8 @@ def test_cupy_matrices_on_the_current_device_go_by_their_addresses(backend, reco
         C = mm._by_pointers(A, B, None, backend)
         assert isinstance(C, cupy.ndarray) and C.shape == (M, N) and C.dtype == np.float32
         assert launches[-1] == (A.data.ptr, B.data.ptr, C.data.ptr)
-        C2 = mm._by_pointers(A, B, None, backend)  # the second call of a shape: no new plan, a new C
-        assert C2.data.ptr != C.data.ptr and launches[-1] == (A.data.ptr, B.data.ptr, C2.data.ptr)
+        C2 = mm._by_pointers(A, B, None, backend)  # the second call of a shape: no new plan, its own C
+        assert launches[-1] == (A.data.ptr, B.data.ptr, C2.data.ptr)
     assert built == [(None, backend, 1, 1, 1), (None, backend, 8192, 128, 128), (None, backend, 127, 9, 129)]
     mm._by_pointers(cupy.ndarray((4, 4)), cupy.ndarray((4, 4)), "small", backend)
     assert built[-1] == ("small", backend, 4, 4, 4)  # a named variant: its own plan
@@ -77,7 +81,8 @@ def test_cupy_matrices_on_the_current_device_go_by_their_addresses(backend, reco
 
 @pytest.mark.parametrize("case", ["float64 A", "float64 B", "3-d A", "1-d B", "A not contiguous", "B not contiguous",
                                   "K differs", "empty", "A on another device", "B on another device",
-                                  "another current device", "a stream current", "over int32", "numpy"])
+                                  "another current device", "a stream current", "over int32", "numpy",
+                                  "no current context"])
 def test_everything_else_takes_the_full_path(case, recorded, monkeypatch):
     cupy, launches, built = recorded
     A, B = cupy.ndarray((64, 32)), cupy.ndarray((32, 16))
@@ -111,6 +116,8 @@ def test_everything_else_takes_the_full_path(case, recorded, monkeypatch):
         A, B = cupy.ndarray((1 << 16, 1 << 15)), cupy.ndarray((1 << 15, 16))
     elif case == "numpy":
         A, B = np.ones((64, 32), np.float32), np.ones((32, 16), np.float32)
+    elif case == "no current context":  # a thread where no CUDA call has made one current yet
+        monkeypatch.setattr(mm, "current_context", lambda: 0)
     for backend in ("cuda-c", "numba"):
         assert mm._by_pointers(A, B, None, backend) is None
     assert not launches and not built
@@ -120,6 +127,7 @@ def test_a_variant_without_a_launch_by_addresses_takes_the_full_path(monkeypatch
     """`_pointer_plan` says False (a constant-memory variant): kept, and the full path taken."""
     cupy = _standin()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
+    monkeypatch.setattr(mm, "current_context", lambda: CONTEXT)
     built = []
     monkeypatch.setattr(mm, "_pointer_plan", lambda *a: built.append(a) or False)
     mm.clear_cache()
@@ -148,28 +156,40 @@ def test_only_a_call_on_the_default_stream_looks_for_the_short_way(recorded, mon
 
 @pytest.mark.skipif(ON_SIMULATOR, reason="needs a GPU (CuPy and pycuda)")
 @pytest.mark.parametrize("backend", ["cuda-c", "numba"])
-@pytest.mark.parametrize("variant", [None, "small", "streamk", "warptile", "register", "constant"])
+@pytest.mark.parametrize("variant", [None, "small", "streamk", "warptile", "register", "cpasync", "constant"])
 @pytest.mark.parametrize("shape", [(1, 1, 1), (8192, 128, 128), (8191, 127, 129), (512, 512, 512), (1000, 999, 1001)],
                          ids=lambda s: "x".join(map(str, s)))
-def test_the_short_way_on_a_gpu_matches_float64(backend, variant, shape, rng):
-    from gpulab import cudac
+def test_the_short_way_on_a_gpu_matches_float64(backend, variant, shape, monkeypatch, rng):
+    """Every fast variant by addresses (never reaching the full path's input handling), on
+    inputs that are C-contiguous views starting one row into a larger array (addresses with an
+    offset); a constant-memory variant takes the full path. Two calls: the second reuses the kept
+    launch, and the first call's C is still right after it."""
+    from gpulab import arrays, cudac
 
     cp = gpu_library("cupy")
     if backend == "cuda-c" and cudac.unavailable_reason():
         pytest.skip(cudac.unavailable_reason())
+    if variant is not None and variant not in mm.variants(backend):
+        pytest.skip(f"{variant} has no {backend} kernel")
     M, K, N = shape
     if variant == "constant" and K * N > 16384:
         pytest.skip("B does not fit constant memory")
     A = rng.standard_normal((M, K), dtype=np.float32)
     B = rng.standard_normal((K, N), dtype=np.float32)
-    cA, cB = cp.asarray(A), cp.asarray(B)
+    bigA, bigB = cp.zeros((M + 2, K), cp.float32), cp.zeros((K + 2, N), cp.float32)
+    bigA[1:M + 1], bigB[1:K + 1] = cp.asarray(A), cp.asarray(B)
+    cA, cB = bigA[1:M + 1], bigB[1:K + 1]
+    assert cA.flags.c_contiguous and cA.data.ptr == bigA.data.ptr + 4 * K
+    full = []
+    real = arrays.device_input_on
+    monkeypatch.setattr(mm, "device_input_on", lambda *a, **k: full.append(1) or real(*a, **k))
     ref = A.astype(np.float64) @ B.astype(np.float64)
     results = []
-    for _ in range(2):  # the second call reuses the kept launch; its C is a new array
+    for _ in range(2):
         C = mm.matmul(cA, cB, variant, backend)
         assert isinstance(C, cp.ndarray) and C.shape == (M, N) and C.dtype == cp.float32
         results.append(C)
-    assert results[0].data.ptr != results[1].data.ptr
+    assert bool(full) == (variant == "constant")
     for C in results:
         assert relative_error(cp.asnumpy(C), ref) <= float32_tolerance(K)
 
@@ -194,3 +214,54 @@ def test_the_short_way_is_taken_on_a_gpu(backend, monkeypatch, rng):
     with pytest.raises(ShapeError, match="non-contiguous"):  # the full path, and its one clear error
         mm.matmul(cp.asfortranarray(A), B, "small", backend)
     assert full
+
+
+class _Interface:
+    """A device array as `validate` reads it: its interface only (no memory)."""
+
+    def __init__(self, shape):
+        self.__cuda_array_interface__ = {"shape": shape, "typestr": "<f4", "data": (0, False), "version": 3,
+                                         "strides": None}
+
+
+@pytest.mark.parametrize("M,K,N", [(1, 1, 1), (0, 4, 4), (4, 0, 4), (4, 4, 0), (65536, 32768, 1),
+                                   (65536, 32767, 1), (1, 32768, 65536), (1, 32767, 65536), (46341, 1, 46341),
+                                   (46340, 1, 46341), (8192, 128, 128)])
+def test_the_short_way_and_validate_share_one_rule(M, K, N):
+    """`host.fits`, which the short way asks, holds exactly where `validate` accepts the shapes."""
+    from gpulab.errors import GpulabError
+    from gpulab.matmul import host
+
+    try:
+        host.validate(_Interface((M, K)), _Interface((K, N)))
+        accepted = True
+    except GpulabError:
+        accepted = False
+    assert host.fits(M, K, N) == accepted
+
+
+def test_a_launch_by_addresses_keeps_its_fixed_arrays_alive():
+    """The stream-K workspace goes to the kernel by address: the launch must keep it."""
+    import gc
+    import weakref
+
+    from gpulab import cudac
+
+    class Workspace:
+        def __init__(self):
+            self.__cuda_array_interface__ = {"data": (1 << 20, False), "shape": (1,), "typestr": "<f4", "version": 3}
+
+    class Function:
+        def _launch_kernel(self, *args):
+            pass
+
+    ws = Workspace()
+    alive = weakref.ref(ws)
+    go = cudac.pointer_launch(Function(), (1,), (32,), 3, np.int32(1), ws)
+    del ws
+    gc.collect()
+    assert alive() is not None
+    go(1, 2, 3)
+    del go
+    gc.collect()
+    assert alive() is None

@@ -26,7 +26,7 @@ SHAPES_GPU = [(128, 128, 128), (1000, 999, 1001), (2049, 257, 1023), (4099, 64, 
 
 def shapes_for(variant):
     if not ON_SIMULATOR:
-        return SHAPES_SMALL + SHAPES_TILE + SHAPES_GPU
+        return SHAPES_SMALL + SHAPES_TILE + SHAPES_SMALL_TILE + SHAPES_GPU
     if variant.name in ("register", "prefetch", "wide", "vec4", "warptile"):
         return SHAPES_SMALL + SHAPES_TILE  # the 128-tile edges matter most here
     if variant.name == "small":
