@@ -100,6 +100,7 @@ EXPECTED_300x260 = {
     "prefetch[numba]": ((3, 3), (16, 8)), "prefetch[cuda-c]": ((3, 3), (16, 16)),
     "wide": ((3, 3), (16, 16)), "vec4": ((3, 3), (16, 16)), "warptile": ((3, 3), (128,)),
     "cpasync": ((3, 3), (128,)), "streamk": ((3, 3), (128,)),  # streamk: the grid before its schedule
+    "small": ((5, 5), (128,)),  # streamk's kernel, 64x64 tiles: 260/64 -> 5 columns, 300/64 -> 5 rows
 }
 
 
