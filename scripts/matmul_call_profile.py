@@ -18,13 +18,13 @@ import cProfile
 import io
 import pstats
 
-import numpy as np
 
 import gpulab.matmul as mm  # before numba: gpulab picks the GPU or the simulator
 from numba import cuda  # noqa: E402
 from gpulab.benchmark import write_record  # noqa: E402
 from gpulab.matmul import host  # noqa: E402
 from gpulab.timing import host_us as _host_us  # noqa: E402
+from matmul_host_breakdown import cupy_inputs  # noqa: E402  (the same seeded inputs)
 
 
 def host_us(fn, calls: int, blocks: int) -> float:
@@ -80,12 +80,7 @@ def main() -> None:
     ap.add_argument("--top", type=int, default=22)
     ap.add_argument("--json")
     a = ap.parse_args()
-    import cupy
-
-    M, K, N = (int(x) for x in a.shape.split("x"))
-    rng = np.random.default_rng(1)
-    cA = cupy.asarray(rng.standard_normal((M, K), dtype=np.float32))
-    cB = cupy.asarray(rng.standard_normal((K, N), dtype=np.float32))
+    cA, cB = cupy_inputs(a.shape)
     rows, profiles = [], {}
     for spec in a.variants:
         variant, backend = spec.split(":")

@@ -50,6 +50,17 @@ def steps(cA, cB, variant: str, backend: str) -> dict:
     }
 
 
+def cupy_inputs(shape: str):
+    """A (M×K) and B (K×N) as CuPy float32 arrays for `shape` "MxKxN" (seeded: the same inputs
+    in every run)."""
+    import cupy
+
+    M, K, N = (int(x) for x in shape.split("x"))
+    rng = np.random.default_rng(1)
+    return (cupy.asarray(rng.standard_normal((M, K), dtype=np.float32)),
+            cupy.asarray(rng.standard_normal((K, N), dtype=np.float32)))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--shape", default="8192x128x128", help="MxKxN")
@@ -58,12 +69,7 @@ def main() -> None:
     ap.add_argument("--blocks", type=int, default=5)
     ap.add_argument("--json")
     a = ap.parse_args()
-    import cupy
-
-    M, K, N = (int(x) for x in a.shape.split("x"))
-    rng = np.random.default_rng(1)
-    cA = cupy.asarray(rng.standard_normal((M, K), dtype=np.float32))
-    cB = cupy.asarray(rng.standard_normal((K, N), dtype=np.float32))
+    cA, cB = cupy_inputs(a.shape)
     rows = []
     for spec in a.variants:
         variant, backend = spec.split(":")

@@ -201,7 +201,12 @@ GPU_CASES = [(1024, 1024, 1024, 2, 16), (1024, 1024, 1024, 1, 1), (1000, 999, 10
 @pytest.mark.parametrize("M,K,N,per_sm,min_k", GPU_CASES)
 def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, order, rng):
     skip_unless_runnable(SK)
-    params = {**SK.params, "SK_PER_SM": per_sm, "SK_MIN": min_k, **order}
+    _split_matches_reference(SK, M, K, N, per_sm, min_k, rng, **order)
+
+
+def _split_matches_reference(v, M, K, N, per_sm, min_k, rng, **extra):
+    """Variant `v` forced to split (SK_PER_SM, SK_MIN) against float64, launched twice."""
+    params = {**v.params, "SK_PER_SM": per_sm, "SK_MIN": min_k, **extra}
     tiles = ceil_div(M, params["WT_BM"]) * ceil_div(N, params["WT_BN"])
     slots = device.info().sm_count * per_sm
     dp, sk = host.stream_k_schedule(tiles, ceil_div(K, params["WT_BK"]), slots, min_k)
@@ -209,12 +214,12 @@ def test_streamk_matches_reference_and_is_deterministic(M, K, N, per_sm, min_k, 
         pytest.skip(f"on {device.info().sm_count} SMs this case's last wave is not split")
     A = rng.standard_normal((M, K), dtype=np.float32)
     B = rng.standard_normal((K, N), dtype=np.float32)
-    C = _run(SK, A, B, params)
+    C = _run(v, A, B, params)
     err = relative_error(C, float64_product(A, B))
-    assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
+    assert err <= float32_tolerance(K), f"{v.key} {(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
     # the arrival counts were set back to 0, and segments are summed in k order: a second launch
     # gives the same bits
-    assert np.array_equal(_run(SK, A, B, params), C)
+    assert np.array_equal(_run(v, A, B, params), C)
 
 
 def test_streams_have_their_own_workspaces(rng):
@@ -255,17 +260,7 @@ def test_small_tiles_split_along_k_match_reference(backend, M, K, N, per_sm, min
     skip_unless_runnable(v)
     if device.on_simulator():
         pytest.skip("on a GPU (numba's simulator runs test_small_tiles_split_on_the_simulator)")
-    params = {**v.params, "SK_PER_SM": per_sm, "SK_MIN": min_k}
-    tiles = ceil_div(M, params["WT_BM"]) * ceil_div(N, params["WT_BN"])
-    dp, sk = host.stream_k_schedule(tiles, ceil_div(K, params["WT_BK"]), device.info().sm_count * per_sm, min_k)
-    if sk == 0:
-        pytest.skip(f"on {device.info().sm_count} SMs this case's last wave is not split")
-    A = rng.standard_normal((M, K), dtype=np.float32)
-    B = rng.standard_normal((K, N), dtype=np.float32)
-    C = _run(v, A, B, params)
-    err = relative_error(C, float64_product(A, B))
-    assert err <= float32_tolerance(K), f"{(M, K, N, per_sm, min_k)}: relative error {err:.3g}"
-    assert np.array_equal(_run(v, A, B, params), C)
+    _split_matches_reference(v, M, K, N, per_sm, min_k, rng)
 
 
 def test_small_tiles_split_on_the_simulator(rng):
