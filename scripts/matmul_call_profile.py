@@ -18,7 +18,6 @@ import cProfile
 import io
 import pstats
 
-
 import gpulab.matmul as mm  # before numba: gpulab picks the GPU or the simulator
 from numba import cuda  # noqa: E402
 from gpulab.benchmark import write_record  # noqa: E402
