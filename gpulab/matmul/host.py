@@ -177,6 +177,8 @@ def clear_workspaces() -> None:
     """Forget the stream-K workspaces (after a device reset: a new context's key may repeat the
     old one's; kept launches hold their own until they are dropped)."""
     _SK_WORKSPACES.clear()
+
+
 GRID_Y_MAX = 65535  # the hardware's limit on gridDim.y
 
 
