@@ -10,6 +10,8 @@
 #   profile scripts/matmul_call_profile.py: the public call's host time, a cProfile, the floor -> profile.json
 #   mthin   gpulab bench matmul, the fast variants and small at the thin product (20 repeats), appended to a copy of
 #           the committed matmul-h200-fast.json (its other sizes kept) -> $OUT/mthin/
+#   msan    compute-sanitizer memcheck and racecheck on scripts/sanitize.py's chapter 1 workload for small (both
+#           backends), and memcheck on small's forced stream-K splits (test_stream_k.py -k small)
 #   rtests  radix's GPU tests (RTESTS, default the distinct tests of test_call_overhead.py and test_radix.py)
 set -uo pipefail
 stages="${*:-tiles}"
@@ -45,6 +47,18 @@ if [[ " $stages " == *" mthin "* ]]; then
   timeout ${MT2_T:-300} $py -m gpulab bench matmul --variants register prefetch wide vec4 warptile streamk small cpasync \
     --sizes "8192x128x128 (thin B)" --repeat 20 --no-progress --append --out "$OUT/mthin" > "$OUT/mthin.txt" 2>&1
   say "bench matmul thin exit $? ($(el) s)"; grep -E "^8192x" "$OUT/mthin.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" msan "* ]]; then
+  for tool in memcheck racecheck; do
+    for backend in cuda-c numba; do
+      timeout ${ST:-80} compute-sanitizer --tool $tool --report-api-errors no --error-exitcode 9 $py scripts/sanitize.py \
+        matmul --backend $backend --variants small > "$OUT/sanitize-$tool-$backend.log" 2>&1
+      say "sanitize.py matmul small $backend $tool exit $? ($(el) s): $(grep -E "SUMMARY" "$OUT/sanitize-$tool-$backend.log" | tail -1)"
+    done
+  done
+  timeout ${MS_T:-120} compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 9 $py -m pytest -q \
+    -p no:cacheprovider tests/matmul/test_stream_k.py -k "small" > "$OUT/msan-memcheck.log" 2>&1
+  say "memcheck on small's splits exit $? ($(el) s): $(grep -E "SUMMARY" "$OUT/msan-memcheck.log" | tail -1) $(tail -1 "$OUT/msan-memcheck.log")"
 fi
 if [[ " $stages " == *" rtests "* ]]; then
   gpu_pytest rtests ${RT_T:-200} ${RTESTS:-tests/radix/test_call_overhead.py tests/radix/test_radix.py -k distinct}
