@@ -3,8 +3,9 @@ little the driver itself needs. On CuPy arrays, per variant and backend:
 
 * `whole call`: `mm.matmul(cA, cB, variant, backend)` in a loop, host microseconds per call
   (median over --blocks blocks of --calls calls; the GPU keeps up or queues);
-* cProfile of --profile calls: the functions with the most own time (the profiler's overhead
-  inflates every row alike; read the order, not the values);
+* cProfile of --profile calls (`gpulab.timing.host_profile`): the functions with the most time
+  of their own and with their callees, µs per call (the profiler's overhead inflates every row
+  alike; read the order, not the values);
 * the floor (CUDA C only): a new C from CuPy's pool, the arguments packed with `struct`, and
   pycuda's kernel launch with them, each alone.
 
@@ -14,15 +15,12 @@ little the driver itself needs. On CuPy arrays, per variant and backend:
 from __future__ import annotations
 
 import argparse
-import cProfile
-import io
-import pstats
 
 import gpulab.matmul as mm  # before numba: gpulab picks the GPU or the simulator
 from numba import cuda  # noqa: E402
 from gpulab.benchmark import write_record  # noqa: E402
 from gpulab.matmul import host  # noqa: E402
-from gpulab.timing import host_us as _host_us  # noqa: E402
+from gpulab.timing import host_profile, host_us as _host_us  # noqa: E402
 from matmul_host_breakdown import cupy_inputs  # noqa: E402  (the same seeded inputs)
 
 
@@ -90,16 +88,8 @@ def main() -> None:
         rows.append({"variant": variant or "(none)", "backend": backend, "step": "whole call",
                      "us": host_us(call, a.calls, a.blocks)})
         cuda.synchronize()
-        prof = cProfile.Profile()
-        prof.enable()
-        for _ in range(a.profile):
-            call()
-        prof.disable()
-        cuda.synchronize()
-        out = io.StringIO()
-        pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(a.top)
-        profiles[spec] = out.getvalue()
-        print(f"== cProfile {spec}, {a.profile} calls, by own time\n{out.getvalue()}")
+        profiles[spec] = "\n".join(host_profile(call, a.profile, top=a.top, after=cuda.synchronize))
+        print(f"== cProfile {spec}, {a.profile} calls\n{profiles[spec]}\n")
     for name, us in floor_rows(cA, cB, "small", a.calls, a.blocks):
         cuda.synchronize()
         rows.append({"variant": "small", "backend": "cuda-c", "step": name, "us": us})

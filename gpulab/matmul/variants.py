@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from gpulab.launch import ceil_div
 from gpulab.matmul import host
 from gpulab.matmul.policy import MatmulPolicy
 from gpulab.registry import Registry, Variant
@@ -76,7 +77,7 @@ def fastest(backend: str, M: int, K: int, N: int, sm_count: int = H200_SMS) -> s
     """The variant measured fastest on `backend` for an M×K by K×N product on a GPU of
     `sm_count` SMs (the table above: `SMALL` where C has at most `SMALL_TILES_PER_SM` × SMs
     tiles of 128×128, else `DEFAULTS`, or `SCALAR_ROWS` where K % 4 or N % 4 is not 0)."""
-    tiles = -(-M // WARP_TILE["WT_BM"]) * -(-N // WARP_TILE["WT_BN"])
+    tiles = ceil_div(M, WARP_TILE["WT_BM"]) * ceil_div(N, WARP_TILE["WT_BN"])
     if tiles <= SMALL_TILES_PER_SM * sm_count:
         return SMALL[backend]
     return SCALAR_ROWS[backend] if (K % 4 or N % 4) else DEFAULTS[backend]
