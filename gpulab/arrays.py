@@ -308,8 +308,14 @@ def clear_views() -> None:
 
 
 def span(a) -> tuple[int, int]:
-    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's)."""
-    start = a._ary.__array_interface__["data"][0] if device.on_simulator() else a.device_ctypes_pointer.value
+    """Where a numba device array's memory starts and ends (the simulator's: its numpy array's;
+    another library's device array: its interface's address)."""
+    if device.on_simulator():
+        start = a._ary.__array_interface__["data"][0]
+    elif hasattr(a, "device_ctypes_pointer"):
+        start = a.device_ctypes_pointer.value
+    else:
+        start = a.__cuda_array_interface__["data"][0]
     return start, start + a.nbytes
 
 

@@ -89,6 +89,77 @@ def on_simulator() -> bool:
     return MODE == "sim"
 
 
+def per_thread_default_stream() -> bool:
+    """Whether stream 0 means the per-thread default stream here (numba's or cuda-python's
+    setting), which a driver call given stream 0 (the legacy default stream) would not honour."""
+    env = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip().lower()
+    if env not in ("", "0", "false"):
+        return True
+    from numba.cuda import config
+
+    return bool(getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0))
+
+
+@dataclass(frozen=True)
+class RawDriver:
+    """The CUDA driver's entry points that gpulab's hot paths call through `ctypes`, with their
+    argument types set once: a call is one foreign call, where numba's and cuda-python's
+    wrappers add several microseconds of checks and conversions to each."""
+
+    lib: object
+    launch: object  # cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+    copy_back: object  # cuMemcpyDtoHAsync_v2(host, device, bytes, stream)
+    record: object  # cuEventRecord(event, stream)
+    wait: object  # cuEventSynchronize(event)
+
+
+_RAW: list = []
+
+
+def raw_driver() -> RawDriver | None:
+    """The driver's entry points ([`RawDriver`][gpulab.device.RawDriver]), looked up once; `None` on the
+    simulator, where the driver library or an entry point is missing, or where stream 0 is the
+    per-thread default stream (the entry points are called with the legacy one)."""
+    if not _RAW:
+        _RAW.append(_load_raw_driver())
+    return _RAW[0]
+
+
+def _load_raw_driver() -> RawDriver | None:
+    if on_simulator() or per_thread_default_stream():
+        return None
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        vp, size = ctypes.c_void_p, ctypes.c_size_t
+        launch = lib.cuLaunchKernel
+        launch.argtypes = [vp] + [ctypes.c_uint] * 7 + [vp] * 3
+        copy_back = lib.cuMemcpyDtoHAsync_v2
+        copy_back.argtypes = [vp, ctypes.c_uint64, size, vp]
+        record = lib.cuEventRecord
+        record.argtypes = [vp, vp]
+        wait = lib.cuEventSynchronize
+        wait.argtypes = [vp]
+        for f in (launch, copy_back, record, wait):
+            f.restype = ctypes.c_int
+    except (OSError, AttributeError):
+        return None
+    return RawDriver(lib, launch, copy_back, record, wait)
+
+
+def raise_driver_error(err: int, call: str):
+    """A driver call's error code as numba's `CudaAPIError`, named (`call`: what failed), as
+    numba raises it for its own calls."""
+    from numba.cuda.cudadrv.driver import CudaAPIError
+
+    try:
+        from cuda.bindings import driver as cu
+
+        name = cu.cuGetErrorName(cu.CUresult(err))[1].decode()
+    except Exception:  # noqa: BLE001
+        name = f"CUDA error {err}"
+    raise CudaAPIError(err, f"{call} failed: {name}")
+
+
 def wait_event():
     """A CUDA event to wait on, not to time with: it records no timestamp, which makes it cheaper
     to record and to wait for. (The simulator's events take no arguments.)"""
@@ -145,6 +216,43 @@ class Readback:
         _copy_back(d_src, self.host if into is None else into, s)
         self.arrived.record(s)
         return self.wait
+
+    def kept(self, d_src):
+        """[`start`][gpulab.device.Readback.start]`(d_src, 0)` for this one source, with
+        everything but the two driver calls done once, here: `go()` queues the copy of `d_src`
+        into `host` on the legacy default stream, records the event behind it and returns a
+        function that waits for the event (one more driver call) and returns `host`. For a
+        plan that reads the same small buffer back at every call: `start` took about 30 us of
+        host time on an H200 host, most of it in numba's argument checks and in cuda-python's
+        wrappers of the two calls (`docs/benchmarks/gpu-runs/2026-11-29-session31/call5`).
+        `d_src` must have `host`'s dtype and size and be contiguous (a `ValueError` here, as
+        `start` raises it). `None` where the driver's entry points cannot be had
+        ([`raw_driver`][gpulab.device.raw_driver]: the simulator, among others). `go` keeps
+        `d_src` alive."""
+        n = self.host.nbytes
+        if (d_src.dtype != self.host.dtype or d_src.nbytes != n or not d_src.is_c_contiguous()
+                or not self.host.flags.c_contiguous):
+            _copy_back(d_src, self.host, 0)  # (its ValueError, naming what differs)
+        drv = raw_driver()
+        if drv is None or not n:
+            return None
+        src, dst, event = int(d_src.device_ctypes_pointer.value), self.host.ctypes.data, int(self.arrived.handle)
+        copy_back, record, sync, host = drv.copy_back, drv.record, drv.wait, self.host
+
+        def wait():
+            err = sync(event)
+            if err:
+                raise_driver_error(err, "cuEventSynchronize")
+            return host
+
+        def go():
+            err = copy_back(dst, src, n, None) or record(event, None)
+            if err:
+                raise_driver_error(err, "cuMemcpyDtoHAsync / cuEventRecord")
+            return wait
+
+        go.keep = d_src
+        return go
 
     def wait(self):
         """Wait for the last copy [`start`][gpulab.device.Readback.start] queued; returns `host`."""

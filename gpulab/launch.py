@@ -47,9 +47,21 @@ def check_block(threads: int, limit: int = 1024) -> None:
 # --8<-- [end:check_block]
 
 
+_I32: dict = {}  # int -> np.int32: made once (numpy's constructor takes about a microsecond a call)
+
+
 def i32(x) -> np.int32:
-    """An `int32` kernel argument (sizes, offsets, flags: the kernels index with int32)."""
-    return np.int32(x)
+    """An `int32` kernel argument (sizes, offsets, flags: the kernels index with int32); the
+    same immutable `np.int32` for the same value, kept for the first 4,096 values asked for."""
+    try:
+        v = _I32.get(x)
+    except TypeError:  # (unhashable: an array, which numpy converts or refuses)
+        return np.int32(x)
+    if v is None:
+        v = np.int32(x)
+        if len(_I32) < 4096 and type(x) is int:
+            _I32[x] = v
+    return v
 
 
 def u32(x) -> np.uint32:
@@ -194,16 +206,35 @@ def numba_pointer_launch(kernel, grid, block, args, pointers: int):
 
     cuda.current_context()  # numba's context current in this thread (the plan is this thread's)
     _THREAD.context = True
-    pack, function, size = plan.packer.pack, plan.function, plan.size
+    pack, run = plan.packer.pack, _kept_raw_launch(plan.function, dims, plan.size)
 
     def go(*addresses):
         values = flat.copy()  # (a call's own list: two threads may share a launch)
         for slot, p in zip(slots, addresses):
             values[slot] = p
-        _raw_launch(function, dims, 0, pack(*values), size)
+        run(pack(*values))
 
     go.keep = args[pointers:]  # (the arrays behind the fixed addresses live as long as the launch)
     return go
+
+
+def vector_address(a) -> int | None:
+    """The device address of `a` when it is a 1-D C-contiguous device array of 4-byte items
+    that a kept launch ([`KernelProvider.kept`][gpulab.launch.KernelProvider.kept]) may take in
+    place of its template: a numba device array (the address is kept on the array after the
+    first read: none of it changes in the array's life) or a CuPy array (read each time);
+    `None` for anything else (the caller then launches the usual way, which takes it)."""
+    p = getattr(a, "_gpulab_vector", False)
+    if p is not False:
+        return p
+    t = type(a).__module__
+    if t.startswith("cupy"):
+        return a.data.ptr if a.ndim == 1 and a.itemsize == 4 and a.flags.c_contiguous else None
+    if t.startswith("numba.") and hasattr(a, "device_ctypes_pointer") and hasattr(a, "__dict__"):
+        p = a._gpulab_vector = ((a.device_ctypes_pointer.value or 0)
+                                if a.ndim == 1 and a.dtype.itemsize == 4 and a.is_c_contiguous() else None)
+        return p
+    return None
 
 
 class _Plan:
@@ -304,37 +335,23 @@ _DRIVER: list = []  # [cuLaunchKernel through ctypes, the `extra` array type] on
 _THREAD = threading.local()  # .context: numba's context was made current in this thread
 
 
-def _per_thread_default_stream() -> bool:
-    """Whether stream 0 means the per-thread default stream here (numba's or cuda-python's
-    setting), which a plain `cuLaunchKernel` on stream 0 would not honour."""
-    import os
-
-    from numba.cuda import config
-
-    env = os.environ.get("CUDA_PYTHON_CUDA_PER_THREAD_DEFAULT_STREAM", "0").strip().lower()
-    return bool(getattr(config, "CUDA_PER_THREAD_DEFAULT_STREAM", 0)) or env not in ("", "0", "false")
-
-
 def _driver():
+    """[`cuLaunchKernel` through ctypes, the `extra` array type, ctypes.byref], or [None] where
+    [`device.raw_driver`][gpulab.device.raw_driver] cannot be had (the simulator, no driver,
+    a per-thread default stream)."""
     if not _DRIVER:
-        if _per_thread_default_stream():
+        import ctypes
+
+        drv = device.raw_driver()
+        if drv is None:
             _DRIVER[:] = [None]
             return _DRIVER
-        try:
-            import ctypes
 
-            lib = ctypes.CDLL("libcuda.so.1")
-            fn = lib.cuLaunchKernel
-            fn.argtypes = [ctypes.c_void_p] + [ctypes.c_uint] * 7 + [ctypes.c_void_p] * 3
-            fn.restype = ctypes.c_int
+        class Extra(ctypes.Structure):  # CU_LAUNCH_PARAM_BUFFER_POINTER, buf, ..._SIZE, &size, ..._END
+            _fields_ = [("k1", ctypes.c_void_p), ("buf", ctypes.c_char_p), ("k2", ctypes.c_void_p),
+                        ("size", ctypes.c_void_p), ("end", ctypes.c_void_p)]
 
-            class Extra(ctypes.Structure):  # CU_LAUNCH_PARAM_BUFFER_POINTER, buf, ..._SIZE, &size, ..._END
-                _fields_ = [("k1", ctypes.c_void_p), ("buf", ctypes.c_char_p), ("k2", ctypes.c_void_p),
-                            ("size", ctypes.c_void_p), ("end", ctypes.c_void_p)]
-
-            _DRIVER[:] = [fn, Extra, ctypes.byref]
-        except (OSError, AttributeError):
-            _DRIVER[:] = [None]
+        _DRIVER[:] = [drv.launch, Extra, ctypes.byref]
     return _DRIVER
 
 
@@ -427,15 +444,30 @@ def _raw_launch(function: int, dims: tuple, stream: int, buf: bytes, size: tuple
         _raise(err)
 
 
-def _raise(err: int):
-    from cuda.bindings import driver as cu
-    from numba.cuda.cudadrv.driver import CudaAPIError
+def _kept_raw_launch(function: int, dims: tuple, size: tuple):
+    """`run(buf)`: `_raw_launch(function, dims, 0, buf, size)` with every argument but the
+    packed buffer made a ctypes value once, through the driver's entry point without declared
+    argument types (so ctypes converts nothing at a call): about half the host time of a
+    typed call in a micro-benchmark (0.96 against 1.84 us on the 2-core dev machine)."""
+    import ctypes
 
-    try:
-        name = cu.cuGetErrorName(cu.CUresult(err))[1].decode()
-    except Exception:  # noqa: BLE001
-        name = f"CUDA error {err}"
-    raise CudaAPIError(err, f"cuLaunchKernel failed: {name}")
+    fn, Extra, byref = _DRIVER
+    raw = device.raw_driver().lib["cuLaunchKernel"]  # (a new function pointer: no argtypes of its own)
+    raw.restype = ctypes.c_int
+    head = (ctypes.c_void_p(function), *(ctypes.c_uint(d) for d in dims), ctypes.c_void_p(0), None)
+    size_at = size[1]
+
+    def run(buf: bytes) -> None:
+        err = raw(*head, byref(Extra(1, buf, 2, size_at, None)))
+        if err:
+            _raise(err)
+
+    run.size = size  # (the size holder lives as long as the launch)
+    return run
+
+
+def _raise(err: int):
+    device.raise_driver_error(err, "cuLaunchKernel")
 
 
 # ----------------------------------------------------------------------------- kernel providers
@@ -496,10 +528,29 @@ class KernelProvider:
             self.set_constant(k, args, constant)
         self._launch(k, grid, block, args, shared_bytes)
 
+    def kept(self, name: str, grid, block, pointers: int, *args):
+        """A kept launch of the kernel `name`: `go(p_1, ..., p_pointers)` launches it as
+        `K(name, grid, block, *args)` would, with the data addresses (ints) `p_i` in place of
+        the first `pointers` arguments' (device arrays of the types the calls will have, here
+        templates only: nothing is launched) and everything else packed once, so a launch is
+        one `struct` pack and one driver call ([`numba_pointer_launch`][gpulab.launch.numba_pointer_launch],
+        [`cudac.pointer_launch`][gpulab.cudac.pointer_launch]). For a plan that launches the same
+        kernels on the same buffers at every call: a sort pass of twelve arguments took 14-24 us of
+        host time through `K` on an H200 host (`docs/benchmarks/gpu-runs/2026-11-29-session31/call5`).
+        `None` where a kept launch cannot be made: a stream other than the default one, the
+        simulator, arguments the backend's fast launch does not take (the caller then launches
+        through `K`). No dynamic shared memory, no constant image."""
+        if self.stream:
+            return None
+        return self._kept(self.kernel(name), grid, block, pointers, args)
+
     def registers(self, name: str, signature: str | None = None) -> int:
         """Registers per thread of the kernel `name` as built for this GPU (numba: compiled for
         `signature` first). Not on the simulator."""
         raise NotImplementedError
+
+    def _kept(self, kernel, grid, block, pointers: int, args):
+        return None
 
     def _build(self, name: str):
         raise NotImplementedError
@@ -521,6 +572,9 @@ class NumbaKernels(KernelProvider):
 
     def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
         launch_numba(kernel, grid, block, *args, stream=self.stream, shared_bytes=shared_bytes)
+
+    def _kept(self, kernel, grid, block, pointers: int, args):
+        return numba_pointer_launch(kernel, grid, block, args, pointers)
 
     def registers(self, name: str, signature: str | None = None) -> int:
         return self.kernel(name).compile(signature).regs_per_thread
@@ -560,6 +614,9 @@ class CudaCKernels(KernelProvider):
     def _launch(self, kernel, grid, block, args, shared_bytes: int = 0) -> None:
         cudac.launch(kernel, grid, block, *args, shared_bytes=shared_bytes, stream=self.stream)
 
+    def _kept(self, kernel, grid, block, pointers: int, args):
+        return cudac.pointer_launch(kernel, grid, block, pointers, *args[pointers:])
+
     def registers(self, name: str, signature: str | None = None) -> int:
         return self.kernel(name).num_regs
 
@@ -590,6 +647,54 @@ class CudaCKernels(KernelProvider):
             drv.memcpy_dtod(symbol, cudac.ptr(src), nbytes)
         else:
             drv.memcpy_htod(symbol, np.ascontiguousarray(src).reshape(-1).view(np.uint8)[:nbytes])
+
+
+class KeptLaunches:
+    """A plan's kept launches ([`KernelProvider.kept`][gpulab.launch.KernelProvider.kept]), one
+    per role (a key naming the kernel and whatever of its fixed arguments differs between the
+    plan's launches of it), each made at its first use. A role whose launch cannot be kept
+    holds `None`, and so does every role where `enabled` is False (the simulator, a plan on
+    another stream): [`launch`][gpulab.launch.KeptLaunches.launch] then goes through the
+    provider, as the plan would without them."""
+
+    __slots__ = ("_go",)
+
+    def __init__(self, enabled: bool = True):
+        self._go: dict | None = {} if enabled else None
+
+    @property
+    def enabled(self) -> bool:
+        return self._go is not None
+
+    def get(self, role, make: Callable[[], Any]):
+        """The kept launch (or other kept callable) of `role`: `make()`'s at the first call."""
+        if self._go is None:
+            return None
+        go = self._go.get(role, False)
+        if go is False:
+            go = self._go[role] = make()
+        return go
+
+    def launch(self, K, name: str, grid, block, arrays: tuple, fixed: tuple = (), templates: tuple | None = None,
+               role=None) -> None:
+        """`K(name, grid, block, *arrays, *fixed)`: by the kept launch of `role` (default
+        `name`) with the arrays' addresses where every array has one
+        ([`vector_address`][gpulab.launch.vector_address]), else through `K`. The kept launch
+        is made by `K.kept` from `templates` (numba arrays of the arrays' types standing in for
+        them; default the arrays themselves) and `fixed`, which must be the same at every
+        launch of the role."""
+        kept = self._go
+        if kept is not None:
+            role = role or name
+            go = kept.get(role, False)
+            if go is False:
+                go = kept[role] = K.kept(name, grid, block, len(arrays), *(templates or arrays), *fixed)
+            if go is not None:
+                a = tuple(map(vector_address, arrays))
+                if None not in a:
+                    go(*a)
+                    return
+        K(name, grid, block, *arrays, *fixed)
 
 
 # ----------------------------------------------------------------------------- plan caches

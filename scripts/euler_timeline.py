@@ -81,8 +81,12 @@ def timeline(E: int, backend: str, calls: int) -> dict:
         return saved["mark"](s)
 
     plan.mark = mark
+    from gpulab.launch import KeptLaunches
+
+    kept_saved = [sp.kept for sp in sorts]
     for sp, K in sort_saved:
         sp.K = wrap_launch(K, "sort")
+        sp.kept = KeptLaunches(enabled=False)  # (every launch through the wrapped provider, none kept)
     try:
         cuda.synchronize()
         e0 = cuda.event()
@@ -94,8 +98,8 @@ def timeline(E: int, backend: str, calls: int) -> dict:
         e1.synchronize()
     finally:
         plan.K, plan.read, plan.read_stats64, plan.mark = saved["K"], saved["read"], saved["read_stats64"], saved["mark"]
-        for sp, K in sort_saved:
-            sp.K = K
+        for (sp, K), kept in zip(sort_saved, kept_saved):
+            sp.K, sp.kept = K, kept
     span = e0.elapsed_time(e1)
     prev_end, gaps, by_stage, busy = 0.0, [], {}, {}
     for r in rows:

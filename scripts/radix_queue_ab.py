@@ -38,14 +38,12 @@ N, ROUNDS = int(os.environ.get("QUEUE_AB_N", 2**28)), int(os.environ.get("QUEUE_
 
 def wait_then_launch(plan, d_keys, d_vals, pinned):
     """The order before the queued pass: read the offsets back, then launch the passes."""
-    R = 1 << plan.bits
     plan.histograms(d_keys, plan.max_passes)
     if pinned:
-        starts = plan.hist_back.start(plan.hist, plan.stream)()
+        back = plan.hist_back.start(plan.hist, plan.stream)()
     else:
-        starts = host._fetch(plan.hist, plan.stream)
-    starts = starts[: plan.max_passes * R].reshape(plan.max_passes, R)
-    moves = plan.passes_that_move(starts)
+        back = host._fetch(plan.hist, plan.stream)
+    moves = plan.passes_that_move(back)  # (the offsets' copy, with the flags after them)
     ks, vs = d_keys, d_vals if d_vals is not None else plan.vals[1]
     shifts = [p * plan.bits for p in range(plan.max_passes) if moves[p]]
     for run, shift in enumerate(shifts):

@@ -51,13 +51,16 @@ make that a pool allocation for the whole process). The plan's buffers are never
 
 from __future__ import annotations
 
+import sys
+import threading
+
 import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
 from gpulab.arrays import (describe, device_empty, device_input, device_input_on, device_result, is_device_array,
                            kept_view, numba_stream, shape_dtype, to_caller, to_host)
-from gpulab.launch import PlanCache
+from gpulab.launch import PlanCache, current_context
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
                                     split_reference)
@@ -249,6 +252,59 @@ def _sorted(keys, values, variant, backend, params, iota, stream, out=(None, Non
     host.unorder_on_device(dk, dtype, s)  # in place: the bits of the keys in their dtype
     return (_deliver(dk, dtype, out[0], kt, direct, like, s, kgive),
             _deliver(dv, vdtype, out[1], vt, direct, like, s, vgive) if values is not None else None)
+
+
+# --8<-- [start:by_addresses]
+def _by_addresses(keys, values, variant, backend, params, distinct=False):
+    """`sort` / `sort_pairs` / `distinct` of CuPy arrays that need none of the full path's
+    work, or `None` (take the full path, which also names what is wrong with the inputs).
+
+    Where the keys are a C-contiguous uint32 CuPy vector of 2 or more keys (the values: one of
+    4-byte items as long), on the current device, with CuPy's null stream current (the plan's
+    stream) and a one-sweep variant, the plan's kept launches take the arrays by address
+    ([`SortPlan.kept`][gpulab.radix.host.SortPlan]): no array interface is read and no numba
+    view made, and the result comes from CuPy's pool when the sort asks for it, behind its
+    queued passes. The launches, buffers and waits are the full path's."""
+    cupy = sys.modules.get("cupy")
+    t = getattr(cupy, "ndarray", None)
+    if t is None or type(keys) is not t or keys.ndim != 1 or keys.dtype != host.KEY_DTYPES[0]:
+        return None
+    n = keys.size
+    if n < 2 or n > _BY_ADDRESSES_MAX or not keys.flags.c_contiguous:
+        return None
+    dev = keys.data.device_id
+    if values is not None and (type(values) is not t or values.shape != (n,) or values.itemsize != 4
+                               or not values.flags.c_contiguous or values.data.device_id != dev):
+        return None
+    if cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
+        return None
+    if not getattr(_THREAD, "context", False):  # a context current in this thread (asked once a thread)
+        if not current_context():
+            return None
+        _THREAD.context = True
+    v, p, pkey = _launch(variant, backend, params)
+    if not v.policy.histograms_first:  # (one-sweep: the family whose launches a plan keeps)
+        return None
+    plan = _plan(v, n, values is not None, p, pkey, 0, distinct)
+    if distinct:
+        out, count = plan.run(keys, out=lambda: cupy.empty(n, np.uint32))
+        return out[:count]
+    made = []
+    vin = values if values is None or values.dtype == host.KEY_DTYPES[0] else values.view(np.uint32)  # (bits)
+
+    def target():  # asked for when every pass but the last is queued
+        made.extend((cupy.empty(n, np.uint32), None if values is None else cupy.empty(n, np.uint32)))
+        return made
+
+    plan.sort(keys, vin, out=target)
+    if vin is not values:
+        made[1] = made[1].view(values.dtype)
+    return made
+# --8<-- [end:by_addresses]
+
+
+_THREAD = threading.local()
+_BY_ADDRESSES_MAX = min(host.INT32_MAX, _SMALLEST_LIMIT or host.INT32_MAX)  # (more: `_sized` picks the variant)
 
 
 def _kept_inputs(keys, values, s):
@@ -443,6 +499,10 @@ def sort(keys, variant: str | None = None, backend: str = "numba", params: dict 
         ShapeError, DtypeError, LimitError: the input (or `out`) does not fit the kernels (the message says which limit).
         BackendUnavailable: the variant cannot run here (the message says why).
     """
+    if out is None and stream is None:  # CuPy keys that need no checks beyond a few attributes
+        made = _by_addresses(keys, None, variant, backend, params)
+        if made is not None:
+            return made[0]
     checked = None
     if out is not None:
         checked = n, dtype = host.validate_keys(keys)
@@ -472,7 +532,8 @@ def sort_pairs(keys, values, variant: str | None = None, backend: str = "numba",
     arrays of your own (numpy or device, C-contiguous, the inputs' length and dtypes), filled
     and returned as that pair; on the device the last pass writes them (no allocation)."""
     if out is None and values is not None:  # checked in `_sorted` (one look-up each for arrays taken before)
-        return _sorted(keys, values, variant, backend, params, False, stream)
+        made = _by_addresses(keys, values, variant, backend, params) if stream is None else None
+        return tuple(made) if made is not None else _sorted(keys, values, variant, backend, params, False, stream)
     n, kdtype = host.validate_keys(keys)
     vdtype = host.validate_values(n, values)  # (values=None: its error)
     if not (isinstance(out, (tuple, list)) and len(out) == 2):
@@ -491,6 +552,10 @@ def distinct(keys, variant: str | None = None, backend: str = "numba", params: d
     view of the first `count` elements (the number of distinct keys) of a new array of
     `len(keys)`, which the view keeps alive. Raises `LimitError` past 2^31 - 2 keys (its scan
     covers one element more than the keys, with int32 indices), as `sort` does for its limits."""
+    if stream is None:
+        result = _by_addresses(keys, None, variant, backend, params, distinct=True)
+        if result is not None:
+            return result
     # CuPy keys seen before, on the default stream: checked and taken in one look-up (as `_sorted`)
     kept = _kept_inputs(keys, None, 0) if stream is None else None
     n, dtype = kept[:2] if kept is not None else host.validate_keys(keys)

@@ -23,7 +23,7 @@ import numpy as np
 from gpulab import device
 from gpulab.arrays import check_array, span
 from gpulab.errors import DtypeError, LimitError, ShapeError
-from gpulab.launch import KernelSource, ceil_div, grid_1d
+from gpulab.launch import KeptLaunches, KernelSource, ceil_div, grid_1d
 from gpulab.launch import i32 as _i
 from gpulab.radix.policy import Family, RadixPolicy
 from gpulab.radix.reference import CpuPlan  # the CPU baseline (numpy), in the reference module
@@ -209,16 +209,33 @@ class ScanPlan:
                 break
             m = nb
 
-    def run(self, d_in, d_out, inclusive: bool = False, level: int = 0) -> None:
+    def run(self, d_in, d_out, inclusive: bool = False, level: int = 0, K=None) -> None:
+        """Scan `d_in` into `d_out` (`K`: who launches, the plan's provider by default)."""
         if not self.levels:
             return
+        K = K or self.K
         n, sums = self.levels[level]
         name = "scan_blelloch" if self.method == "blelloch" else "scan_hs"
-        self.K(name, (sums.size,), (self.SCAN_BLOCK,), d_in, d_out, sums, _i(n), _i(inclusive))
+        K(name, (sums.size,), (self.SCAN_BLOCK,), d_in, d_out, sums, _i(n), _i(inclusive))
         if sums.size > 1:
-            self.run(sums, sums, False, level + 1)  # exclusive scan of the block totals, in place
-            self.K("add_offsets", grid_1d(n, EW_BLOCK), (EW_BLOCK,), d_out, sums, _i(n), _i(self.per_block))
+            self.run(sums, sums, False, level + 1, K)  # exclusive scan of the block totals, in place
+            K("add_offsets", grid_1d(n, EW_BLOCK), (EW_BLOCK,), d_out, sums, _i(n), _i(self.per_block))
 # --8<-- [end:scan_plan]
+
+    def kept(self, d_in, d_out, inclusive: bool = False):
+        """`go()`: `run(d_in, d_out, inclusive)` for these arrays, every launch kept
+        ([`KernelProvider.kept`][gpulab.launch.KernelProvider.kept]); `None` where one cannot be."""
+        launches: list = []
+        self.run(d_in, d_out, inclusive, K=lambda name, grid, block, *args: launches.append(
+            self.K.kept(name, grid, block, 0, *args)))
+        if None in launches:
+            return None
+
+        def go():
+            for launch in launches:
+                launch()
+
+        return go
 
 
 # ----------------------------------------------------------------------------- sort
@@ -256,6 +273,9 @@ class SortPlan:
         self.stream = stream
         # PAIRS: a keys-only sort compiles its tiles without the shared buffer for values
         self.K = K = provider(backend, {**params, "PAIRS": int(has_vals)}, stream)
+        # the launches a sort repeats, kept by role and made at their first use (`KeptLaunches`):
+        # on a GPU, on the default stream; the one-sweep family's kernels, copy and zeroing
+        self.kept = KeptLaunches(enabled=not (device.on_simulator() or stream))
         self.bits = policy.bits(params)
         alloc = lambda m, dt=np.uint32: cuda.device_array(max(m, 1), dt)  # noqa: E731
         self.keys = [alloc(n), alloc(n)]
@@ -283,13 +303,17 @@ class SortPlan:
             self.scan = ScanPlan(K, R * self.nb, params["SCAN_BLOCK"])
         elif family is Family.ONE_SWEEP:
             self.max_passes = ceil_div(32, self.bits)
-            # ctl: one tile counter per pass, then the R digit counts (then offsets) of each pass,
-            # then a flag per pass: whether it moves keys (onesweep_scan writes it)
-            self.ctl = alloc(self.max_passes * (2 + R), np.int32)
+            # status: two status tables of nb*R words (the run-th pass of a sort uses table
+            # run % 2 and zeroes the other) with ctl between them: one tile counter per pass,
+            # then the R digit counts (then offsets) of each pass, then a flag per pass: whether
+            # it moves keys (onesweep_scan writes it). So ctl and either table are one range,
+            # which one launch zeroes behind a sort (`rezero`).
+            t, c = self.nb * R, self.max_passes * (2 + R)
+            self.status = alloc(2 * t + c, np.uint32)
+            self.ctl = self.status[t: t + c].view(np.int32)
             self.counters, self.hist = self.ctl[: self.max_passes], self.ctl[self.max_passes:]
-            # two status tables of nb*R words: the run-th pass of a sort uses table run % 2 and zeroes the other
-            self.status = alloc(2 * self.nb * R, np.uint32)
-            self.tables = (self.status[: self.nb * R], self.status[self.nb * R:])
+            self.tables = (self.status[:t], self.status[t + c:])
+            self._rezero = (self.status[: t + c], self.status[t:])  # ctl with table 0, ctl with table 1
             # the offsets' copy on the host (page-locked, so the copy is asynchronous) and the
             # event that says it has arrived; made once, reused by every sort
             self.hist_back = device.Readback(self.hist.size, np.int32)
@@ -393,9 +417,9 @@ class SortPlan:
             K("iota", grid_1d(n, EW_BLOCK), (EW_BLOCK,), vs, _i(n))
         if final is not None:
             if ks is not final[0]:
-                _head(final[0], n).copy_to_device(_head(ks, n), stream=self.stream)
+                _copy(final[0], ks, n, self.stream)
             if hv and vs is not final[1]:
-                _head(final[1], n).copy_to_device(_head(vs, n), stream=self.stream)
+                _copy(final[1], vs, n, self.stream)
             ks, vs = final[0], (final[1] if hv else vs)
         if passes and first:  # (the preamble ran: onesweep)
             self.rezero(passes)
@@ -420,8 +444,9 @@ class SortPlan:
         elif family is Family.ONE_SWEEP:
             B, p = self.params["BLOCK"], shift // self.bits
             name = ("onesweep_first" if skip_same else "onesweep") + ("_iota" if positions else "")
-            K(name, (self.nb,), (B,), ks, vs, kd, vd, self.hist,
-              self.counters, self.tables[run % 2], self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv)
+            k, v = self.keys[0], self.vals[0]  # (stand-ins for the four arrays of a kept launch)
+            self.kept.launch(K, name, (self.nb,), (B,), (ks, vs, kd, vd), (self.hist, self.counters, self.tables[run % 2],
+                             self.tables[(run + 1) % 2], n, _i(shift), _i(p), hv), (k, v, k, v), (name, run % 2, p))
         else:
             nb, B = _i(self.nb), self.params["BLOCK"]
             K("upsweep", (self.nb,), (B,), ks, self.counts, n, _i(shift), nb)
@@ -442,25 +467,28 @@ class SortPlan:
         if not zeroed:
             self.zero(self.ctl)
         grid = min(self.nb, HIST_BLOCKS_PER_SM * device.info().sm_count)
-        K("onesweep_hist", (grid,), (B,), d_keys, self.hist, _i(self.n), _i(passes))
+        self.kept.launch(K, "onesweep_hist", (grid,), (B,), (d_keys,), (self.hist, _i(self.n), _i(passes)),
+                         (self.keys[0],), ("onesweep_hist", passes))
         if not zeroed:
             self.zero(self.tables[0])
-        K("onesweep_scan", (passes,), (B,), self.hist)
+        self.kept.launch(K, "onesweep_scan", (passes,), (B,), (self.hist,), role=("onesweep_scan", passes))
 
     def rezero(self, passes: int) -> None:
         """Queue the zeroing of the counters and digit counts, and of the status table the last of
         `passes` passes used, behind a sort (onesweep; each pass zeroes the other table itself),
         so that the next sort's preamble need not: at the end of a sort the host is ahead of the
         GPU, which is still in its passes, while up to pass 0 every launch delays the GPU (the
-        preamble is bound by the host). A sort that stops early (an error between two launches)
-        leaves `zeroed` False, and the next sort zeroes them itself."""
-        self.zero(self.ctl)
-        self.zero(self.tables[(passes - 1) % 2])
+        preamble is bound by the host). `ctl` lies between the two tables, so both are one
+        launch. A sort that stops early (an error between two launches) leaves `zeroed` False,
+        and the next sort zeroes them itself."""
+        self.zero(self._rezero[(passes - 1) % 2])
         self.zeroed = True
 
     def zero(self, a) -> None:
-        """Queue the zeroing of the 32-bit device array `a` (one `zero_i32` launch)."""
-        self.K("zero_i32", grid_1d(a.size, EW_BLOCK), (EW_BLOCK,), a, _i(a.size))
+        """Queue the zeroing of the 32-bit device array `a` (one `zero_i32` launch; a kept one
+        for the plan's own buffers, which it zeroes at every sort)."""
+        self.kept.launch(self.K, "zero_i32", grid_1d(a.size, EW_BLOCK), (EW_BLOCK,), (a,), (_i(a.size),),
+                         role=("zero_i32", a.size))
 
     def queue_first_pass(self, d_keys, d_vals, positions: bool = False) -> list[int]:
         """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
@@ -476,18 +504,22 @@ class SortPlan:
         left for it: when all keys share its digit its blocks return at once, writing nothing
         (`first_moved` is then False, and the next pass reads the input). Returns the shifts of
         the passes launched or to launch, the first always."""
-        R = 1 << self.bits
         self.histograms(d_keys, self.max_passes)
-        offsets = self.hist_back.start(self.hist, self.stream)  # the copy queued, not waited for
+        start = self.kept.get("offsets back", lambda: self.hist_back.kept(self.hist))
+        # the copy queued, not waited for
+        offsets = start() if start is not None else self.hist_back.start(self.hist, self.stream)
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0, skip_same=True, positions=positions)
-        moves = self.passes_that_move(offsets()[: self.max_passes * R].reshape(self.max_passes, R))
+        moves = self.passes_that_move(offsets())
         self.first_moved = bool(moves[0])
         return [0] + [p * self.bits for p in range(1, self.max_passes) if moves[p]]
 
-    def passes_that_move(self, starts):
-        """For each pass's row of exclusive digit offsets: does the pass move keys? One whose
-        digit all keys share has offsets of 0 or n only (its permutation is the identity)."""
-        return ~np.all((starts == 0) | (starts == self.n), axis=1)
+    def passes_that_move(self, back) -> list[int]:
+        """For each pass, from the host copy of `hist` (`back`): does the pass move keys? One
+        whose digit all keys share would not (its permutation is the identity). `onesweep_scan`
+        wrote the answer after the offsets, one flag per pass (more than one digit holds keys),
+        for `onesweep_first`; the host reads the same flags (a list of 0 and 1)."""
+        at = self.max_passes << self.bits
+        return back[at: at + self.max_passes].tolist()
     # --8<-- [end:onesweep_host]
 
 
@@ -495,6 +527,16 @@ def _head(a, n: int):
     """`a[:n]`, or `a` itself when it holds exactly `n` elements (the usual case: a numba slice
     is a new array object, tens of microseconds of host time and allocations)."""
     return a if a.shape[0] == n else a[:n]
+
+
+def _copy(dst, src, n: int, stream) -> None:
+    """The first `n` elements of the device array `src` into `dst`, queued on `stream`, as bits
+    (numba's copy; another library's array, which a sort may be given by address, through a
+    numba view of it)."""
+    from numba import cuda
+
+    dst, src = (a if hasattr(a, "copy_to_device") else cuda.as_cuda_array(a, sync=False) for a in (dst, src))
+    _head(dst, n).copy_to_device(_head(src if src.dtype == dst.dtype else src.view(dst.dtype), n), stream=stream)
 
 
 def overlap(a, b) -> bool:
@@ -550,6 +592,7 @@ class DistinctPlan:
         # H200 machines of 2026-11-29)
         self.count_back = device.Readback(1, np.int32)
         self.count_src = self.pos[n:]
+        self.kept = KeptLaunches(enabled=sort_plan.kept.enabled)  # (as the sort plan's)
 
     def run(self, d_keys_in, out=None):
         """Returns (device array with the distinct keys first, their count): the plan's buffer,
@@ -562,11 +605,18 @@ class DistinctPlan:
             return self._target(out), 0
         keys, _ = sp.sort(d_keys_in)
         g = grid_1d(n, EW_BLOCK)
-        K("head_flags", g, (EW_BLOCK,), keys, _i(n), self.flags)
-        self.scan.run(self.flags, self.pos)
+        kept, t = self.kept, sp.keys[0]  # (t: the stand-in of the sorted keys and the result in kept launches)
+        kept.launch(K, "head_flags", g, (EW_BLOCK,), (keys,), (_i(n), self.flags), (t,))
+        scan = kept.get("scan", lambda: self.scan.kept(self.flags, self.pos))
+        if scan is not None:
+            scan()
+        else:
+            self.scan.run(self.flags, self.pos)
         out = self._target(out)
-        K("compact", g, (EW_BLOCK,), keys, self.flags, self.pos, out, _i(n))
-        return out, int(self.count_back.fetch(self.count_src, sp.stream)[0])  # the call's one wait
+        kept.launch(K, "compact", g, (EW_BLOCK,), (keys, self.flags, self.pos, out), (_i(n),), (t, self.flags, self.pos, t))
+        start = kept.get("count", lambda: self.count_back.kept(self.count_src))
+        back = start() if start is not None else self.count_back.start(self.count_src, sp.stream)
+        return out, int(back()[0])  # the call's one wait
 
     def _target(self, out):
         """`out` of `run`, called where it is a function; the plan's buffer for `None`."""

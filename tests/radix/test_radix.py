@@ -5,12 +5,15 @@ multi-level scans and partial tiles all occur at a few dozen keys; on a GPU they
 registry's parameters at sizes up to millions of keys.
 """
 
+from contextlib import contextmanager
+
 import numpy as np
 import pytest
 from numba import cuda
 
 import gpulab.radix as rx
 from gpulab.errors import DtypeError, LimitError, ShapeError
+from gpulab.launch import KeptLaunches
 from gpulab.radix import bench, host
 from gpulab.radix.variants import REGISTRY, WARP
 from tests.conftest import ON_SIMULATOR, device_only, from_gpu, gpu_library, on_gpu, skip_unless_runnable
@@ -130,10 +133,50 @@ def test_ballot_ranking_of_the_numba_kernels(name, rng):
         assert np.array_equal(perm, np.argsort(keys, kind="stable")), (dist, n)
 
 
+class _Recorder:
+    """A plan's kernel provider that notes the name of every launch it makes in `launched`,
+    kept launches (`K.kept`, on a GPU) at each of their calls too; `plain` holds the names
+    launched the usual way, through the provider."""
+
+    def __init__(self, K, launched):
+        self.K, self.launched, self.plain = K, launched, set()
+
+    def __call__(self, name, *a, **k):
+        self.launched.append(name)
+        self.plain.add(name)
+        return self.K(name, *a, **k)
+
+    def kept(self, name, *a):
+        go = self.K.kept(name, *a)
+        if go is None:
+            return None
+
+        def noted(*addresses):
+            self.launched.append(name)
+            go(*addresses)
+
+        return noted
+
+
+@contextmanager
+def recorded(plan):
+    """The names of the launches of `plan`'s sorts while inside, in order: its provider wrapped
+    in a `_Recorder`, its kept launches made anew through it. On a GPU every one-sweep kernel
+    and zeroing must then have gone through a kept launch (`SortPlan.kept`)."""
+    K, kept, launched = plan.K, plan.kept, []
+    plan.K, plan.kept = _Recorder(K, launched), KeptLaunches(enabled=kept.enabled)
+    try:
+        yield launched
+        if not ON_SIMULATOR:
+            assert not {k for k in plan.K.plain if k.startswith("onesweep") or k == "zero_i32"}, plan.K.plain
+    finally:
+        plan.K, plan.kept = K, kept
+
+
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_onesweep_zeroes_behind_each_sort(backend, rng, monkeypatch):
     """A onesweep plan's sort queues the zeroing of its counters and status tables behind its
-    last pass (`SortPlan.rezero`), so the next sort launches no zeroing before pass 0; a fresh
+    last pass (`SortPlan.rezero`: one launch, the counters lying between the two tables), so the next sort launches no zeroing before pass 0; a fresh
     plan, and one whose last sort stopped between two launches, zero them in the preamble; every
     sort is right, also after a stopped one left counts and tables poisoned."""
     v = REGISTRY.get("onesweep", backend)
@@ -142,8 +185,12 @@ def test_onesweep_zeroes_behind_each_sort(backend, rng, monkeypatch):
     t, R = p["BLOCK"] * p["ITEMS"], 1 << p["BITS"]
     n = t + int(rng.integers(1, t))  # two tiles, the last partial
     plan = v.run(n, False, p)
-    launched, K = [], plan.K
-    plan.K = lambda name, *a, **k: launched.append(name) or K(name, *a, **k)
+    with recorded(plan) as launched:
+        _zeroes_behind_each_sort(plan, launched, n, R, rng, monkeypatch)
+
+
+def _zeroes_behind_each_sort(plan, launched, n, R, rng, monkeypatch):
+    p = plan.params
 
     def sort(keys):
         launched.clear()
@@ -157,7 +204,8 @@ def test_onesweep_zeroes_behind_each_sort(backend, rng, monkeypatch):
         return k
 
     assert sort(keys_of_two_digits()).count("zero_i32") == 2, "a fresh plan zeroes in its preamble"
-    assert launched[-2:] == ["zero_i32", "zero_i32"] and plan.zeroed
+    # one launch behind the last pass zeroes the counters and the last pass's table (one range)
+    assert launched[-1] == "zero_i32" and launched[-2].startswith("onesweep") and plan.zeroed, launched
     assert not plan.ctl.copy_to_host().any() and not plan.status.copy_to_host().any(), "left zero behind"
     assert "zero_i32" not in sort(keys_of_two_digits()), "the sort after a whole one zeroes nothing before pass 0"
     # one pass; a first pass that moves nothing (every key shares the low digit); a given max_key:
@@ -346,12 +394,8 @@ def test_onesweep_queued_first_pass(backend, rng):
         d_keys = cuda.to_device(keys)
         if in_place:  # the keys sorted where they are, the positions into a poisoned array
             out = (d_keys, poison(len(keys)))
-        launched, K = [], plan.K
-        plan.K = lambda name, *a, **k: launched.append(name) or K(name, *a, **k)
-        try:
+        with recorded(plan) as launched:
             dk, dv = plan.sort(d_keys, iota=True, out=out, **kw)
-        finally:
-            plan.K = K
         want_k, want_v = np.sort(keys), np.argsort(keys, kind="stable")
         assert plan.passes_run == runs, label
         low_shared = len(np.unique(keys & np.uint32(R - 1))) == 1
