@@ -649,6 +649,7 @@ class CudaCKernels(KernelProvider):
             drv.memcpy_htod(symbol, np.ascontiguousarray(src).reshape(-1).view(np.uint8)[:nbytes])
 
 
+# --8<-- [start:kept_launches]
 class KeptLaunches:
     """A plan's kept launches ([`KernelProvider.kept`][gpulab.launch.KernelProvider.kept]), one
     per role (a key naming the kernel and whatever of its fixed arguments differs between the
@@ -695,6 +696,7 @@ class KeptLaunches:
                     go(*a)
                     return
         K(name, grid, block, *arrays, *fixed)
+# --8<-- [end:kept_launches]
 
 
 # ----------------------------------------------------------------------------- plan caches

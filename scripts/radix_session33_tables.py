@@ -48,7 +48,7 @@ def main() -> None:
     raw = json.loads((RUNS / "call6/radix-kept-ab.json").read_text())
     bench = json.loads((RUNS / "call6/radix-h200.json").read_text())
     write_record(a.json, "gpulab-radix-kept-table/1", rows(raw["runs"]), device=raw["device"],
-                 versions=bench["versions"], source=str(RUNS.relative_to(RUNS.parents[2])) + "/call6",
+                 versions=bench["versions"], dates=[raw["date"]], source=str(RUNS.relative_to(RUNS.parents[2])) + "/call6",
                  what="onesweep's kept launches and the public call by addresses (new) against the tree "
                       "before them (old, edd8f48), four turns new/old/old/new on one H200 (call 6): the plan's "
                       "call on numba arrays (the benchmark's kernels) and the public call on CuPy arrays, CUDA "
