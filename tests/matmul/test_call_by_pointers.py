@@ -4,7 +4,6 @@ machine with a CuPy stand-in (a module in `sys.modules` with the few attributes 
 reads) and a recording launch; on a GPU with CuPy and pycuda, the real one against float64."""
 
 import sys
-import types
 
 import numpy as np
 import pytest
@@ -13,33 +12,21 @@ import gpulab.matmul as mm
 from gpulab.checking import float32_tolerance, relative_error
 from gpulab.errors import BackendUnavailable, ShapeError
 from tests.conftest import ON_SIMULATOR, gpu_library
-
-
-class _Flags:
-    def __init__(self, c):
-        self.c_contiguous = c
-
-
-class _Memory:
-    def __init__(self, ptr, device_id):
-        self.ptr, self.device_id = ptr, device_id
+from tests.cupy_standin import Flags, Memory, addresses, module
 
 
 def _standin(current_device=0, stream=0):
     """A CuPy stand-in module: `ndarray`, `empty`, `float32`, `cuda.runtime.getDevice`,
     `cuda.get_current_stream`; every array a new address."""
-    cupy = types.ModuleType("cupy")
-    addresses = iter(range(0x10000, 1 << 40, 0x10000))
+    at = addresses()
 
     class ndarray:  # noqa: N801 (CuPy's name)
         def __init__(self, shape, dtype=np.float32, c=True, device=0):
             self.shape, self.ndim, self.dtype = tuple(shape), len(shape), np.dtype(dtype)
-            self.flags, self.data = _Flags(c), _Memory(next(addresses), device)
+            self.flags, self.data = Flags(c), Memory(next(at), device)
 
-    cupy.ndarray, cupy.float32 = ndarray, np.float32
-    cupy.empty = lambda shape, dtype: ndarray(shape, dtype, device=current_device)
-    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: current_device),
-                                      get_current_stream=lambda: types.SimpleNamespace(ptr=stream))
+    cupy = module(ndarray, lambda shape, dtype: ndarray(shape, dtype, device=current_device), current_device, stream)
+    cupy.float32 = np.float32
     return cupy
 
 

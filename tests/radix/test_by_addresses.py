@@ -20,31 +20,21 @@ from gpulab.errors import ShapeError
 from gpulab.launch import KeptLaunches, i32, vector_address
 from gpulab.radix.variants import REGISTRY
 from tests.conftest import ON_SIMULATOR, gpu_library, skip_unless_runnable
+from tests.cupy_standin import Flags, Memory, addresses, module
 
 # ----------------------------------------------------------------------------- any machine
 
 
-class _Flags:
-    def __init__(self, c):
-        self.c_contiguous = c
-
-
-class _Memory:
-    def __init__(self, ptr, device_id):
-        self.ptr, self.device_id = ptr, device_id
-
-
 def _standin(current_device=0, stream=0):
     """A CuPy stand-in module with 1-D arrays: `ndarray`, `empty`, `cuda.runtime.getDevice`,
-    `cuda.get_current_stream`; every array a new address (a slice keeps its array's)."""
-    cupy = types.ModuleType("cupy")
-    addresses = iter(range(0x10000, 1 << 40, 0x10000))
+    `cuda.get_current_stream`; every array a new address (a slice or a view keeps its array's)."""
+    at = addresses()
 
     class ndarray:  # noqa: N801 (CuPy's name)
         def __init__(self, n, dtype=np.uint32, c=True, device=0, ptr=None, ndim=1):
             self.size, self.shape, self.ndim, self.dtype = n, (n,) * ndim, ndim, np.dtype(dtype)
             self.itemsize = self.dtype.itemsize
-            self.flags, self.data = _Flags(c), _Memory(next(addresses) if ptr is None else ptr, device)
+            self.flags, self.data = Flags(c), Memory(next(at) if ptr is None else ptr, device)
 
         def view(self, dtype):
             return ndarray(self.size, dtype, self.flags.c_contiguous, self.data.device_id, self.data.ptr, self.ndim)
@@ -53,11 +43,7 @@ def _standin(current_device=0, stream=0):
             return ndarray(len(range(self.size)[s]), self.dtype, device=self.data.device_id, ptr=self.data.ptr)
 
     ndarray.__module__ = "cupy"
-    cupy.ndarray = ndarray
-    cupy.empty = lambda n, dtype: ndarray(n, dtype, device=current_device)
-    cupy.cuda = types.SimpleNamespace(runtime=types.SimpleNamespace(getDevice=lambda: current_device),
-                                      get_current_stream=lambda: types.SimpleNamespace(ptr=stream))
-    return cupy
+    return module(ndarray, lambda n, dtype: ndarray(n, dtype, device=current_device), current_device, stream)
 
 
 class _Plan:
