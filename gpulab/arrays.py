@@ -24,6 +24,7 @@ CuPy or PyTorch stream) becomes a numba stream with [`numba_stream`][gpulab.arra
 from __future__ import annotations
 
 import math
+import sys
 import threading
 from dataclasses import dataclass
 
@@ -523,3 +524,29 @@ def ptx_targets():
     k = count_nonfinite_kernel
     return [("count_nonfinite_f32", k, (float32[::1], int64[::1])),
             ("count_nonfinite_f64", k, (float64[::1], int64[::1]))]
+
+
+def cupy_on_current_device(*arrays):
+    """The `cupy` module where every array (`None`s skipped) is a CuPy ndarray on CuPy's
+    current device and CuPy's null stream is current, else `None`: the conditions the chapters'
+    calls by addresses share (chapter 1's `_by_pointers`, chapter 4's `_by_addresses`), read from
+    CuPy's own attributes, no array interface. Each chapter checks its dtypes, shapes and layout,
+    and that a CUDA context is current (`gpulab.launch.current_context`), itself."""
+    cupy = sys.modules.get("cupy")
+    t = getattr(cupy, "ndarray", None)
+    if t is None:
+        return None
+    dev = None
+    for a in arrays:
+        if a is None:
+            continue
+        if type(a) is not t:
+            return None
+        d = a.data.device_id
+        if dev is None:
+            dev = d
+        elif d != dev:
+            return None
+    if cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
+        return None
+    return cupy

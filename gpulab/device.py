@@ -20,6 +20,7 @@ import ctypes
 import ctypes.util
 import os
 import sys
+import threading
 from dataclasses import dataclass, asdict
 from functools import lru_cache
 
@@ -229,10 +230,8 @@ class Readback:
         `start` raises it). `None` where the driver's entry points cannot be had
         ([`raw_driver`][gpulab.device.raw_driver]: the simulator, among others). `go` keeps
         `d_src` alive."""
+        _check_copy_back(d_src, self.host)
         n = self.host.nbytes
-        if (d_src.dtype != self.host.dtype or d_src.nbytes != n or not d_src.is_c_contiguous()
-                or not self.host.flags.c_contiguous):
-            _copy_back(d_src, self.host, 0)  # (its ValueError, naming what differs)
         drv = raw_driver()
         if drv is None or not n:
             return None
@@ -246,12 +245,13 @@ class Readback:
             return host
 
         def go():
+            numba_context_current()
             err = copy_back(dst, src, n, None) or record(event, None)
             if err:
                 raise_driver_error(err, "cuMemcpyDtoHAsync / cuEventRecord")
             return wait
 
-        go.keep = d_src
+        go.keep = (d_src, self)  # (the source's memory and the event live as long as the copy)
         return go
 
     def wait(self):
@@ -278,17 +278,38 @@ def _copy_back(d_src, dst, stream) -> None:
     then numba's). Shapes may differ where dtype and size agree (numba's copy required them
     to match after squeezing)."""
     n = dst.nbytes
-    if (d_src.dtype != dst.dtype or d_src.nbytes != n or not d_src.is_c_contiguous()
-            or not dst.flags.c_contiguous):
-        raise ValueError(f"a readback of {d_src.size} {d_src.dtype} on the device (contiguous: "
-                         f"{d_src.is_c_contiguous()}) into {dst.size} {dst.dtype} on the host (contiguous: "
-                         f"{dst.flags.c_contiguous}): dtype, size and layout must match")
+    _check_copy_back(d_src, dst)
     if on_simulator():
         d_src.copy_to_host(dst, stream=stream)
     elif n:
         from numba.cuda.cudadrv.driver import device_to_host
 
         device_to_host(dst, d_src, n, stream=stream)
+
+
+def _check_copy_back(d_src, dst) -> None:
+    """A `ValueError` naming what differs where `d_src` (device) and `dst` (host) differ in dtype
+    or size, or either is not contiguous."""
+    if (d_src.dtype != dst.dtype or d_src.nbytes != dst.nbytes or not d_src.is_c_contiguous()
+            or not dst.flags.c_contiguous):
+        raise ValueError(f"a readback of {d_src.size} {d_src.dtype} on the device (contiguous: "
+                         f"{d_src.is_c_contiguous()}) into {dst.size} {dst.dtype} on the host (contiguous: "
+                         f"{dst.flags.c_contiguous}): dtype, size and layout must match")
+
+
+_CONTEXT = threading.local()
+
+
+def numba_context_current() -> None:
+    """Make numba's CUDA context current in this host thread, once a thread: what a driver call
+    made through `ctypes` ([`raw_driver`][gpulab.device.raw_driver]) needs, where numba's own
+    calls make it current themselves (a kept launch or copy made in one thread and called in
+    another would otherwise find no context there)."""
+    if not getattr(_CONTEXT, "made", False):
+        from numba import cuda
+
+        cuda.current_context()
+        _CONTEXT.made = True
 
 
 def upload(d_dst, pinned, nbytes: int | None = None) -> None:

@@ -458,6 +458,9 @@ def _kept_raw_launch(function: int, dims: tuple, size: tuple):
     size_at = size[1]
 
     def run(buf: bytes) -> None:
+        if not getattr(_THREAD, "context", False):  # (a launch kept in one thread, called in another)
+            device.numba_context_current()
+            _THREAD.context = True
         err = raw(*head, byref(Extra(1, buf, 2, size_at, None)))
         if err:
             _raise(err)

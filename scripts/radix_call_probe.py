@@ -213,6 +213,17 @@ def _attached(fn):
     return run
 
 
+def plain_launches_only() -> None:
+    """Every plan made from here on launches through its provider, none kept
+    (`gpulab.launch.KeptLaunches` disabled): the wrapped steps see every launch and copy. Since
+    session 33 a onesweep plan keeps its launches, which bypass the provider; this script
+    stamps the plain path (as it did before them)."""
+    from gpulab.launch import KeptLaunches
+
+    init = KeptLaunches.__init__
+    KeptLaunches.__init__ = lambda self, enabled=True: init(self, False)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--log2", type=int, default=24)
@@ -238,6 +249,7 @@ def main() -> None:
     ap.add_argument("--readback", action="store_true",
                     help="also the host time of the offsets' copy queued (Readback.start), GPU idle and busy")
     a = ap.parse_args()
+    plain_launches_only()
     if a.steps and not a.timeline:
         ap.error("--steps stamps within --timeline: give both")
     if a.readback and a.variant != "onesweep":

@@ -280,6 +280,9 @@ def main() -> None:
     ap.add_argument("--distinct", type=int, nargs="+", metavar="N",
                     help="--stamps: instead, gpulab.radix.distinct on N keys uniform in [0, N/2)")
     a = ap.parse_args()
+    from radix_call_probe import plain_launches_only  # (this script's directory is on sys.path)
+
+    plain_launches_only()
     rng = np.random.default_rng(a.seed)
     if a.stamps and a.distinct:
         for backend in a.backends:

@@ -23,7 +23,7 @@ import numpy as np
 
 from gpulab.chapters import Chapter
 from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import caller_of, device_input_on, device_result, numba_stream, to_caller
+from gpulab.arrays import caller_of, cupy_on_current_device, device_input_on, device_result, numba_stream, to_caller
 from gpulab.launch import PlanCache, current_context
 from gpulab.matmul.host import clear_workspaces, fits, plan, pointer_plan, validate
 from gpulab.matmul.reference import matmul_reference
@@ -107,17 +107,13 @@ def _by_pointers(A, B, variant, backend: str):
     and no numba view made (numba's launch types its arguments from views made once, when the
     shape's launch is kept). The launch is the same kernel, grid and stream-K schedule as the
     full path's."""
-    cupy = sys.modules.get("cupy")
-    t = getattr(cupy, "ndarray", None)
-    if t is None or type(A) is not t or type(B) is not t or A.ndim != 2 or B.ndim != 2:
+    cupy = cupy_on_current_device(A, B)
+    if cupy is None or A.ndim != 2 or B.ndim != 2:
         return None
     if A.dtype != _F32 or B.dtype != _F32 or not (A.flags.c_contiguous and B.flags.c_contiguous):
         return None
     (M, K), (K2, N) = A.shape, B.shape
     if K != K2 or not fits(M, K, N):
-        return None
-    dev = A.data.device_id
-    if B.data.device_id != dev or cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
         return None
     ctx = current_context()
     if not ctx:  # (no context current in this thread yet: the full path makes one current)

@@ -20,8 +20,8 @@ caller's library, computed without a host copy of the input. `stream=` (a numba,
 PyTorch stream) queues the work behind the caller's; a CuPy or PyTorch array whose interface
 names that same stream is not waited for (one that names another stream is, as the CUDA array
 interface asks). The host waits for the device once in a sort, because the algorithm decides
-there: onesweep (the default) for its 4 KB of digit offsets, which say which passes run (its
-first pass is already queued behind the copy), the other variants for the largest key (the
+there: onesweep (the default) for the flag of each pass that its digit offsets end with (which
+passes run; one 4 KB copy, its first pass already queued behind it), the other variants for the largest key (the
 early exit); `distinct` once more (its count), and a numpy caller for the copy of its result.
 The CPU baseline (`backend="cpu"`) runs numpy on the host, so it copies device inputs there
 and its results back.
@@ -51,15 +51,12 @@ make that a pool allocation for the whole process). The plan's buffers are never
 
 from __future__ import annotations
 
-import sys
-import threading
-
 import numpy as np
 
 from gpulab.chapters import Chapter
-from gpulab import device  # noqa: F401  (selects GPU or simulator before numba loads)
-from gpulab.arrays import (describe, device_empty, device_input, device_input_on, device_result, is_device_array,
-                           kept_view, numba_stream, shape_dtype, to_caller, to_host)
+from gpulab import device  # (first: selects GPU or simulator before numba loads)
+from gpulab.arrays import (cupy_on_current_device, describe, device_empty, device_input, device_input_on,
+                           device_result, is_device_array, kept_view, numba_stream, shape_dtype, to_caller, to_host)
 from gpulab.launch import PlanCache, current_context
 from gpulab.radix import host
 from gpulab.radix.reference import (argsort_reference, distinct_reference, scan_reference, sort_reference,
@@ -97,10 +94,14 @@ def _launch(variant, backend, params):
     return hit
 
 
-def _plan(v, n, has_vals, p, pkey, stream, distinct=False):
-    """The plan for this call: the last one, when it was made for the same call shape (its
-    buffers are reused: on one stream, one sort after the other), else a new one."""
-    key = (v.name, v.backend, n, has_vals, pkey, int(stream) if stream else 0, distinct)
+def _plan(v, n, has_vals, p, pkey, stream, distinct=False, ctx=None):
+    """The plan for this call: the last one, when it was made for the same call shape in the
+    same CUDA context (its buffers are reused: on one stream, one sort after the other), else a
+    new one. `ctx`: the current context where the caller has it already."""
+    if ctx is None:
+        device.numba_context_current()  # (numba's: the one its plans' buffers and kernels live in)
+        ctx = current_context()
+    key = (v.name, v.backend, n, has_vals, pkey, int(stream) if stream else 0, distinct, ctx)
 
     def build():
         plan = v.run(n, has_vals, p, stream=stream)
@@ -263,29 +264,24 @@ def _by_addresses(keys, values, variant, backend, params, distinct=False):
     4-byte items as long), on the current device, with CuPy's null stream current (the plan's
     stream) and a one-sweep variant, the plan's kept launches take the arrays by address
     ([`SortPlan.kept`][gpulab.radix.host.SortPlan]): no array interface is read and no numba
-    view made, and the result comes from CuPy's pool when the sort asks for it, behind its
-    queued passes. The launches, buffers and waits are the full path's."""
-    cupy = sys.modules.get("cupy")
-    t = getattr(cupy, "ndarray", None)
-    if t is None or type(keys) is not t or keys.ndim != 1 or keys.dtype != host.KEY_DTYPES[0]:
+    view made as a rule (the plan's rare copies into the result view it), and the result comes
+    from CuPy's pool when the sort asks for it, behind its queued passes. The launches, buffers
+    and waits are the full path's."""
+    cupy = cupy_on_current_device(keys, values)
+    if cupy is None or keys.ndim != 1 or keys.dtype != host.KEY_DTYPES[0]:
         return None
     n = keys.size
     if n < 2 or n > _BY_ADDRESSES_MAX or not keys.flags.c_contiguous:
         return None
-    dev = keys.data.device_id
-    if values is not None and (type(values) is not t or values.shape != (n,) or values.itemsize != 4
-                               or not values.flags.c_contiguous or values.data.device_id != dev):
+    if values is not None and (values.shape != (n,) or values.itemsize != 4 or not values.flags.c_contiguous):
         return None
-    if cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
+    ctx = current_context()
+    if not ctx:  # (no context current in this thread yet: the full path makes one current)
         return None
-    if not getattr(_THREAD, "context", False):  # a context current in this thread (asked once a thread)
-        if not current_context():
-            return None
-        _THREAD.context = True
     v, p, pkey = _launch(variant, backend, params)
     if not v.policy.histograms_first:  # (one-sweep: the family whose launches a plan keeps)
         return None
-    plan = _plan(v, n, values is not None, p, pkey, 0, distinct)
+    plan = _plan(v, n, values is not None, p, pkey, 0, distinct, ctx)
     if distinct:
         out, count = plan.run(keys, out=lambda: cupy.empty(n, np.uint32))
         return out[:count]
@@ -303,7 +299,6 @@ def _by_addresses(keys, values, variant, backend, params, distinct=False):
 # --8<-- [end:by_addresses]
 
 
-_THREAD = threading.local()
 _BY_ADDRESSES_MAX = min(host.INT32_MAX, _SMALLEST_LIMIT or host.INT32_MAX)  # (more: `_sized` picks the variant)
 
 

@@ -218,7 +218,7 @@ class ScanPlan:
         name = "scan_blelloch" if self.method == "blelloch" else "scan_hs"
         K(name, (sums.size,), (self.SCAN_BLOCK,), d_in, d_out, sums, _i(n), _i(inclusive))
         if sums.size > 1:
-            self.run(sums, sums, False, level + 1, K)  # exclusive scan of the block totals, in place
+            self.run(sums, sums, False, level + 1, K=K)  # exclusive scan of the block totals, in place
             K("add_offsets", grid_1d(n, EW_BLOCK), (EW_BLOCK,), d_out, sums, _i(n), _i(self.per_block))
 # --8<-- [end:scan_plan]
 
@@ -491,9 +491,9 @@ class SortPlan:
                          role=("zero_i32", a.size))
 
     def queue_first_pass(self, d_keys, d_vals, positions: bool = False) -> list[int]:
-        """Count every pass's digits and scan them into offsets, start copying the offsets (4 KB)
-        to the host, queue the first pass behind that copy (into buffer 0), and only then wait
-        for the offsets. The copy still comes before pass 0 on the stream; what the queued pass
+        """Count every pass's digits and scan them into offsets, start copying the offsets and
+        the flag of each pass after them (4 KB) to the host, queue the first pass behind that copy
+        (into buffer 0), and only then wait for the copy. The copy still comes before pass 0 on the stream; what the queued pass
         hides is the host's part — waking up, deciding, launching the later passes — which would
         otherwise leave the GPU idle between the copy and pass 0.
 
@@ -502,8 +502,8 @@ class SortPlan:
         shortcut does for the other variants, without its extra read of the keys. The first pass
         is launched before that decision, as `onesweep_first`, which reads the flag `onesweep_scan`
         left for it: when all keys share its digit its blocks return at once, writing nothing
-        (`first_moved` is then False, and the next pass reads the input). Returns the shifts of
-        the passes launched or to launch, the first always."""
+        (`first_moved` is then False, and the next pass reads the input); the host reads the same
+        flags. Returns the shifts of the passes launched or to launch, the first always."""
         self.histograms(d_keys, self.max_passes)
         start = self.kept.get("offsets back", lambda: self.hist_back.kept(self.hist))
         # the copy queued, not waited for

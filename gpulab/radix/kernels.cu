@@ -582,7 +582,7 @@ extern "C" __global__ void __launch_bounds__(BLOCK) onesweep_scan(int *hist) {
 // onesweep_first is the same pass for the first digit, which the host queues before it has seen
 // the digit offsets. When all keys share that digit the pass would be a stable copy: every block
 // reads the flag onesweep_scan left for the pass, zeroes its words of the next status table and
-// returns, writing nothing; the host, reading the same offsets, has the next pass read the input.
+// returns, writing nothing; the host, reading the same flag, has the next pass read the input.
 // (A separate entry point, and one word to read: checking the offsets themselves here, with a
 // block-wide vote, made ptxas spill 56 bytes more a thread.)
 template <bool FULL, bool IOTA>

@@ -68,15 +68,15 @@ def short_way(monkeypatch):
     """(stand-in CuPy, log of the plans' calls, plans made) with `_plan` recording."""
     log, made = [], []
 
-    def plan(v, n, has_vals, p, pkey, stream, distinct=False):
+    def plan(v, n, has_vals, p, pkey, stream, distinct=False, ctx=None):
         made.append((v.name, v.backend, n, has_vals, stream, distinct))
+        assert ctx == 0x5E55, "the plan is looked up in the current context"
         return _Plan(log)
 
     cupy = _standin()
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(rx, "_plan", plan)
     monkeypatch.setattr(rx, "current_context", lambda: 0x5E55)  # (the simulator has no context)
-    monkeypatch.setattr(rx, "_THREAD", types.SimpleNamespace())
     # the registry's default on a GPU is onesweep; the simulator resolves None to its fallback
     monkeypatch.setattr(rx, "_launch", lambda variant, backend, params: (
         REGISTRY.get(variant or "onesweep", backend), {}, ()))
@@ -136,7 +136,7 @@ def test_every_other_call_takes_the_full_path(backend, short_way, monkeypatch):
 
 def test_no_context_in_this_thread_takes_the_full_path(short_way, monkeypatch):
     """Without a current CUDA context (a new thread) the call takes the full path, which makes
-    one current; the check is made once a thread, after it succeeds."""
+    one current; with one, the context is part of the plan's key (checked by the fixture)."""
     cupy, log, made = short_way
     asked = []
     monkeypatch.setattr(rx, "current_context", lambda: asked.append(1) or 0)
@@ -144,7 +144,7 @@ def test_no_context_in_this_thread_takes_the_full_path(short_way, monkeypatch):
     monkeypatch.setattr(rx, "current_context", lambda: asked.append(1) or 0x5E55)
     for _ in range(3):
         assert rx._by_addresses(cupy.ndarray(10), None, None, "numba", None) is not None
-    assert len(asked) == 2
+    assert len(asked) == 4
 
 
 class _Array:
@@ -370,3 +370,36 @@ def test_what_the_short_way_refuses_still_works_or_is_named(backend, rng):
     wide = cp.asarray(np.repeat(u, 2))
     with pytest.raises(ShapeError, match="non-contiguous"):
         rx.sort(wide[::2], None, backend)
+
+
+def test_kept_launches_run_in_another_thread(rng):
+    """A plan made, and its launches kept, in one thread sorts in another thread that has never
+    launched anything (numba: the kept launches and the kept copy make numba's context current
+    there, as numba's own launch does); the public call there is right too. CUDA C is left
+    out: pycuda's context belongs to the thread that made it, and a new thread could not launch
+    through it before the kept launches either."""
+    import threading
+
+    cp = _cupy()
+    from numba import cuda
+
+    v = REGISTRY.get("onesweep", "numba")
+    n = 300_007
+    keys = rng.integers(0, 2**32, n, dtype=np.uint64).astype(np.uint32)
+    d, c = cuda.to_device(keys), cp.asarray(keys)
+    plan = v.run(n, False, v.launch_params())
+    assert np.array_equal(plan.sort(d)[0].copy_to_host(), np.sort(keys))  # (the launches kept here)
+    got = {}
+
+    def work():
+        try:
+            got["plan"] = plan.sort(d)[0].copy_to_host()
+            got["public"] = cp.asnumpy(rx.sort(c, None, "numba"))
+        except Exception as e:  # noqa: BLE001 (reported below, with its type)
+            got["error"] = e
+
+    t = threading.Thread(target=work)
+    t.start()
+    t.join()
+    assert "error" not in got, repr(got.get("error"))
+    assert np.array_equal(got["plan"], np.sort(keys)) and np.array_equal(got["public"], np.sort(keys))

@@ -12,6 +12,7 @@ import pytest
 from numba import cuda
 
 import gpulab.radix as rx
+from gpulab import device
 from gpulab.errors import DtypeError, LimitError, ShapeError
 from gpulab.launch import KeptLaunches
 from gpulab.radix import bench, host
@@ -167,7 +168,7 @@ def recorded(plan):
     plan.K, plan.kept = _Recorder(K, launched), KeptLaunches(enabled=kept.enabled)
     try:
         yield launched
-        if not ON_SIMULATOR:
+        if not ON_SIMULATOR and device.raw_driver() is not None:  # (kept launches can be made here)
             assert not {k for k in plan.K.plain if k.startswith("onesweep") or k == "zero_i32"}, plan.K.plain
     finally:
         plan.K, plan.kept = K, kept
