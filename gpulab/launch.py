@@ -158,11 +158,7 @@ def launch_numba(kernel, grid, block, *args, stream=0, shared_bytes: int = 0) ->
         handle = _stream_handle(stream)
         if handle is not None:
             buf = plan.packer.pack(*flat)  # (plans are per type: every value fits its C type)
-            if not getattr(_THREAD, "context", False):  # numba's context current in this thread (a
-                from numba import cuda  # context-free kernel on stream 0 runs in the current one)
-
-                cuda.current_context()
-                _THREAD.context = True
+            device.numba_context_current()  # (a context-free kernel on stream 0 runs in the current one)
             _raw_launch(plan.function, dims, handle, buf, plan.size)
             return
     from cuda.core import launch
@@ -202,10 +198,7 @@ def numba_pointer_launch(kernel, grid, block, args, pointers: int):
         else:
             convert(a, flat)
     _, dims = _config(tuple(grid) if isinstance(grid, list) else grid, tuple(block) if isinstance(block, list) else block, 0)
-    from numba import cuda
-
-    cuda.current_context()  # numba's context current in this thread (the plan is this thread's)
-    _THREAD.context = True
+    device.numba_context_current()
     pack, run = plan.packer.pack, _kept_raw_launch(plan.function, dims, plan.size)
 
     def go(*addresses):
@@ -332,7 +325,7 @@ def _config(grid, block, shared_bytes: int):
 # ---- the driver's cuLaunchKernel, with the arguments in one buffer (as pycuda's prepared call)
 
 _DRIVER: list = []  # [cuLaunchKernel through ctypes, the `extra` array type] once looked up, [None] if not to be had
-_THREAD = threading.local()  # .context: numba's context was made current in this thread
+_THREAD = threading.local()  # .ctx_out: this thread's holder for `current_context`
 
 
 def _driver():
@@ -458,9 +451,7 @@ def _kept_raw_launch(function: int, dims: tuple, size: tuple):
     size_at = size[1]
 
     def run(buf: bytes) -> None:
-        if not getattr(_THREAD, "context", False):  # (a launch kept in one thread, called in another)
-            device.numba_context_current()
-            _THREAD.context = True
+        device.numba_context_current()  # (a launch kept in one thread may be called in another)
         err = raw(*head, byref(Extra(1, buf, 2, size_at, None)))
         if err:
             _raise(err)
@@ -688,7 +679,7 @@ class KeptLaunches:
         them; default the arrays themselves) and `fixed`, which must be the same at every
         launch of the role."""
         kept = self._go
-        if kept is not None:
+        if kept is not None:  # (`get`, written out: this runs at every launch of a plan)
             role = role or name
             go = kept.get(role, False)
             if go is False:
