@@ -536,17 +536,9 @@ def cupy_on_current_device(*arrays):
     t = getattr(cupy, "ndarray", None)
     if t is None:
         return None
-    dev = None
+    cuda = cupy.cuda
+    dev = cuda.runtime.getDevice()
     for a in arrays:
-        if a is None:
-            continue
-        if type(a) is not t:
+        if a is not None and (type(a) is not t or a.data.device_id != dev):
             return None
-        d = a.data.device_id
-        if dev is None:
-            dev = d
-        elif d != dev:
-            return None
-    if cupy.cuda.runtime.getDevice() != dev or cupy.cuda.get_current_stream().ptr:
-        return None
-    return cupy
+    return None if cuda.get_current_stream().ptr else cupy

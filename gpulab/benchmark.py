@@ -33,7 +33,9 @@ JSON schema (`"schema": "gpulab-bench/1"`):
 optimizes); `public_median_ms` times the chapter's public function (`gpulab.matmul.matmul` ...)
 called the way a pipeline calls it — inputs already on the device, result left there — so it
 adds validation, allocation of the result and Python overhead; `public_over_kernel` is their
-ratio (null for CPU variants and where the chapter defines no public call).
+ratio (null for CPU variants and where the chapter defines no public call). Since 2026-11-30
+the two are timed in turns (`gpulab.timing.measure_rounds`: four rounds, each a block of each),
+so that their ratio does not take in the host's drift between two blocks.
 `ratio_to_peer` is peer time / variant time (1.0 = as fast as the peer); `skipped` holds
 the reason a variant did not run at that size (a memory limit, no pycuda ...), never silently.
 """
@@ -210,7 +212,7 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
     a line on stderr, so that stdout keeps only results); ``None``: none."""
     from gpulab import cudac, device
     from gpulab.errors import GpulabError
-    from gpulab.timing import measure
+    from gpulab.timing import measure, measure_rounds
 
     rng = np.random.default_rng(seed)
     cases = cases if cases is not None else spec.cases(quick)
@@ -262,10 +264,16 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                     custom = spec.repeats(v, case) if spec.repeats else None
                     if custom:
                         warm, reps = custom
+                    public = spec.public(v, state) if (spec.public and v.backend != "cpu") else None
+                    pub = None
                     if v.backend == "cpu":
                         samples = _time_cpu(launch, warm, reps)
-                    else:
+                    elif public is None:
                         samples = measure(launch, warmup=warm, repeat=reps).samples_ms
+                    else:  # the kernels and the public call in turns (their ratio at the same times)
+                        pwarm = min(warmup, 1) if v.teaching_only else warmup
+                        kern, pub = measure_rounds([launch, public], warmups=[warm, pwarm], repeat=reps)
+                        samples = kern.samples_ms
                     rec["samples_ms"] = [round(s, 6) for s in samples]
                     med = float(np.median(samples))
                     rec["median_ms"] = med
@@ -274,9 +282,7 @@ def run(spec: BenchSpec, variants: list, *, quick: bool = False, warmup: int = 2
                         rec["ratio_to_peer"] = peer_ms / med
                     if case.ceiling:
                         rec["ratio_to_ceiling"] = rec["throughput"] / case.ceiling
-                    public = spec.public(v, state) if (spec.public and v.backend != "cpu") else None
-                    if public is not None:
-                        pub = measure(public, warmup=min(warmup, 1) if v.teaching_only else warmup, repeat=reps)
+                    if pub is not None:
                         rec["public_samples_ms"] = [round(x, 6) for x in pub.samples_ms]
                         rec["public_median_ms"] = pub.median_ms
                         rec["public_over_kernel"] = pub.median_ms / med

@@ -215,19 +215,26 @@ def vector_address(a) -> int | None:
     """The device address of `a` when it is a 1-D C-contiguous device array of 4-byte items
     that a kept launch ([`KernelProvider.kept`][gpulab.launch.KernelProvider.kept]) may take in
     place of its template: a numba device array (the address is kept on the array after the
-    first read: none of it changes in the array's life) or a CuPy array (read each time);
-    `None` for anything else (the caller then launches the usual way, which takes it)."""
+    first read: none of it changes in the array's life) or a CuPy array (read each time: its
+    type is known after the first, so nothing else is looked up on it); `None` for anything
+    else (the caller then launches the usual way, which takes it)."""
+    if type(a) in _CUPY_TYPES:
+        return a.data.ptr if a.ndim == 1 and a.itemsize == 4 and a.flags.c_contiguous else None
     p = getattr(a, "_gpulab_vector", False)
     if p is not False:
         return p
     t = type(a).__module__
     if t.startswith("cupy"):
-        return a.data.ptr if a.ndim == 1 and a.itemsize == 4 and a.flags.c_contiguous else None
+        _CUPY_TYPES.add(type(a))
+        return vector_address(a)
     if t.startswith("numba.") and hasattr(a, "device_ctypes_pointer") and hasattr(a, "__dict__"):
         p = a._gpulab_vector = ((a.device_ctypes_pointer.value or 0)
                                 if a.ndim == 1 and a.dtype.itemsize == 4 and a.is_c_contiguous() else None)
         return p
     return None
+
+
+_CUPY_TYPES: set = set()  # CuPy's array types met by `vector_address`
 
 
 class _Plan:
@@ -356,14 +363,15 @@ def current_context() -> int:
     the simulator): a key for what is made in one context (kernels, buffers). One ctypes call
     to the driver's `cuCtxGetCurrent`, where numba's `cuda.get_current_device()` asks the
     driver several times and takes a lock outside numba's own calls (the kept-launch look-up of
-    gpulab.matmul took 9.4 us with it on an H200 host, 1.6 us with this). Where `libcuda.so.1`
-    cannot be loaded, numba's current context gives the handle (slower, the same key)."""
+    gpulab.matmul took 9.4 us with it on an H200 host, 1.6 us with this; 1.0 us a call with
+    declared argument types, which this call no longer has). Where `libcuda.so.1` cannot be
+    loaded, numba's current context gives the handle (slower, the same key)."""
     if not _CTX_GET:
         try:
             import ctypes
 
             fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
-            fn.argtypes, fn.restype = [ctypes.POINTER(ctypes.c_void_p)], ctypes.c_int
+            fn.restype = ctypes.c_int  # (no argtypes: the holder's `byref` goes as it is, nothing converted)
             _CTX_GET[:] = [fn]
         except (OSError, AttributeError):
             _CTX_GET[:] = [None]
@@ -706,22 +714,29 @@ class PlanCache:
         self.maxsize, self.after_evict = maxsize, after_evict
         self._plans: OrderedDict = OrderedDict()
         self._lock = threading.Lock()  # threads share the cache (their keys may differ): the dict's steps are atomic
+        self._last: tuple | None = None  # (key, plan) of the last plan returned: tried first, without a hash
 
     def get(self, key: tuple, build: Callable[[], Any]):
         """The plan kept for `key`, else `build()`'s (kept unless it raises). `build` runs
-        outside the lock: two threads may build one key at once, and the later one is kept."""
-        if self.maxsize == 1:  # a hit of a one-plan cache takes no lock (one atomic read; no order to keep)
-            plan = self._plans.get(key)
-            if plan is not None:
-                return plan
+        outside the lock: two threads may build one key at once, and the later one is kept.
+
+        The last plan returned is tried first, by comparing keys (no hash: a key holds tuples
+        of parameters, whose hashes Python computes again at every look-up), with no lock (one
+        atomic read): in a one-plan cache it is the only one; in a larger one a hit on it may
+        leave the order unchanged, as it is the most recent already."""
+        last = self._last
+        if last is not None and last[0] == key:
+            return last[1]
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:
                 self._plans.move_to_end(key)
+                self._last = (key, plan)
                 return plan
             evicted = len(self._plans) >= self.maxsize
             while len(self._plans) >= self.maxsize:
                 self._plans.popitem(last=False)
+            self._last = None
         if evicted and self.after_evict is not None:
             self.after_evict()
         plan = build()
@@ -730,12 +745,14 @@ class PlanCache:
             self._plans.move_to_end(key)
             while len(self._plans) > self.maxsize:
                 self._plans.popitem(last=False)
+            self._last = (key, plan) if self._plans.get(key) is plan else None
         return plan
 
     def clear(self) -> None:
         """Drop every plan (their buffers are freed once nothing else holds them)."""
         with self._lock:
             self._plans.clear()
+            self._last = None
 
     def values(self):
         return self._plans.values()

@@ -56,6 +56,28 @@ def measure(run: Callable[[], object], *, warmup: int = 2, repeat: int = 10) -> 
     return Timing(samples, clock="cuda-event")
 
 
+def measure_rounds(runs: list[Callable[[], object]], *, warmups: list[int], repeat: int,
+                   rounds: int = 4) -> list[Timing]:
+    """Time several calls of the same work ``repeat`` times each, as
+    [`measure`][gpulab.timing.measure] does, in ``rounds`` turns: each call's warm-up first
+    (``warmups``, one count per call), then per round a block of about ``repeat / rounds``
+    samples of each call in turn. Drift of the host over a run (its clock, other processes)
+    then falls on every call alike, so that their ratio (a benchmark's public call over its
+    kernels) compares them at the same times, not in two blocks seconds apart."""
+    rounds = max(1, min(rounds, repeat))
+    for run, w in zip(runs, warmups):
+        for _ in range(w):
+            run()
+    share = [repeat // rounds + (1 if r < repeat % rounds else 0) for r in range(rounds)]
+    out = [Timing([], clock="cuda-event") for _ in runs]
+    for k in share:
+        for run, t in zip(runs, out):
+            got = measure(run, warmup=0, repeat=k)
+            t.samples_ms.extend(got.samples_ms)
+            t.clock = got.clock
+    return out
+
+
 def wall(run: Callable[[], object], *, warmup: int = 1, repeat: int = 10,
          before: Callable[[], object] | None = None) -> Timing:
     """Time ``run`` by the host's wall clock, each call ended by a device synchronize: what a

@@ -109,6 +109,18 @@ def test_timing_returns_positive_samples():
     assert t.clock == ("wall (simulator)" if ON_SIMULATOR else "cuda-event")
 
 
+def test_measure_rounds_times_each_call_in_turns():
+    from gpulab.timing import measure_rounds
+
+    log = []
+    runs = [lambda: log.append("a"), lambda: log.append("b")]
+    ta, tb = measure_rounds(runs, warmups=[2, 1], repeat=7, rounds=3)
+    assert len(ta.samples_ms) == 7 and len(tb.samples_ms) == 7 and ta.median_ms >= 0
+    # warm-ups first, then rounds of 3, 2 and 2 samples of each call in turn
+    assert "".join(log) == "aab" + "aaabbb" + "aabb" + "aabb"
+    assert ta.clock == tb.clock == ("wall (simulator)" if ON_SIMULATOR else "cuda-event")
+
+
 def test_benchmark_harness_writes_documented_json(tmp_path):
     from gpulab.matmul.bench import SPEC
     from gpulab.matmul.variants import REGISTRY

@@ -29,3 +29,35 @@ def test_one_plan_at_a_time_goes_before_the_next_is_built_and_a_failed_build_is_
     with pytest.raises(MemoryError):
         cache.get((2,), build)
     assert not cache
+
+
+class _Key:
+    """A key part that counts how often it is hashed (the last plan is found by comparing keys)."""
+
+    hashed = 0
+
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, _Key) and other.v == self.v
+
+    def __hash__(self):
+        _Key.hashed += 1
+        return hash(self.v)
+
+
+def test_the_last_plan_is_found_by_comparing_keys_and_forgotten_when_dropped():
+    cache = PlanCache(maxsize=2)
+    a = cache.get((_Key(1),), object)
+    before = _Key.hashed
+    assert cache.get((_Key(1),), lambda: pytest.fail("rebuilt the last plan")) is a
+    assert _Key.hashed == before  # compared, not hashed
+    b = cache.get((_Key(2),), object)
+    assert cache.get((_Key(2),), lambda: pytest.fail("rebuilt the last plan")) is b
+    assert cache.get((_Key(1),), lambda: pytest.fail("rebuilt a kept plan")) is a  # by hash: a now the most recent
+    c = cache.get((_Key(3),), object)  # b, the least recently used, goes
+    assert set(map(id, cache.values())) == {id(a), id(c)}
+    assert cache.get((_Key(2),), object) is not b  # rebuilt: the last plan was not b any more
+    cache.clear()
+    assert cache.get((_Key(3),), object) is not c  # clear forgets the last plan too

@@ -31,7 +31,7 @@ def _standin(current_device=0, stream=0):
     at = addresses()
 
     class ndarray:  # noqa: N801 (CuPy's name)
-        def __init__(self, n, dtype=np.uint32, c=True, device=0, ptr=None, ndim=1):
+        def __init__(self, n, dtype=np.uint32, c=True, device=current_device, ptr=None, ndim=1):
             self.size, self.shape, self.ndim, self.dtype = n, (n,) * ndim, ndim, np.dtype(dtype)
             self.itemsize = self.dtype.itemsize
             self.flags, self.data = Flags(c), Memory(next(at) if ptr is None else ptr, device)
@@ -233,7 +233,8 @@ def _cupy():
 
 def _poisoned_pool(cp, n, dtype):
     """Leave a block of n items of 0xDEADBEEF (or NaN bits) at the head of CuPy's free list,
-    so that the next `cupy.empty(n, dtype)` is that block; returns its address."""
+    so that the next array of n items from the pool (`cupy.ndarray(n, dtype)`, as the call by
+    addresses makes its result) is that block; returns its address."""
     block = cp.full(n, 0xDEADBEEF, np.uint32).view(dtype)
     ptr = block.data.ptr
     del block
