@@ -536,9 +536,14 @@ def cupy_on_current_device(*arrays):
     t = getattr(cupy, "ndarray", None)
     if t is None:
         return None
-    cuda = cupy.cuda
-    dev = cuda.runtime.getDevice()
+    dev = None
     for a in arrays:
-        if a is not None and (type(a) is not t or a.data.device_id != dev):
+        if a is None:
+            continue
+        if type(a) is not t:  # (before asking CuPy anything: CuPy may be imported where no GPU works)
             return None
-    return None if cuda.get_current_stream().ptr else cupy
+        if dev is None:
+            dev = cupy.cuda.runtime.getDevice()  # (asked once for all the arrays)
+        if a.data.device_id != dev:
+            return None
+    return None if dev is None or cupy.cuda.get_current_stream().ptr else cupy

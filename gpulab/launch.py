@@ -723,10 +723,13 @@ class PlanCache:
         The last plan returned is tried first, by comparing keys (no hash: a key holds tuples
         of parameters, whose hashes Python computes again at every look-up), with no lock (one
         atomic read): in a one-plan cache it is the only one; in a larger one a hit on it may
-        leave the order unchanged, as it is the most recent already."""
+        leave the order unchanged, as it is the most recent already. So the parts of a key must
+        hash alike where they compare equal (as a dict key's must): numbers, strings, tuples
+        of them (a numpy dtype equals its name but hashes differently: pass names)."""
         last = self._last
         if last is not None and last[0] == key:
             return last[1]
+        last = None  # (held no longer: an evicted plan is freed before the next one is built)
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:
@@ -745,7 +748,7 @@ class PlanCache:
             self._plans.move_to_end(key)
             while len(self._plans) > self.maxsize:
                 self._plans.popitem(last=False)
-            self._last = (key, plan) if self._plans.get(key) is plan else None
+            self._last = (key, plan) if plan is not None and self._plans.get(key) is plan else None
         return plan
 
     def clear(self) -> None:

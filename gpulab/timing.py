@@ -64,6 +64,8 @@ def measure_rounds(runs: list[Callable[[], object]], *, warmups: list[int], repe
     samples of each call in turn. Drift of the host over a run (its clock, other processes)
     then falls on every call alike, so that their ratio (a benchmark's public call over its
     kernels) compares them at the same times, not in two blocks seconds apart."""
+    if len(warmups) != len(runs):
+        raise ValueError(f"one warm-up count per call: {len(runs)} calls, {len(warmups)} counts")
     rounds = max(1, min(rounds, repeat))
     for run, w in zip(runs, warmups):
         for _ in range(w):

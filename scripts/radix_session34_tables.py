@@ -66,7 +66,8 @@ def main() -> None:
     write_record(a.json, "gpulab-radix-public-checks-table/1", rows(turns()), device="NVIDIA H200",
                  versions=bench["versions"], dates=["2026-11-30 (session 34, call 4)"],
                  source=str(RUNS.relative_to(RUNS.parents[2])) + "/call4",
-                 what="the public call's host work before the plan's first launch (issue 30): the tree with the "
+                 what="the public call's host work before the plan's first launch (issue 30; the versions are the "
+                      "new tree's, the old ran with the same kit): the tree with the "
                       "lighter checks (new) against the tree before them (old, 8c14eac), four turns "
                       "new/old/old/new on one H200 (call 4), each turn a process of its own. Host time from "
                       "the public call's entry to the plan's sort (distinct: its run), median of 300 calls "

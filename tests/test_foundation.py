@@ -119,6 +119,8 @@ def test_measure_rounds_times_each_call_in_turns():
     # warm-ups first, then rounds of 3, 2 and 2 samples of each call in turn
     assert "".join(log) == "aab" + "aaabbb" + "aabb" + "aabb"
     assert ta.clock == tb.clock == ("wall (simulator)" if ON_SIMULATOR else "cuda-event")
+    with pytest.raises(ValueError, match="one warm-up count per call"):
+        measure_rounds(runs, warmups=[1], repeat=2)
 
 
 def test_benchmark_harness_writes_documented_json(tmp_path):
@@ -241,6 +243,37 @@ def test_benchmark_records_out_of_memory_and_raises_other_errors():
     with pytest.raises(ZeroDivisionError):
         benchmark.run(failing(ZeroDivisionError("a bug")), variants, quick=True, warmup=1, repeat=2, cases=case,
                       progress=None)
+
+
+def test_a_failing_public_call_keeps_the_kernels_timing():
+    """The kernels and the public call are timed in turns; where the public call fails (out of
+    memory, a refusal), the record keeps the kernels' time and names the failure, as when the
+    public call was timed after them; any other exception still stops the run."""
+    import dataclasses
+
+    from gpulab.matmul.bench import SPEC
+    from gpulab.matmul.variants import REGISTRY
+
+    variants = [REGISTRY.get("coalesced", "numba")]
+    case = SPEC.cases(True)[:1]
+
+    def public_raising(exc):
+        def public(v, state):
+            def call():
+                raise exc
+            return call
+        return dataclasses.replace(SPEC, public=public)
+
+    oom = MemoryError("out of memory (the public call's result)")
+    for exc, skipped in ((oom, "out of device memory (MemoryError"), (GpulabError("refused"), "refused")):
+        result = benchmark.run(public_raising(exc), variants, quick=True, warmup=1, repeat=3, cases=case,
+                               progress=None)
+        (rec,) = result["records"]
+        assert rec["median_ms"] > 0 and len(rec["samples_ms"]) == 3 and rec["skipped"].startswith(skipped)
+        assert rec["public_median_ms"] is None
+    with pytest.raises(ZeroDivisionError):
+        benchmark.run(public_raising(ZeroDivisionError("a bug")), variants, quick=True, warmup=1, repeat=2,
+                      cases=case, progress=None)
 
 
 class _HostOrDevice:

@@ -61,3 +61,34 @@ def test_the_last_plan_is_found_by_comparing_keys_and_forgotten_when_dropped():
     assert cache.get((_Key(2),), object) is not b  # rebuilt: the last plan was not b any more
     cache.clear()
     assert cache.get((_Key(3),), object) is not c  # clear forgets the last plan too
+
+
+def test_an_evicted_plan_is_freed_before_the_next_is_built():
+    """The last plan is not held past a miss: a one-plan cache frees it before `after_evict`
+    and the next build run (two plans of a large graph need not fit together)."""
+    import gc
+    import weakref
+
+    class Plan:
+        pass
+
+    seen = []
+    cache = PlanCache(maxsize=1, after_evict=lambda: seen.append(("after_evict", gc.collect() >= 0 and old() is None)))
+    old = weakref.ref(cache.get((1,), Plan))
+    assert cache.get((1,), lambda: pytest.fail("rebuilt the last plan")) is old()
+
+    def build():
+        gc.collect()
+        seen.append(("build", old() is None))
+        return Plan()
+
+    cache.get((2,), build)
+    assert seen == [("after_evict", True), ("build", True)]
+
+
+def test_a_build_that_returns_none_is_not_the_last_plan():
+    cache = PlanCache(maxsize=1)
+    calls = []
+    for _ in range(2):
+        assert cache.get((1,), lambda: calls.append(1)) is None
+    assert len(calls) == 2

@@ -134,6 +134,25 @@ def test_every_other_call_takes_the_full_path(backend, short_way, monkeypatch):
     assert not log[1:], "a refused call reached a plan"
 
 
+def test_other_libraries_arrays_ask_cupy_nothing(monkeypatch):
+    """CuPy may be imported where no GPU works: arrays of other libraries (and no arrays) are
+    refused before CuPy is asked for its device or stream, which would raise there."""
+    from gpulab.arrays import cupy_on_current_device
+
+    cupy = _standin()
+
+    def no_gpu():
+        raise RuntimeError("cudaErrorNoDevice")
+
+    cupy.cuda.runtime.getDevice = cupy.cuda.get_current_stream = no_gpu
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    for arrays in ((np.zeros(4, np.uint32),), (None, np.zeros(4, np.uint32)), (None,), ()):
+        assert cupy_on_current_device(*arrays) is None
+    assert rx._by_addresses(np.zeros(4, np.uint32), None, None, "numba", None) is None
+    with pytest.raises(RuntimeError, match="NoDevice"):  # (a CuPy array is asked about: the premise)
+        cupy_on_current_device(cupy.ndarray(4))
+
+
 def test_no_context_in_this_thread_takes_the_full_path(short_way, monkeypatch):
     """Without a current CUDA context (a new thread) the call takes the full path, which makes
     one current; with one, the context is part of the plan's key (checked by the fixture)."""
