@@ -678,6 +678,13 @@ class KeptLaunches:
             go = self._go[role] = make()
         return go
 
+    def call(self, role, make: Callable[[], Any], otherwise: Callable[..., Any], *args):
+        """The kept callable of `role` ([`get`][gpulab.launch.KeptLaunches.get]) called, and its
+        result returned; where it cannot be had, `otherwise(*args)`'s (the same work the usual
+        way: a plan's kept readback or scan beside its `start` or `run`)."""
+        go = self.get(role, make)
+        return go() if go is not None else otherwise(*args)
+
     def launch(self, K, name: str, grid, block, arrays: tuple, fixed: tuple = (), templates: tuple | None = None,
                role=None) -> None:
         """`K(name, grid, block, *arrays, *fixed)`: by the kept launch of `role` (default

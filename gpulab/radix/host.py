@@ -505,9 +505,9 @@ class SortPlan:
         (`first_moved` is then False, and the next pass reads the input); the host reads the same
         flags. Returns the shifts of the passes launched or to launch, the first always."""
         self.histograms(d_keys, self.max_passes)
-        start = self.kept.get("offsets back", lambda: self.hist_back.kept(self.hist))
         # the copy queued, not waited for
-        offsets = start() if start is not None else self.hist_back.start(self.hist, self.stream)
+        offsets = self.kept.call("offsets back", lambda: self.hist_back.kept(self.hist), self.hist_back.start,
+                                 self.hist, self.stream)
         self.one_pass(0, d_keys, d_vals, self.keys[0], self.vals[0], 0, skip_same=True, positions=positions)
         moves = self.passes_that_move(offsets())
         self.first_moved = bool(moves[0])
@@ -607,15 +607,11 @@ class DistinctPlan:
         g = grid_1d(n, EW_BLOCK)
         kept, t = self.kept, sp.keys[0]  # (t: the stand-in of the sorted keys and the result in kept launches)
         kept.launch(K, "head_flags", g, (EW_BLOCK,), (keys,), (_i(n), self.flags), (t,))
-        scan = kept.get("scan", lambda: self.scan.kept(self.flags, self.pos))
-        if scan is not None:
-            scan()
-        else:
-            self.scan.run(self.flags, self.pos)
+        kept.call("scan", lambda: self.scan.kept(self.flags, self.pos), self.scan.run, self.flags, self.pos)
         out = self._target(out)
         kept.launch(K, "compact", g, (EW_BLOCK,), (keys, self.flags, self.pos, out), (_i(n),), (t, self.flags, self.pos, t))
-        start = kept.get("count", lambda: self.count_back.kept(self.count_src))
-        back = start() if start is not None else self.count_back.start(self.count_src, sp.stream)
+        back = kept.call("count", lambda: self.count_back.kept(self.count_src), self.count_back.start,
+                         self.count_src, sp.stream)
         return out, int(back()[0])  # the call's one wait
 
     def _target(self, out):

@@ -219,6 +219,23 @@ def test_kept_launches_are_made_once_per_role_and_take_addresses():
     assert K.log[-1] == ("K", "pass", (a, b, 7, 8)) and not off.enabled and off.get("x", lambda: 1) is None
 
 
+def test_a_kept_call_is_made_once_and_falls_back_where_it_cannot_be():
+    """`KeptLaunches.call`: the role's kept callable (made once) called; where there is none
+    (it cannot be made, or the set is disabled), the usual way with its arguments."""
+    made, usual = [], []
+
+    def make():
+        made.append(1)
+        return lambda: "kept"
+
+    kept = KeptLaunches()
+    assert [kept.call("back", make, lambda *a: usual.append(a)) for _ in range(3)] == ["kept"] * 3
+    assert made == [1] and not usual
+    assert kept.call("none", lambda: None, lambda *a: usual.append(a) or "usual", 1, 2) == "usual"
+    assert KeptLaunches(enabled=False).call("back", make, lambda *a: usual.append(a) or "off", 3) == "off"
+    assert usual == [(1, 2), (3,)] and made == [1]
+
+
 def test_vector_address_takes_only_1d_contiguous_4_byte_arrays():
     """CuPy arrays by their interface attributes (each call); anything else without an
     address is None."""
