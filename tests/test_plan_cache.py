@@ -92,3 +92,27 @@ def test_a_build_that_returns_none_is_not_the_last_plan():
     for _ in range(2):
         assert cache.get((1,), lambda: calls.append(1)) is None
     assert len(calls) == 2
+
+
+def test_the_last_plan_is_found_by_its_tag_until_another_is_returned():
+    """`last(tag)`: the last plan returned where `get` was given that tag; a `get` of the same
+    key without a tag keeps it (same key, same plan), a new tag replaces it; another plan
+    returned, an eviction or `clear` forget it."""
+    cache = PlanCache(maxsize=2)
+    tag = ("variant", "backend", 1000)
+    assert cache.last(tag) is None
+    a = cache.get(("a",), object, tag)
+    assert cache.last(tag) is a and cache.last(("variant", "backend", 1001)) is None
+    assert cache.get(("a",), lambda: pytest.fail("rebuilt the last plan")) is a and cache.last(tag) is a
+    assert cache.get(("a",), object, ("other",)) is a and cache.last(tag) is None and cache.last(("other",)) is a
+    b = cache.get(("b",), object, tag)
+    assert cache.last(tag) is b
+    assert cache.get(("a",), lambda: pytest.fail("rebuilt a kept plan")) is a  # by hash: a is the last now
+    assert cache.last(tag) is None, "the tag of a plan that is not the last one found it"
+    cache.get(("b",), object, tag)
+    cache.clear()
+    assert cache.last(tag) is None
+    one = PlanCache(maxsize=1)
+    one.get((1,), object, tag)
+    one.get((2,), object)  # evicts the tagged plan
+    assert one.last(tag) is None

@@ -110,7 +110,7 @@ def _by_pointers(A, B, variant, backend: str):
     cupy = cupy_on_current_device(A, B)
     if cupy is None or A.ndim != 2 or B.ndim != 2:
         return None
-    if A.dtype != _F32 or B.dtype != _F32 or not (A.flags.c_contiguous and B.flags.c_contiguous):
+    if A.dtype != _F32 or B.dtype != _F32:  # (C-contiguous: `cupy_on_current_device` checked)
         return None
     (M, K), (K2, N) = A.shape, B.shape
     if K != K2 or not fits(M, K, N):

@@ -17,7 +17,7 @@ import pytest
 import gpulab.radix as rx
 from gpulab import launch
 from gpulab.errors import ShapeError
-from gpulab.launch import KeptLaunches, i32, vector_address
+from gpulab.launch import KeptLaunches, PlanCache, i32, vector_address
 from gpulab.radix.variants import REGISTRY
 from tests.conftest import ON_SIMULATOR, gpu_library, skip_unless_runnable
 from tests.cupy_standin import Flags, Memory, addresses, module
@@ -25,23 +25,36 @@ from tests.cupy_standin import Flags, Memory, addresses, module
 # ----------------------------------------------------------------------------- any machine
 
 
-def _standin(current_device=0, stream=0):
-    """A CuPy stand-in module with 1-D arrays: `ndarray`, `empty`, `cuda.runtime.getDevice`,
-    `cuda.get_current_stream`; every array a new address (a slice or a view keeps its array's)."""
+def _standin(current_device=0, stream=0, own_flag=False):
+    """A CuPy stand-in module with 1-D arrays: `ndarray` (`ndarray(n, dtype, memptr)`: over
+    another array's memory, as CuPy's), `empty`, `cuda.runtime.getDevice`,
+    `cuda.get_current_stream`; every array a new address (a slice or a view keeps its array's).
+    `own_flag`: the arrays have CuPy's `_c_contiguous`, and reading `flags` fails the test
+    (the short way reads the attribute where it exists)."""
     at = addresses()
 
     class ndarray:  # noqa: N801 (CuPy's name)
-        def __init__(self, n, dtype=np.uint32, c=True, device=current_device, ptr=None, ndim=1):
+        def __init__(self, n, dtype=np.uint32, memptr=None, *, c=True, device=current_device, ptr=None, ndim=1):
+            if memptr is not None:
+                device, ptr = memptr.device_id, memptr.ptr
             self.size, self.shape, self.ndim, self.dtype = n, (n,) * ndim, ndim, np.dtype(dtype)
             self.itemsize = self.dtype.itemsize
-            self.flags, self.data = Flags(c), Memory(next(at) if ptr is None else ptr, device)
+            self._flags, self.data = Flags(c), Memory(next(at) if ptr is None else ptr, device)
+
+        @property
+        def flags(self):
+            assert not own_flag, "flags read where the array has _c_contiguous"
+            return self._flags
 
         def view(self, dtype):
-            return ndarray(self.size, dtype, self.flags.c_contiguous, self.data.device_id, self.data.ptr, self.ndim)
+            return ndarray(self.size, dtype, c=self._flags.c_contiguous, device=self.data.device_id,
+                           ptr=self.data.ptr, ndim=self.ndim)
 
         def __getitem__(self, s):
             return ndarray(len(range(self.size)[s]), self.dtype, device=self.data.device_id, ptr=self.data.ptr)
 
+    if own_flag:
+        ndarray._c_contiguous = property(lambda self: self._flags.c_contiguous)
     ndarray.__module__ = "cupy"
     return module(ndarray, lambda n, dtype: ndarray(n, dtype, device=current_device), current_device, stream)
 
@@ -64,16 +77,18 @@ class _Plan:
 
 
 @pytest.fixture
-def short_way(monkeypatch):
-    """(stand-in CuPy, log of the plans' calls, plans made) with `_plan` recording."""
+def short_way(request, monkeypatch):
+    """(stand-in CuPy, log of the plans' calls, plans made) with `_plan` recording; CuPy's
+    arrays with `_c_contiguous` where the test's parameter says so (indirect)."""
     log, made = [], []
 
-    def plan(v, n, has_vals, p, pkey, stream, distinct=False, ctx=None):
+    def plan(v, n, has_vals, p, pkey, stream, distinct=False, ctx=None, tag=None):
         made.append((v.name, v.backend, n, has_vals, stream, distinct))
         assert ctx == 0x5E55, "the plan is looked up in the current context"
         return _Plan(log)
 
-    cupy = _standin()
+    cupy = _standin(own_flag=getattr(request, "param", False))
+    monkeypatch.setattr(rx, "_PLANS", PlanCache(maxsize=1))
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(rx, "_plan", plan)
     monkeypatch.setattr(rx, "current_context", lambda: 0x5E55)  # (the simulator has no context)
@@ -83,6 +98,7 @@ def short_way(monkeypatch):
     yield cupy, log, made
 
 
+@pytest.mark.parametrize("short_way", [False, True], indirect=True, ids=["flags", "own_flag"])
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_cupy_keys_go_by_address(backend, short_way):
     """uint32 CuPy keys (2 to 2^30: onesweep's limit) go to the plan as they are, with a new
@@ -110,6 +126,7 @@ def test_cupy_keys_go_by_address(backend, short_way):
                         ("onesweep", backend, 2, True, 0, False), ("onesweep", backend, 2, False, 0, True)]
 
 
+@pytest.mark.parametrize("short_way", [False, True], indirect=True, ids=["flags", "own_flag"])
 @pytest.mark.parametrize("backend", ["numba", "cuda-c"])
 def test_every_other_call_takes_the_full_path(backend, short_way, monkeypatch):
     """Arrays the short way cannot take are left to the full path (None), which checks them
@@ -164,6 +181,55 @@ def test_no_context_in_this_thread_takes_the_full_path(short_way, monkeypatch):
     for _ in range(3):
         assert rx._by_addresses(cupy.ndarray(10), None, None, "numba", None) is not None
     assert len(asked) == 4
+
+
+def test_the_last_plan_is_found_by_the_calls_own_arguments(monkeypatch):
+    """A call by addresses like the last one (variant, backend, length, values or not, sort or
+    distinct, context; no `params`) gets the last plan without resolving its variant or making
+    a key (`PlanCache.last`); any difference, `params` given (a dict may change and stay the
+    same object) or a cleared cache go the usual way (`_launch`, `_plan`), which finds or
+    builds the plan."""
+    cupy = _standin()
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
+    ctx = [0x5E55]
+    monkeypatch.setattr(rx, "current_context", lambda: ctx[0])
+    monkeypatch.setattr(rx, "_PLANS", PlanCache(maxsize=1))
+    monkeypatch.setattr(rx.host, "distinct_plan", lambda plan: plan)
+    one_sweep = REGISTRY.get("onesweep", "numba")
+    resolved, built = [], []
+
+    class Variant:  # what `_plan` reads of a registry entry; its `run` makes a recording plan
+        name, backend, policy = one_sweep.name, one_sweep.backend, one_sweep.policy
+
+        def run(self, n, has_vals, p, stream=0):
+            built.append((n, has_vals))
+            return _Plan([])
+
+    def launch(variant, backend, params):
+        resolved.append(variant)
+        return Variant(), dict(params or {}), tuple(sorted((params or {}).items()))
+
+    monkeypatch.setattr(rx, "_launch", launch)
+
+    def call(n=1000, variant=None, params=None, values=False, distinct=False):
+        keys = cupy.ndarray(n)
+        vals = cupy.ndarray(n) if values else None
+        assert rx._by_addresses(keys, vals, variant, "numba", params, distinct=distinct) is not None
+        return len(resolved), len(built)
+
+    assert call() == (1, 1)
+    assert call() == (1, 1), "the same call resolved its variant again"
+    assert call(params={}) == (2, 1)  # resolved: params given; the same key finds the same plan
+    assert call(params={}) == (3, 1)
+    assert call() == (3, 1), "a call without params after one with empty params (same key, same plan)"
+    for change, counts in ((dict(n=1001), (4, 2)), ({}, (5, 3)), (dict(values=True), (6, 4)),
+                           (dict(distinct=True), (7, 5)), (dict(variant="onesweep"), (8, 6))):
+        assert call(**change) == counts, change
+    ctx[0] = 0x7777  # another context
+    assert call(variant="onesweep") == (9, 7)
+    rx.clear_cache()
+    assert call(variant="onesweep") == (10, 8)
+    assert call(variant="onesweep") == (10, 8)
 
 
 class _Array:
@@ -236,10 +302,12 @@ def test_a_kept_call_is_made_once_and_falls_back_where_it_cannot_be():
     assert usual == [(1, 2), (3,)] and made == [1]
 
 
-def test_vector_address_takes_only_1d_contiguous_4_byte_arrays():
-    """CuPy arrays by their interface attributes (each call); anything else without an
-    address is None."""
-    cupy = _standin()
+@pytest.mark.parametrize("own_flag", [False, True])
+def test_vector_address_takes_only_1d_contiguous_4_byte_arrays(own_flag):
+    """CuPy arrays by their attributes (each call; C-contiguity from `_c_contiguous` where the
+    type has it: the stand-in fails the test if `flags` is read then); anything else without
+    an address is None."""
+    cupy = _standin(own_flag=own_flag)
     a = cupy.ndarray(10)
     assert vector_address(a) == a.data.ptr
     assert vector_address(cupy.ndarray(10, np.float32)) is not None
