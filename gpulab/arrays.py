@@ -535,8 +535,8 @@ def cupy_on_current_device(*arrays):
     (`gpulab.launch.current_context`), itself.
 
     CuPy's functions are looked up once per `cupy` module (`_cupy_parts`), and C-contiguity
-    is read from the array's own `_c_contiguous` where CuPy has it (`flags` makes an object
-    per call: 0.84 against 0.29 us, each timed after a synchronised sort on an H200 host)."""
+    is read from the array's own `_c_contiguous` where CuPy has it
+    ([`own_contiguity_flag`][gpulab.launch.own_contiguity_flag]: `flags` makes an object per call)."""
     cupy = sys.modules.get("cupy")
     parts = _CUPY[0]
     if parts is None or parts[0] is not cupy:
@@ -563,11 +563,15 @@ _CUPY: list = [None]  # (the cupy module, its ndarray, getDevice, get_current_st
 
 
 def _cupy_parts(cupy):
-    """What `cupy_on_current_device` reads of the `cupy` module (None where it has no ndarray),
-    kept in `_CUPY` for that module. Looking a function up asks the GPU nothing."""
-    t = getattr(cupy, "ndarray", None)
-    if t is None:
+    """What `cupy_on_current_device` reads of the `cupy` module, kept in `_CUPY` for that
+    module; None (nothing kept) where it has no ndarray or no `cuda` functions (a stub, an
+    import half done). Looking a function up asks the GPU nothing."""
+    from gpulab.launch import own_contiguity_flag
+
+    try:
+        t = cupy.ndarray
+        parts = (cupy, t, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream, own_contiguity_flag(t))
+    except AttributeError:
         return None
-    parts = _CUPY[0] = (cupy, t, cupy.cuda.runtime.getDevice, cupy.cuda.get_current_stream,
-                        hasattr(t, "_c_contiguous"))
+    _CUPY[0] = parts
     return parts

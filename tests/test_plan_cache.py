@@ -116,3 +116,26 @@ def test_the_last_plan_is_found_by_its_tag_until_another_is_returned():
     one.get((1,), object, tag)
     one.get((2,), object)  # evicts the tagged plan
     assert one.last(tag) is None
+
+
+def test_a_new_tag_does_not_bring_back_a_plan_cleared_meanwhile():
+    """A hit that brings a new tag writes it only over the same last plan: a `clear` (or an
+    eviction) by another thread between the hit and the write leaves the cache empty."""
+    cache = PlanCache(maxsize=1)
+
+    class Key:  # (clears the cache while the hit compares it: the other thread's clear, in between)
+        clearing = False
+
+        def __eq__(self, other):
+            if Key.clearing:
+                cache.clear()
+            return isinstance(other, Key)
+
+        def __hash__(self):
+            return 0
+
+    plan = cache.get((Key(),), object, ("t1",))
+    Key.clearing = True
+    assert cache.get((Key(),), lambda: pytest.fail("rebuilt on a hit"), ("t2",)) is plan
+    Key.clearing = False
+    assert len(cache) == 0 and cache.last(("t2",)) is None and cache.last(("t1",)) is None

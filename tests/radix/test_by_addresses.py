@@ -168,6 +168,32 @@ def test_other_libraries_arrays_ask_cupy_nothing(monkeypatch):
     assert rx._by_addresses(np.zeros(4, np.uint32), None, None, "numba", None) is None
     with pytest.raises(RuntimeError, match="NoDevice"):  # (a CuPy array is asked about: the premise)
         cupy_on_current_device(cupy.ndarray(4))
+    stub = types.ModuleType("cupy")  # an ndarray and no `cuda` (a stub, an import half done)
+    stub.ndarray = cupy.ndarray
+    monkeypatch.setitem(sys.modules, "cupy", stub)
+    assert cupy_on_current_device(np.zeros(4, np.uint32)) is None
+    assert cupy_on_current_device(cupy.ndarray(4)) is None
+    assert np.array_equal(rx.sort(np.array([3, 1, 2], np.uint32), backend="cpu"), [1, 2, 3])
+
+
+def test_contiguity_is_read_from_an_attribute_only_where_it_is_one():
+    """`own_contiguity_flag`: CuPy's `_c_contiguous` where the type has it as an attribute (a
+    data descriptor: CuPy's field, a property); a method of that name (always true as an
+    object) or none at all means `flags.c_contiguous`."""
+    from gpulab.launch import own_contiguity_flag
+
+    class Field:
+        _c_contiguous = property(lambda self: True)
+
+    class Below(Field):
+        pass
+
+    class Method:
+        def _c_contiguous(self):
+            return False
+
+    assert own_contiguity_flag(Field) and own_contiguity_flag(Below)
+    assert not own_contiguity_flag(Method) and not own_contiguity_flag(np.ndarray)
 
 
 def test_no_context_in_this_thread_takes_the_full_path(short_way, monkeypatch):
@@ -199,22 +225,25 @@ def test_the_last_plan_is_found_by_the_calls_own_arguments(monkeypatch):
     resolved, built = [], []
 
     class Variant:  # what `_plan` reads of a registry entry; its `run` makes a recording plan
-        name, backend, policy = one_sweep.name, one_sweep.backend, one_sweep.policy
+        name, policy = one_sweep.name, one_sweep.policy
+
+        def __init__(self, backend):
+            self.backend = backend
 
         def run(self, n, has_vals, p, stream=0):
             built.append((n, has_vals))
             return _Plan([])
 
-    def launch(variant, backend, params):
+    def launch(variant, backend, params):  # (None and "onesweep" resolve alike: one key)
         resolved.append(variant)
-        return Variant(), dict(params or {}), tuple(sorted((params or {}).items()))
+        return Variant(backend), dict(params or {}), tuple(sorted((params or {}).items()))
 
     monkeypatch.setattr(rx, "_launch", launch)
 
-    def call(n=1000, variant=None, params=None, values=False, distinct=False):
+    def call(n=1000, variant=None, params=None, values=False, distinct=False, backend="numba"):
         keys = cupy.ndarray(n)
         vals = cupy.ndarray(n) if values else None
-        assert rx._by_addresses(keys, vals, variant, "numba", params, distinct=distinct) is not None
+        assert rx._by_addresses(keys, vals, variant, backend, params, distinct=distinct) is not None
         return len(resolved), len(built)
 
     assert call() == (1, 1)
@@ -222,14 +251,17 @@ def test_the_last_plan_is_found_by_the_calls_own_arguments(monkeypatch):
     assert call(params={}) == (2, 1)  # resolved: params given; the same key finds the same plan
     assert call(params={}) == (3, 1)
     assert call() == (3, 1), "a call without params after one with empty params (same key, same plan)"
-    for change, counts in ((dict(n=1001), (4, 2)), ({}, (5, 3)), (dict(values=True), (6, 4)),
-                           (dict(distinct=True), (7, 5)), (dict(variant="onesweep"), (8, 6))):
+    # each argument of the tag by itself: resolved again; a new plan where the key differs too
+    steps = ((dict(variant="onesweep"), (4, 1)), ({}, (5, 1)), (dict(n=1001), (6, 2)), ({}, (7, 3)),
+             (dict(values=True), (8, 4)), ({}, (9, 5)), (dict(distinct=True), (10, 6)), ({}, (11, 7)),
+             (dict(backend="cuda-c"), (12, 8)), ({}, (13, 9)), ({}, (13, 9)))
+    for change, counts in steps:
         assert call(**change) == counts, change
     ctx[0] = 0x7777  # another context
-    assert call(variant="onesweep") == (9, 7)
+    assert call() == (14, 10)
     rx.clear_cache()
-    assert call(variant="onesweep") == (10, 8)
-    assert call(variant="onesweep") == (10, 8)
+    assert call() == (15, 11)
+    assert call() == (15, 11)
 
 
 class _Array:
@@ -395,6 +427,8 @@ def test_sorts_by_address_match_numpy(backend, rng, monkeypatch):
             assert np.array_equal(cp.asnumpy(gk), keys[order]), (n, label)
             assert np.array_equal(cp.asnumpy(gv).view(np.uint32), vals[order]), (n, label)
             u = rx.distinct(c, None, backend)
+            # its memory stays the result's: a block of n items from the pool now is another one
+            assert _poisoned_pool(cp, n, np.uint32) != u.data.ptr
             assert np.array_equal(cp.asnumpy(u), np.unique(keys)), (n, label)
             assert np.array_equal(cp.asnumpy(c), keys) and np.array_equal(cp.asnumpy(cv).view(np.uint32), vals)
 
