@@ -15,16 +15,24 @@ from tests.conftest import ON_SIMULATOR, gpu_library
 from tests.cupy_standin import Flags, Memory, addresses, module
 
 
-def _standin(current_device=0, stream=0):
+def _standin(current_device=0, stream=0, own_flag=False):
     """A CuPy stand-in module: `ndarray`, `empty`, `float32`, `cuda.runtime.getDevice`,
-    `cuda.get_current_stream`; every array a new address."""
+    `cuda.get_current_stream`; every array a new address. `own_flag`: the arrays have CuPy's
+    `_c_contiguous`, and reading `flags` fails the test (the short way reads the attribute)."""
     at = addresses()
 
     class ndarray:  # noqa: N801 (CuPy's name)
         def __init__(self, shape, dtype=np.float32, c=True, device=0):
             self.shape, self.ndim, self.dtype = tuple(shape), len(shape), np.dtype(dtype)
-            self.flags, self.data = Flags(c), Memory(next(at), device)
+            self._flags, self.data = Flags(c), Memory(next(at), device)
 
+        @property
+        def flags(self):
+            assert not own_flag, "flags read where the array has _c_contiguous"
+            return self._flags
+
+    if own_flag:
+        ndarray._c_contiguous = property(lambda self: self._flags.c_contiguous)
     cupy = module(ndarray, lambda shape, dtype: ndarray(shape, dtype, device=current_device), current_device, stream)
     cupy.float32 = np.float32
     return cupy
@@ -33,16 +41,17 @@ def _standin(current_device=0, stream=0):
 CONTEXT = 0x5E55  # a CUDA context handle, as the driver's `cuCtxGetCurrent` gives one
 
 
-@pytest.fixture
-def recorded(monkeypatch):
-    """(stand-in module, launches by addresses, plans built) with `_pointer_plan` recording."""
+@pytest.fixture(params=[False, True], ids=["flags", "own_flag"])
+def recorded(request, monkeypatch):
+    """(stand-in module, launches by addresses, plans built) with `_pointer_plan` recording;
+    arrays with and without CuPy's `_c_contiguous`."""
     launches, built = [], []
 
     def plan(variant, backend, M, K, N, A, B):
         built.append((variant, backend, M, K, N))
         return lambda *p: launches.append(p)
 
-    cupy = _standin()
+    cupy = _standin(own_flag=request.param)
     monkeypatch.setitem(sys.modules, "cupy", cupy)
     monkeypatch.setattr(mm, "_pointer_plan", plan)
     monkeypatch.setattr(mm, "current_context", lambda: CONTEXT)  # (the simulator has none)
