@@ -559,7 +559,8 @@ def cupy_on_current_device(*arrays):
     return None if dev is None or get_stream().ptr else cupy
 
 
-_CUPY: list = [None]  # (the cupy module, its ndarray, getDevice, get_current_stream, whether arrays have `_c_contiguous`)
+# (the cupy module, its ndarray, getDevice, get_current_stream, whether arrays have `_c_contiguous`)
+_CUPY: list = [None]
 
 
 def _cupy_parts(cupy):

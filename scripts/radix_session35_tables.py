@@ -88,7 +88,8 @@ def ab_rows() -> list[dict]:
             rows.append({"turn": f"{k + 1}: {tree}", "backend": backend, "host µs, whole call": f"{float(whole):.0f}",
                          "µs before the plan": f"{float(pre):.1f}",
                          "public ÷ plan, 2^20": " · ".join(f"{float(r[0]):.3f}" for r in got[backend, "ratio"]),
-                         "public ÷ plan, distinct 2M": " · ".join(f"{float(r[0]):.3f}" for r in got[backend, "distinct"])})
+                         "public ÷ plan, distinct 2M":
+                             " · ".join(f"{float(r[0]):.3f}" for r in got[backend, "distinct"])})
     return rows
 
 
