@@ -762,9 +762,9 @@ class PlanCache:
         of parameters, whose hashes Python computes again at every look-up), with no lock (one
         atomic read; the lock only where a hit brings a new tag): in a one-plan cache it is the
         only one; in a larger one a hit on it may leave the order unchanged, as it is the most
-        recent already. So the parts of a key must
-        hash alike where they compare equal (as a dict key's must): numbers, strings, tuples
-        of them (a numpy dtype equals its name but hashes differently: pass names).
+        recent already. So the parts of a key must hash alike where they compare equal (as a
+        dict key's must): numbers, strings, tuples of them (a numpy dtype equals its name but
+        hashes differently: pass names).
 
         `tag`: kept with the plan as the last one returned, for [`last`][gpulab.launch.PlanCache.last]."""
         last = self._last
